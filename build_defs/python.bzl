@@ -1,0 +1,17 @@
+"""py_test wrappers: pytest suites and the lit suite as Bazel test targets."""
+
+def tfpgo_pytest(name, srcs, deps = [], data = [], size = "medium", tags = [], **kwargs):
+    """A py_test running pytest on `srcs` (main: tests/python/pytest_main.py)."""
+    native.py_test(
+        name = name,
+        srcs = srcs + ["//tests/python:pytest_main.py"],
+        main = "//tests/python:pytest_main.py",
+        args = ["$(location %s)" % src for src in srcs],
+        deps = deps + ["@local_python//:requirements"],
+        data = data,
+        size = size,
+        tags = tags,
+        python_version = "PY3",
+        srcs_version = "PY3",
+        **kwargs
+    )

@@ -1,0 +1,88 @@
+"""What every tfpgo command line shares: user paths, one-line errors, atomic output.
+
+`bazel run` starts tools in the runfiles tree; the user's shell directory is in
+BUILD_WORKING_DIRECTORY. Relative paths the user gives, and default outputs,
+are taken relative to that directory so `bazel run //tools:x -- a.json` means
+the `a.json` the user sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+
+class UserError(Exception):
+    """A problem with the user's input: reported as one line, exit status 1."""
+
+
+def working_directory() -> Path:
+    """The directory the user ran the command from (also under `bazel run`)."""
+    return Path(os.environ.get("BUILD_WORKING_DIRECTORY") or os.getcwd())
+
+
+def user_path(path: str | os.PathLike[str]) -> Path:
+    """Resolves a path given by the user against their working directory."""
+    expanded = Path(path).expanduser()
+    if expanded.is_absolute():
+        return expanded
+    return working_directory() / expanded
+
+
+@contextlib.contextmanager
+def atomic_output_file(path: Path, mode: str = "w") -> Iterator[object]:
+    """Opens a temporary sibling of `path` and renames it over `path` on success.
+
+    A failure leaves no partial file behind: readers never see half a document.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_output_dir(path: Path) -> Iterator[Path]:
+    """Yields a staging directory that replaces `path` only when the block succeeds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        yield staging
+        if path.exists():
+            retired = Path(tempfile.mkdtemp(prefix=f".{path.name}.old.", dir=path.parent))
+            os.replace(path, retired / path.name)
+            os.replace(staging, path)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.replace(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = None,
+             prog: str | None = None) -> int:
+    """Runs a CLI entry point, turning UserError into one line on stderr.
+
+    Returns the exit status instead of exiting so tests can call CLIs in-process.
+    """
+    prog = prog or Path(sys.argv[0]).name
+    try:
+        return main(sys.argv[1:] if argv is None else argv) or 0
+    except UserError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130

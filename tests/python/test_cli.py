@@ -1,0 +1,61 @@
+"""The shared CLI helpers: user paths, atomic outputs, one-line errors."""
+
+from pathlib import Path
+
+import pytest
+
+from tfpgo import cli
+
+
+def test_user_path_resolves_against_build_working_directory(monkeypatch, tmp_path):
+    monkeypatch.setenv("BUILD_WORKING_DIRECTORY", str(tmp_path))
+    assert cli.user_path("a/b.json") == tmp_path / "a" / "b.json"
+    assert cli.user_path("/abs/x") == Path("/abs/x")
+
+
+def test_user_path_without_bazel_uses_cwd(monkeypatch, tmp_path):
+    monkeypatch.delenv("BUILD_WORKING_DIRECTORY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert cli.user_path("x.json") == tmp_path / "x.json"
+
+
+def test_atomic_output_file_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "out.json"
+    with pytest.raises(RuntimeError):
+        with cli.atomic_output_file(target) as handle:
+            handle.write("{half")
+            raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_output_file_replaces_on_success(tmp_path):
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    with cli.atomic_output_file(target) as handle:
+        handle.write("new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_atomic_output_dir_swaps_whole_directory(tmp_path):
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "stale").write_text("x")
+    with cli.atomic_output_dir(target) as staging:
+        (staging / "fresh").write_text("y")
+    assert sorted(p.name for p in target.iterdir()) == ["fresh"]
+    with pytest.raises(ValueError):
+        with cli.atomic_output_dir(target) as staging:
+            (staging / "partial").write_text("z")
+            raise ValueError
+    assert sorted(p.name for p in target.iterdir()) == ["fresh"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_run_main_turns_user_error_into_one_line(capsys):
+    def failing(_argv):
+        raise cli.UserError("trace.pb: not an XSpace protobuf; pass an .xplane.pb")
+
+    assert cli.run_main(failing, [], prog="tool") == 1
+    err = capsys.readouterr().err
+    assert err == "tool: error: trace.pb: not an XSpace protobuf; pass an .xplane.pb\n"
