@@ -71,8 +71,9 @@ def atomic_output_dir(path: Path) -> Iterator[Path]:
         raise
 
 
-def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = None,
-             prog: str | None = None) -> int:
+def run_main(
+    main: Callable[[list[str]], int | None], argv: list[str] | None = None, prog: str | None = None
+) -> int:
     """Runs a CLI entry point, turning UserError into one line on stderr.
 
     Returns the exit status instead of exiting so tests can call CLIs in-process.

@@ -1,8 +1,8 @@
 # lit configuration for tfpgo's MLIR tests (tfpgo-opt, FileCheck from LLVM 22).
+# ruff: noqa: F821  (lit injects `config`)
 import os
 
 import lit.formats
-from lit.llvm import llvm_config  # noqa: F401  (registers LLVM's substitutions helpers)
 
 config.name = "tfpgo"
 config.test_format = lit.formats.ShTest(execute_external=True)
@@ -13,7 +13,8 @@ config.test_exec_root = os.environ.get("TFPGO_LIT_EXEC_ROOT", config.test_source
 
 llvm_bin = os.environ.get("LLVM_BIN", "/usr/lib/llvm-22/bin")
 tfpgo_opt_dir = os.path.dirname(os.path.abspath(os.environ["TFPGO_OPT"]))
-config.environment["PATH"] = os.pathsep.join([tfpgo_opt_dir, llvm_bin, config.environment.get("PATH", "/usr/bin:/bin")])
+system_path = config.environment.get("PATH", "/usr/bin:/bin")
+config.environment["PATH"] = os.pathsep.join([tfpgo_opt_dir, llvm_bin, system_path])
 config.substitutions.append(("%tfpgo_opt", os.path.abspath(os.environ["TFPGO_OPT"])))
 config.substitutions.append(("%test_data", os.path.abspath(os.environ["TFPGO_TEST_DATA"])))
 config.substitutions.append(("%python", os.environ.get("TFPGO_PYTHON_BIN", "python3")))

@@ -21,10 +21,9 @@ def test_user_path_without_bazel_uses_cwd(monkeypatch, tmp_path):
 
 def test_atomic_output_file_leaves_nothing_on_failure(tmp_path):
     target = tmp_path / "out.json"
-    with pytest.raises(RuntimeError):
-        with cli.atomic_output_file(target) as handle:
-            handle.write("{half")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), cli.atomic_output_file(target) as handle:
+        handle.write("{half")
+        raise RuntimeError("boom")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -44,10 +43,9 @@ def test_atomic_output_dir_swaps_whole_directory(tmp_path):
     with cli.atomic_output_dir(target) as staging:
         (staging / "fresh").write_text("y")
     assert sorted(p.name for p in target.iterdir()) == ["fresh"]
-    with pytest.raises(ValueError):
-        with cli.atomic_output_dir(target) as staging:
-            (staging / "partial").write_text("z")
-            raise ValueError
+    with pytest.raises(ValueError), cli.atomic_output_dir(target) as staging:
+        (staging / "partial").write_text("z")
+        raise ValueError
     assert sorted(p.name for p in target.iterdir()) == ["fresh"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
