@@ -150,7 +150,7 @@ if git -C "$TF_SRC" cat-file -e "$BASE_COMMIT^{commit}" 2>/dev/null &&
   git -C "$TF_SRC" merge-base --is-ancestor "$BASE_COMMIT" HEAD; then
   base_note="base commit ${BASE_COMMIT:0:12} is in HEAD's history"
 else
-  base_note="TF_VERSION $tf_version, the series applies cleanly ($eol line endings)"
+  base_note="TF_VERSION $tf_version and the series applies cleanly; $eol line endings"
 fi
 
 if ((CHECK_ONLY)); then
