@@ -1,0 +1,45 @@
+"""Models to profile: built-in cases by name and the user's own models.
+
+A `ModelCase` is one runnable step (inference or training) as a `tf.function`
+plus the example inputs it is called with. Profiling runs exactly this function,
+and the MLIR export converts exactly its concrete function, so the node names
+in the trace and the locations in the MLIR describe the same program.
+
+`load_model(spec, mode, batch_size)` accepts:
+  * a built-in name (`BUILTIN_MODELS`): mlp (default, one dense layer dominates),
+    cnn, resnet50, transformer, rnn;
+  * a Python file with a `tfpgo_model` hook (see `tfpgo.models.user`);
+  * a SavedModel directory (its `serving_default` signature, inference only);
+  * a `.keras` file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tfpgo.cli import UserError
+from tfpgo.models.builtin import BUILTIN_MODELS, DEFAULT_MODEL
+from tfpgo.models.case import Mode, ModelCase, parse_mode
+
+__all__ = ["BUILTIN_MODELS", "DEFAULT_MODEL", "Mode", "ModelCase", "load_model", "parse_mode"]
+
+
+def load_model(
+    spec: str = DEFAULT_MODEL, mode: str | Mode = Mode.INFER, batch_size: int = 32
+) -> ModelCase:
+    """Builds the ModelCase for a built-in name or a path to a user model."""
+    from tfpgo.models import builtin, user
+
+    mode = parse_mode(mode)
+    if batch_size < 1:
+        raise UserError(f"batch size must be positive, got {batch_size}")
+    if spec in BUILTIN_MODELS:
+        return builtin.build(spec, mode, batch_size)
+    path = Path(spec)
+    if not path.exists():
+        names = ", ".join(sorted(BUILTIN_MODELS))
+        raise UserError(
+            f"{spec}: no such built-in model or path; use one of {names}, a .py file "
+            "with a tfpgo_model hook, a SavedModel directory or a .keras file"
+        )
+    return user.load(path, mode, batch_size)

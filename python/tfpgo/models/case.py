@@ -1,0 +1,52 @@
+"""The record every model source produces: one runnable, profiled step."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from tfpgo.cli import UserError
+
+
+class Mode(enum.Enum):
+    """What one profiled step does."""
+
+    INFER = "infer"
+    TRAIN = "train"
+
+
+@dataclass(frozen=True)
+class ModelCase:
+    """One profiled program: `function(*inputs)` is one step.
+
+    `function` is a `tf.function` (or a ConcreteFunction for SavedModel
+    signatures); `concrete_function()` gives the graph that runs.
+    """
+
+    name: str
+    mode: Mode
+    batch_size: int
+    function: Any
+    inputs: tuple[Any, ...]
+    description: str = ""
+
+    def step(self) -> Any:
+        """Runs one step and returns its outputs (tensors, not yet fetched)."""
+        return self.function(*self.inputs)
+
+    def concrete_function(self) -> Any:
+        """The concrete function a step executes (traced once, then cached)."""
+        if hasattr(self.function, "get_concrete_function"):
+            return self.function.get_concrete_function(*self.inputs)
+        return self.function
+
+
+def parse_mode(mode: str | Mode) -> Mode:
+    """`"infer"`/`"train"` (or a Mode) as a Mode; anything else is a UserError."""
+    if isinstance(mode, Mode):
+        return mode
+    try:
+        return Mode(mode)
+    except ValueError:
+        raise UserError(f"unknown mode {mode!r}; use 'infer' or 'train'") from None

@@ -1,0 +1,288 @@
+"""Per-op profile: TF op events aggregated per runtime node name.
+
+The document (`op_profile.json`, format `tfpgo.op_profile` v1) is specified
+in docs/formats.md; the MLIR pass `tf-annotate-operations-profile` reads it.
+Names stay exactly as executed (`while/body/_1/...`, the node a fused kernel
+is named after): mapping them onto MLIR ops is the pass's job.
+
+Self time: a TF op event's duration minus the time of TF op events directly
+nested in it on the same line (a function-call op running its body inline).
+This is what xprof's framework_op_stats reports as self time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tfpgo.cli import UserError, atomic_output_file
+from tfpgo.events import NO_STEP, EventTable
+
+FORMAT = "tfpgo.op_profile"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class OpStats:
+    """Aggregate of every execution of one runtime node name."""
+
+    name: str
+    op_types: tuple[str, ...]
+    count: int
+    total_ps: int
+    self_ps: int
+    mean_ps: int
+    min_ps: int
+    max_ps: int
+    p50_ps: int
+    p95_ps: int
+    first_start_ps: int
+    durations_ps: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Totals:
+    wall_ps: int
+    op_total_ps: int
+    op_self_ps: int
+    non_op_ps: int
+    op_events: int
+    events: int
+
+
+@dataclass(frozen=True)
+class OpProfile:
+    source: str
+    hosts: tuple[str, ...]
+    steps: tuple[int, ...]
+    totals: Totals
+    ops: tuple[OpStats, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "time_unit": "ps",
+            "source": self.source,
+            "hosts": list(self.hosts),
+            "steps": list(self.steps),
+            "totals": asdict(self.totals),
+            "ops": [
+                {**asdict(op), "op_types": list(op.op_types), "durations_ps": list(op.durations_ps)}
+                for op in self.ops
+            ],
+        }
+
+    def write(self, path: Path) -> None:
+        """Writes the document atomically (no half-written file on failure)."""
+        with atomic_output_file(path) as handle:
+            json.dump(self.to_json(), handle, separators=(",", ":"))
+            handle.write("\n")
+
+    def by_name(self) -> dict[str, OpStats]:
+        return {op.name: op for op in self.ops}
+
+    @staticmethod
+    def from_json(document: Any, origin: str = "<op profile>") -> OpProfile:
+        if not isinstance(document, dict) or document.get("format") != FORMAT:
+            raise UserError(f"{origin}: not a {FORMAT} document")
+        version = document.get("version")
+        if not isinstance(version, int) or version > VERSION:
+            raise UserError(
+                f"{origin}: {FORMAT} version {version!r} is newer than this "
+                f"reader (version {VERSION}); update tfpgo"
+            )
+        try:
+            ops = tuple(
+                OpStats(
+                    **{
+                        **op,
+                        "op_types": tuple(op["op_types"]),
+                        "durations_ps": tuple(op["durations_ps"]),
+                    }
+                )
+                for op in document["ops"]
+            )
+            return OpProfile(
+                document["source"],
+                tuple(document["hosts"]),
+                tuple(document["steps"]),
+                Totals(**document["totals"]),
+                ops,
+            )
+        except (KeyError, TypeError) as error:
+            raise UserError(f"{origin}: malformed {FORMAT} document ({error})") from None
+
+    @staticmethod
+    def read(path: Path) -> OpProfile:
+        try:
+            document = json.loads(path.read_text())
+        except OSError as error:
+            raise UserError(f"{path}: cannot read: {error.strerror}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise UserError(f"{path}: invalid JSON ({error})") from None
+        return OpProfile.from_json(document, str(path))
+
+
+def nearest_rank(sorted_values: np.ndarray, q: float) -> int:
+    """Nearest-rank percentile: sorted[ceil(q*n) - 1] (n >= 1)."""
+    rank = max(math.ceil(q * sorted_values.shape[0]), 1)
+    return int(sorted_values[rank - 1])
+
+
+def self_times(table: EventTable, rows: np.ndarray) -> np.ndarray:
+    """Self time of each event in `rows` (indices of TF op events).
+
+    Only groups of events that overlap on a line need the stack walk; on
+    thread-pool lines nearly every op stands alone, so it is rare.
+    """
+    result = table.duration_ps[rows].copy()
+    order = np.lexsort((-table.duration_ps[rows], table.start_ps[rows], table.track_id[rows]))
+    ordered = rows[order]
+    starts, ends = table.start_ps[ordered], table.end_ps[ordered]
+    tracks = table.track_id[ordered]
+    if ordered.size < 2:
+        return result
+    same_track = tracks[1:] == tracks[:-1]
+    running_end = _running_max_per_track(ends, tracks)
+    nested = np.zeros(ordered.size, dtype=bool)
+    nested[1:] = same_track & (starts[1:] < running_end[:-1])
+    if not nested.any():
+        return result
+    cluster = np.cumsum(~nested)
+    involved = np.isin(cluster, np.unique(cluster[nested]))
+    stack: list[int] = []
+    for at in np.flatnonzero(involved).tolist():
+        if not nested[at]:
+            stack.clear()
+        while stack and ends[stack[-1]] <= starts[at]:
+            stack.pop()
+        if stack:
+            parent = stack[-1]
+            result[order[parent]] -= min(ends[at], ends[parent]) - starts[at]
+        stack.append(at)
+    return result
+
+
+def _running_max_per_track(ends: np.ndarray, tracks: np.ndarray) -> np.ndarray:
+    """Cumulative max of `ends` restarting at every track boundary (tracks sorted)."""
+    result = np.empty_like(ends)
+    cuts = [0, *(np.flatnonzero(tracks[1:] != tracks[:-1]) + 1).tolist(), ends.size]
+    for begin, end in itertools.pairwise(cuts):
+        result[begin:end] = np.maximum.accumulate(ends[begin:end])
+    return result
+
+
+def build_op_profile(table: EventTable) -> OpProfile:
+    """Aggregates the TF op events of `table` (see the module doc)."""
+    op_names = table.op_names
+    nodes = sorted({op[0] for op in op_names if op is not None})
+    node_index = {node: i for i, node in enumerate(nodes)}
+    node_of_name = np.array(
+        [node_index[op[0]] if op else -1 for op in op_names] or [-1], dtype=np.int64
+    )
+    rows = np.flatnonzero(node_of_name[table.name_id] >= 0) if len(table) else np.zeros(0, int)
+    node = node_of_name[table.name_id[rows]]
+    durations = table.duration_ps[rows]
+    selfs = self_times(table, rows)
+    starts = table.start_ps[rows]
+    order = np.lexsort((durations, node))
+    bounds = np.searchsorted(node[order], np.arange(len(nodes) + 1))
+    self_sum = np.bincount(node, weights=selfs, minlength=len(nodes))
+    first = np.full(len(nodes), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, node, starts)
+    types: list[set[str]] = [set() for _ in nodes]
+    for _name_id, op in enumerate(op_names):
+        if op is not None:
+            types[node_index[op[0]]].add(op[1])
+    ops = []
+    for i, name in enumerate(nodes):
+        sorted_durations = durations[order[bounds[i] : bounds[i + 1]]]
+        count = int(sorted_durations.shape[0])
+        if count == 0:
+            continue  # the name exists, but its events were filtered away
+        total = int(sorted_durations.sum())
+        ops.append(
+            OpStats(
+                name,
+                tuple(sorted(types[i])),
+                count,
+                total,
+                round(self_sum[i]),
+                total // count,
+                int(sorted_durations[0]),
+                int(sorted_durations[-1]),
+                nearest_rank(sorted_durations, 0.5),
+                nearest_rank(sorted_durations, 0.95),
+                int(first[i]),
+                tuple(sorted_durations.tolist()),
+            )
+        )
+    ops.sort(key=lambda op: (-op.self_ps, op.name))
+    totals = Totals(
+        _wall(table),
+        int(durations.sum()),
+        int(selfs.sum()),
+        non_op_time(table, rows),
+        int(rows.size),
+        len(table),
+    )
+    steps = sorted({int(s) for s in np.unique(table.step) if s != NO_STEP})
+    hosts = sorted({table.tracks[t].host for t in np.unique(table.track_id).tolist()})
+    return OpProfile(table.source, tuple(hosts), tuple(steps), totals, tuple(ops))
+
+
+def _wall(table: EventTable) -> int:
+    if len(table) == 0:
+        return 0
+    return int(table.end_ps.max() - table.start_ps.min())
+
+
+def non_op_time(table: EventTable, op_rows: np.ndarray) -> int:
+    """Time inside the profiled steps during which no TF op ran on the host.
+
+    Windows: the step markers of each host that has events (the whole span of
+    the host's events if it has no markers). Summed over hosts.
+    """
+    host_of_track = np.array([t.host for t in table.tracks], dtype=object)
+    total = 0
+    for host in sorted(set(host_of_track[np.unique(table.track_id)].tolist())):
+        on_host = host_of_track[table.track_id] == host
+        windows = [(m.start_ps, m.end_ps) for m in table.steps if m.host == host]
+        if not windows:
+            rows = np.flatnonzero(on_host)
+            windows = [(int(table.start_ps[rows].min()), int(table.end_ps[rows].max()))]
+        ops = op_rows[on_host[op_rows]]
+        covered = _union(table.start_ps[ops], table.end_ps[ops])
+        for start, end in windows:
+            total += (end - start) - _overlap(covered, start, end)
+    return total
+
+
+def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint sorted intervals covering the union of [start, end)."""
+    if starts.size == 0:
+        return starts, ends
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    running = np.maximum.accumulate(ends)
+    new = np.ones(starts.size, dtype=bool)
+    new[1:] = starts[1:] > running[:-1]
+    group = np.cumsum(new) - 1
+    merged_end = np.zeros(int(group[-1]) + 1, dtype=np.int64)
+    np.maximum.at(merged_end, group, ends)
+    return starts[new], merged_end
+
+
+def _overlap(union: tuple[np.ndarray, np.ndarray], start: int, end: int) -> int:
+    starts, ends = union
+    if starts.size == 0:
+        return 0
+    clipped = np.minimum(ends, end) - np.maximum(starts, start)
+    return int(clipped[clipped > 0].sum())

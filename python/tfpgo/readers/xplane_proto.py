@@ -1,0 +1,40 @@
+"""The XSpace protobuf classes, without importing all of TensorFlow.
+
+TensorFlow ships the generated `xplane_pb2`; importing it through the
+`tensorflow` package costs seconds, so the module file is loaded directly
+(it only needs `google.protobuf`). A standalone `tsl` package wins if present.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+from tfpgo.cli import UserError
+
+_RELATIVE = Path("tsl", "profiler", "protobuf", "xplane_pb2.py")
+
+
+@functools.cache
+def xplane_pb2() -> ModuleType:
+    """The generated module with `XSpace`, `XPlane`, `XLine`, `XEvent`, `XStat`."""
+    try:
+        return importlib.import_module("tsl.profiler.protobuf.xplane_pb2")
+    except ImportError:
+        pass
+    spec = importlib.util.find_spec("tensorflow")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(root) / _RELATIVE
+        if path.exists():
+            module_spec = importlib.util.spec_from_file_location("_tfpgo_xplane_pb2", path)
+            assert module_spec is not None and module_spec.loader is not None
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+            return module
+    raise UserError(
+        "reading .xplane.pb needs TensorFlow's xplane_pb2; install "
+        "tensorflow-cpu (see requirements.txt)"
+    )
