@@ -1,0 +1,124 @@
+//===- tf_profiler_annotations.h - Profile annotations ----------*- C++ -*-===//
+//
+// Licensed under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// ProfilerData (the measured runtime of one op), the `profiler_data` /
+// `profiler_hot` attributes that store it, the ProfilerAnnotationsInterface
+// and the ProfileAnnotation trait that implements the interface for TF ops.
+//
+// The free functions at the bottom work on any Operation*: they dispatch to
+// the interface when the op implements it and otherwise use the attribute
+// helpers directly. That fallback is what upstream MLIR sees, where tf ops
+// are unregistered, and what TensorFlow sees for unknown tf ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TENSORFLOW_COMPILER_MLIR_TENSORFLOW_IR_TF_PROFILER_ANNOTATIONS_H_
+#define TENSORFLOW_COMPILER_MLIR_TENSORFLOW_IR_TF_PROFILER_ANNOTATIONS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "llvm/ADT/StringRef.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/Operation.h"
+
+namespace mlir {
+namespace TF {
+
+/// Name of the dictionary attribute holding an op's ProfilerData.
+inline constexpr llvm::StringLiteral kProfilerDataAttrName = "profiler_data";
+/// Name of the i64 attribute `tf-profile-mark-hotspots` sets (1 = hottest).
+inline constexpr llvm::StringLiteral kProfilerHotAttrName = "profiler_hot";
+
+/// The measured runtime of one op, aggregated over every runtime execution
+/// that was attributed to it. Times are picoseconds from the profile start.
+/// An op whose work a fused kernel did carries only `fused_into`.
+struct ProfilerData {
+  int64_t ts = 0;    ///< First start.
+  int64_t dur = 0;   ///< Mean duration (total / count, rounded).
+  int64_t count = 0; ///< Number of executions.
+  int64_t total = 0; ///< Sum of durations.
+  int64_t self = 0;  ///< Sum of durations minus nested op time.
+  int64_t min = 0;   ///< Shortest execution.
+  int64_t max = 0;   ///< Longest execution.
+  int64_t p50 = 0;   ///< Nearest-rank median duration.
+  int64_t p95 = 0;   ///< Nearest-rank 95th percentile duration.
+  double share = 0.0; ///< self / sum of self over all annotated ops.
+  /// Node name of the kernel that executed this op's work; when non-empty
+  /// the timing fields are unused.
+  std::string fused_into;
+
+  /// Returns true if this records a fused op rather than a measurement.
+  bool IsFused() const { return !fused_into.empty(); }
+
+  /// Encodes the record as the documented `profiler_data` dictionary.
+  DictionaryAttr ToAttr(MLIRContext *context) const;
+
+  /// Decodes a `profiler_data` dictionary; std::nullopt if a field is
+  /// missing or has the wrong type.
+  static std::optional<ProfilerData> FromAttr(DictionaryAttr attr);
+};
+
+/// Attribute-level helpers shared by the trait and the fallback path.
+void SetProfilerDataAttr(Operation *op, const ProfilerData &data);
+std::optional<ProfilerData> ReadProfilerDataAttr(Operation *op);
+bool HasProfilerDataAttr(Operation *op);
+
+} // namespace TF
+} // namespace mlir
+
+#include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations.h.inc"
+
+namespace mlir {
+namespace OpTrait {
+namespace TF {
+
+/// Implements ProfilerAnnotationsInterface for the op it is attached to by
+/// storing the data as attributes of `this->getOperation()`.
+template <typename ConcreteType>
+class ProfileAnnotation
+    : public TraitBase<ConcreteType, ProfileAnnotation> {
+public:
+  /// Stores `data` as the op's `profiler_data` attribute.
+  void AttachProfilerData(const ::mlir::TF::ProfilerData &data) {
+    ::mlir::TF::SetProfilerDataAttr(this->getOperation(), data);
+  }
+
+  /// Returns the op's annotation, if any.
+  std::optional<::mlir::TF::ProfilerData> GetProfilerData() {
+    return ::mlir::TF::ReadProfilerDataAttr(this->getOperation());
+  }
+
+  /// Returns true if the op has a `profiler_data` attribute.
+  bool HasProfilerData() {
+    return ::mlir::TF::HasProfilerDataAttr(this->getOperation());
+  }
+};
+
+} // namespace TF
+} // namespace OpTrait
+
+namespace TF {
+
+/// Returns true if profile passes may annotate `op`: it implements
+/// ProfilerAnnotationsInterface, or it is an unregistered `tf.*` op.
+bool IsProfileAnnotatable(Operation *op);
+
+/// Interface-or-fallback entry points used by the passes.
+void AttachProfilerData(Operation *op, const ProfilerData &data);
+std::optional<ProfilerData> GetProfilerData(Operation *op);
+bool HasProfilerData(Operation *op);
+
+/// Removes `profiler_data` and `profiler_hot`; returns true if one was set.
+bool RemoveProfileAnnotations(Operation *op);
+
+} // namespace TF
+} // namespace mlir
+
+#endif // TENSORFLOW_COMPILER_MLIR_TENSORFLOW_IR_TF_PROFILER_ANNOTATIONS_H_

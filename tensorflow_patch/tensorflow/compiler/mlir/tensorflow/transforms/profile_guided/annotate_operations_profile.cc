@@ -1,0 +1,233 @@
+//===- annotate_operations_profile.cc - Attach runtime profile ------------===//
+//
+// Licensed under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// Implements `tf-annotate-operations-profile`; the resolution rules and an
+// example are in passes.td. The pass first gathers (resolve every profile
+// entry, merge timings per op, find fused producers) and only then mutates,
+// so resolution never sees half-annotated IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/node_names.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_profile_reader.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
+
+namespace mlir {
+namespace TF {
+
+#define GEN_PASS_DEF_ANNOTATEOPERATIONSPROFILEPASS
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h.inc"
+
+namespace {
+
+/// How far back from a fused kernel's op its base op may be (Conv2D ->
+/// BiasAdd -> Add -> Relu is the longest remapper pattern).
+constexpr int kMaxFusionDepth = 4;
+
+/// Every runtime execution attributed to one op, merged.
+struct OpTiming {
+  int64_t ts = std::numeric_limits<int64_t>::max();
+  int64_t count = 0;
+  int64_t total = 0;
+  int64_t self = 0;
+  int64_t min = std::numeric_limits<int64_t>::max();
+  int64_t max = 0;
+  std::vector<int64_t> durations;
+  /// Kernel types under which the op ran (may name a fused kernel).
+  llvm::SmallVector<std::string, 1> kernel_types;
+
+  void Add(const OpProfileEntry &entry) {
+    ts = std::min(ts, entry.first_start_ps);
+    count += entry.count;
+    total += entry.total_ps;
+    self += entry.self_ps;
+    min = std::min(min, entry.min_ps);
+    max = std::max(max, entry.max_ps);
+    durations.insert(durations.end(), entry.durations_ps.begin(),
+                     entry.durations_ps.end());
+    for (const std::string &type : entry.op_types)
+      if (!llvm::is_contained(kernel_types, type))
+        kernel_types.push_back(type);
+  }
+
+  /// Returns the documented record; `durations` gets sorted.
+  ProfilerData ToProfilerData(int64_t all_self) {
+    std::sort(durations.begin(), durations.end());
+    const int64_t n = static_cast<int64_t>(durations.size());
+    ProfilerData data;
+    data.ts = ts;
+    data.count = count;
+    data.total = total;
+    data.self = self;
+    data.min = min;
+    data.max = max;
+    data.dur = count ? (total + count / 2) / count : 0;
+    // Nearest rank: sorted[ceil(q * n) - 1], in integer arithmetic.
+    data.p50 = n ? durations[(n + 1) / 2 - 1] : 0;
+    data.p95 = n ? durations[(95 * n + 99) / 100 - 1] : 0;
+    data.share = all_self > 0 ? static_cast<double>(self) / all_self : 0.0;
+    return data;
+  }
+};
+
+/// Returns the op type a fused kernel starts from (`_MklNativeFusedMatMul`
+/// -> `MatMul`, `_FusedConv2D` -> `Conv2D`), or "" if `kernel_type` is just
+/// `op_type` itself or one of its plain oneDNN variants (`_MklMatMul`).
+llvm::StringRef FusedBaseType(llvm::StringRef kernel_type,
+                              llvm::StringRef op_type) {
+  llvm::StringRef type = kernel_type;
+  type.consume_front("_");
+  type.consume_front("Mkl");
+  type.consume_front("Native");
+  if (type == op_type || !type.consume_front("Fused"))
+    return "";
+  return type;
+}
+
+/// Returns true if `op` is the op a `base`-kernel was built from.
+bool IsFusionBase(Operation *op, llvm::StringRef base) {
+  llvm::StringRef type = op->getName().stripDialect();
+  if (base == "BatchNormEx")
+    return type.starts_with("FusedBatchNorm");
+  return type == base;
+}
+
+/// Returns the ops between the base op of `kernel_type` and `root`
+/// (inclusive of the base, exclusive of `root`) along one operand chain in
+/// `root`'s block, or nothing if no base op is within kMaxFusionDepth.
+llvm::SmallVector<Operation *, 4> FindFusedProducers(Operation *root,
+                                                     llvm::StringRef base) {
+  llvm::SmallVector<Operation *, 4> path;
+  std::function<bool(Operation *, int)> search = [&](Operation *op,
+                                                     int depth) -> bool {
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (!producer || producer->getBlock() != root->getBlock())
+        continue;
+      path.push_back(producer);
+      if (IsFusionBase(producer, base) ||
+          (depth + 1 < kMaxFusionDepth && search(producer, depth + 1)))
+        return true;
+      path.pop_back();
+    }
+    return false;
+  };
+  if (!search(root, 0))
+    path.clear();
+  return path;
+}
+
+/// See passes.td.
+class AnnotateOperationsProfilePass
+    : public impl::AnnotateOperationsProfilePassBase<
+          AnnotateOperationsProfilePass> {
+public:
+  using AnnotateOperationsProfilePassBase::AnnotateOperationsProfilePassBase;
+
+  void runOnOperation() override;
+
+private:
+  /// Resolves every entry; returns the merged timing per op in IR order of
+  /// first resolution.
+  llvm::MapVector<Operation *, OpTiming> Attribute(const OpProfile &profile);
+};
+
+llvm::MapVector<Operation *, OpTiming>
+AnnotateOperationsProfilePass::Attribute(const OpProfile &profile) {
+  ModuleOp module = getOperation();
+  RuntimeNameResolver resolver(module);
+  llvm::MapVector<Operation *, OpTiming> timings;
+  for (const OpProfileEntry &entry : profile.ops) {
+    ++numEntries;
+    Operation *op = resolver.Resolve(entry.name);
+    if (op && IsProfileAnnotatable(op)) {
+      ++numResolvedEntries;
+      attributedSelfPs += entry.self_ps;
+      timings[op].Add(entry);
+      continue;
+    }
+    ++numUnresolvedEntries;
+    unattributedSelfPs += entry.self_ps;
+    if (reportUnresolved)
+      // Free emitRemark: Operation::emitRemark would print the whole module.
+      emitRemark(module.getLoc()) << "profile entry '" << entry.name << "' ("
+                          << entry.self_ps << " ps self) matches no "
+                          << (op ? "annotatable op" : "op");
+  }
+  return timings;
+}
+
+void AnnotateOperationsProfilePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (pathToProfile.empty()) {
+    emitError(module.getLoc(), "tf-annotate-operations-profile needs "
+                     "'path-to-profile': the op_profile.json written by the "
+                     "trace reader");
+    return signalPassFailure();
+  }
+  llvm::Expected<OpProfile> profile = ReadOpProfile(pathToProfile);
+  if (!profile) {
+    emitError(module.getLoc()) << llvm::toString(profile.takeError());
+    return signalPassFailure();
+  }
+
+  llvm::MapVector<Operation *, OpTiming> timings = Attribute(*profile);
+  llvm::MapVector<Operation *, std::string> fused;
+  for (auto &[op, timing] : timings) {
+    llvm::StringRef op_type = op->getName().stripDialect();
+    for (const std::string &kernel_type : timing.kernel_types) {
+      llvm::StringRef base = FusedBaseType(kernel_type, op_type);
+      if (base.empty())
+        continue;
+      for (Operation *producer : FindFusedProducers(op, base))
+        if (!timings.count(producer) && IsProfileAnnotatable(producer))
+          fused.insert({producer, GetNodeName(op).str()});
+    }
+  }
+
+  // Mutate only now: drop stale annotations, then attach the new ones.
+  module.walk([](Operation *op) { RemoveProfileAnnotations(op); });
+  int64_t all_self = 0;
+  for (auto &entry : timings)
+    all_self += entry.second.self;
+  for (auto &[op, timing] : timings) {
+    AttachProfilerData(op, timing.ToProfilerData(all_self));
+    ++numAnnotatedOps;
+  }
+  for (auto &[op, node] : fused) {
+    ProfilerData data;
+    data.fused_into = node.empty() ? std::string("<unnamed>") : node;
+    AttachProfilerData(op, data);
+    ++numFusedOps;
+  }
+  if (reportUnresolved) {
+    int64_t all_entries_self = 0;
+    for (const OpProfileEntry &entry : profile->ops)
+      all_entries_self += entry.self_ps;
+    emitRemark(module.getLoc())
+        << "annotated " << timings.size() << " ops and " << fused.size()
+        << " fused ops from " << profile->ops.size() << " profile entries; "
+        << all_self << " of " << all_entries_self
+        << " ps self time attributed";
+  }
+}
+
+} // namespace
+} // namespace TF
+} // namespace mlir

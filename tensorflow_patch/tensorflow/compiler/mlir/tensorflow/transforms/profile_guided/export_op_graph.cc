@@ -1,0 +1,256 @@
+//===- export_op_graph.cc - Write op_graph.json ---------------------------===//
+//
+// Licensed under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// Implements `tf-profile-export-op-graph`. Like ViewOpGraph it gathers nodes
+// and edges first and writes them afterwards, but as the versioned
+// `tfpgo.op_graph` JSON document (docs/formats.md) that the plotter reads.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Pass/Pass.h"
+#include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/node_names.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
+
+namespace mlir {
+namespace TF {
+
+#define GEN_PASS_DEF_PROFILEEXPORTOPGRAPHPASS
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h.inc"
+
+namespace {
+
+/// Version of the `tfpgo.op_graph` document this pass writes.
+constexpr int64_t kOpGraphVersion = 1;
+
+enum class EdgeKind { kData, kControl, kCall };
+
+llvm::StringRef EdgeKindName(EdgeKind kind) {
+  switch (kind) {
+  case EdgeKind::kData:
+    return "data";
+  case EdgeKind::kControl:
+    return "control";
+  case EdgeKind::kCall:
+    return "call";
+  }
+  return "data";
+}
+
+/// One edge; `callee`/`attr` are set for call edges only.
+struct Edge {
+  int64_t from;
+  int64_t to;
+  EdgeKind kind;
+  std::string callee;
+  std::string attr;
+};
+
+/// Returns true for tf_executor control tokens, registered or not.
+bool IsControlType(Type type) {
+  if (auto opaque = llvm::dyn_cast<OpaqueType>(type))
+    return opaque.getDialectNamespace().getValue() == "tf_executor" &&
+           opaque.getTypeData() == "control";
+  return type.getDialect().getNamespace() == "tf_executor";
+}
+
+/// The op graph of a module, gathered before anything is written.
+class OpGraph {
+public:
+  explicit OpGraph(ModuleOp module) : symbols_(module) {
+    for (auto function : module.getOps<FunctionOpInterface>()) {
+      functions_.push_back(function);
+      function->walk<WalkOrder::PreOrder>([&](Operation *op) {
+        if (op == function.getOperation())
+          return;
+        ids_[op] = static_cast<int64_t>(nodes_.size());
+        nodes_.push_back(op);
+        node_functions_.push_back(function.getName());
+      });
+    }
+    for (Operation *op : nodes_)
+      CollectEdges(op);
+  }
+
+  size_t NumNodes() const { return nodes_.size(); }
+  size_t NumEdges() const { return edges_.size(); }
+
+  void Write(llvm::raw_ostream &os) const {
+    llvm::json::OStream json(os, /*IndentSize=*/1);
+    json.object([&] {
+      json.attribute("format", "tfpgo.op_graph");
+      json.attribute("version", kOpGraphVersion);
+      json.attribute("time_unit", "ps");
+      json.attributeArray("functions", [&] {
+        for (FunctionOpInterface function : functions_)
+          json.object([&] {
+            json.attribute("name", function.getName());
+            json.attribute("entry", function.isPublic());
+          });
+      });
+      json.attributeArray("nodes", [&] {
+        for (size_t id = 0; id < nodes_.size(); ++id)
+          WriteNode(json, id);
+      });
+      json.attributeArray("edges", [&] {
+        for (const Edge &edge : edges_)
+          WriteEdge(json, edge);
+      });
+    });
+    os << "\n";
+  }
+
+private:
+  void CollectEdges(Operation *op) {
+    int64_t to = ids_.lookup(op);
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      auto it = producer ? ids_.find(producer) : ids_.end();
+      if (it == ids_.end())
+        continue;
+      edges_.push_back({it->second, to,
+                        IsControlType(operand.getType()) ? EdgeKind::kControl
+                                                         : EdgeKind::kData,
+                        "", ""});
+    }
+    for (NamedAttribute attr : op->getAttrs()) {
+      if (auto symbol = llvm::dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
+        AddCallEdge(to, symbol, attr.getName().getValue());
+      else if (auto array = llvm::dyn_cast<ArrayAttr>(attr.getValue()))
+        for (Attribute element : array)
+          if (auto symbol = llvm::dyn_cast<FlatSymbolRefAttr>(element))
+            AddCallEdge(to, symbol, attr.getName().getValue());
+    }
+  }
+
+  /// A call edge goes to the first op of the callee's entry block.
+  void AddCallEdge(int64_t from, FlatSymbolRefAttr symbol,
+                   llvm::StringRef attr) {
+    auto callee =
+        llvm::dyn_cast_or_null<FunctionOpInterface>(symbols_.lookup(
+            symbol.getValue()));
+    if (!callee || callee.isExternal() || callee.front().empty())
+      return;
+    edges_.push_back({from, ids_.lookup(&callee.front().front()),
+                      EdgeKind::kCall, symbol.getValue().str(), attr.str()});
+  }
+
+  void WriteNode(llvm::json::OStream &json, size_t id) const {
+    Operation *op = nodes_[id];
+    llvm::StringRef name = GetNodeName(op);
+    Operation *parent = op->getParentOp();
+    auto parent_it = parent ? ids_.find(parent) : ids_.end();
+    std::optional<ProfilerData> data;
+    if (IsProfileAnnotatable(op))
+      data = GetProfilerData(op);
+    auto hot = op->getAttrOfType<IntegerAttr>(kProfilerHotAttrName);
+    json.object([&] {
+      json.attribute("id", static_cast<int64_t>(id));
+      json.attribute("op", op->getName().getStringRef());
+      json.attribute("name", name.empty() ? llvm::json::Value(nullptr)
+                                          : llvm::json::Value(name));
+      json.attribute("function", node_functions_[id]);
+      json.attribute("parent", parent_it == ids_.end()
+                                   ? llvm::json::Value(nullptr)
+                                   : llvm::json::Value(parent_it->second));
+      json.attributeBegin("profiler_data");
+      if (data && !data->IsFused())
+        WriteProfilerData(json, *data);
+      else
+        json.value(nullptr);
+      json.attributeEnd();
+      json.attribute("fused_into", data && data->IsFused()
+                                       ? llvm::json::Value(data->fused_into)
+                                       : llvm::json::Value(nullptr));
+      json.attribute("hot", static_cast<bool>(hot));
+      json.attribute("hot_rank", hot ? llvm::json::Value(hot.getInt())
+                                     : llvm::json::Value(nullptr));
+    });
+  }
+
+  static void WriteProfilerData(llvm::json::OStream &json,
+                                const ProfilerData &data) {
+    json.object([&] {
+      json.attribute("ts", data.ts);
+      json.attribute("dur", data.dur);
+      json.attribute("count", data.count);
+      json.attribute("total", data.total);
+      json.attribute("self", data.self);
+      json.attribute("min", data.min);
+      json.attribute("max", data.max);
+      json.attribute("p50", data.p50);
+      json.attribute("p95", data.p95);
+      json.attribute("share", data.share);
+    });
+  }
+
+  static void WriteEdge(llvm::json::OStream &json, const Edge &edge) {
+    json.object([&] {
+      json.attribute("from", edge.from);
+      json.attribute("to", edge.to);
+      json.attribute("kind", EdgeKindName(edge.kind));
+      if (edge.kind == EdgeKind::kCall) {
+        json.attribute("callee", edge.callee);
+        json.attribute("attr", edge.attr);
+      }
+    });
+  }
+
+  SymbolTable symbols_;
+  std::vector<FunctionOpInterface> functions_;
+  std::vector<Operation *> nodes_;
+  std::vector<llvm::StringRef> node_functions_;
+  llvm::DenseMap<Operation *, int64_t> ids_;
+  std::vector<Edge> edges_;
+};
+
+/// See passes.td.
+class ProfileExportOpGraphPass
+    : public impl::ProfileExportOpGraphPassBase<ProfileExportOpGraphPass> {
+public:
+  using ProfileExportOpGraphPassBase::ProfileExportOpGraphPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (output.empty()) {
+      emitError(module.getLoc(), "tf-profile-export-op-graph needs 'output': the path "
+                       "of the op_graph.json to write");
+      return signalPassFailure();
+    }
+    OpGraph graph(module);
+    // writeToOutput writes a temporary file and renames it into place, so a
+    // failed run leaves no half-written document behind.
+    llvm::Error error =
+        llvm::writeToOutput(output, [&](llvm::raw_ostream &os) {
+          graph.Write(os);
+          return llvm::Error::success();
+        });
+    if (error) {
+      emitError(module.getLoc()) << "cannot write op graph '" << output
+                         << "': " << llvm::toString(std::move(error));
+      return signalPassFailure();
+    }
+    numNodes += graph.NumNodes();
+    numEdges += graph.NumEdges();
+  }
+};
+
+} // namespace
+} // namespace TF
+} // namespace mlir

@@ -1,0 +1,57 @@
+//===- profile_guided_pipeline.cc - tf-profile-guided-pipeline ------------===//
+//
+// Licensed under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// Composes the profile-guided passes into `tf-profile-guided-pipeline`, the
+// place later profile-guided transformations will be added, and registers
+// everything for tf-opt style drivers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Pass/PassRegistry.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
+
+namespace mlir {
+namespace TF {
+namespace {
+
+#define GEN_PASS_REGISTRATION
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h.inc"
+
+} // namespace
+
+void CreateTFProfileGuidedPipeline(
+    OpPassManager &pm, const ProfileGuidedPipelineOptions &options) {
+  if (!options.enable_profile)
+    return;
+  AnnotateOperationsProfilePassOptions annotate;
+  annotate.pathToProfile = options.path_to_profile;
+  annotate.reportUnresolved = options.report_unresolved;
+  pm.addPass(createAnnotateOperationsProfilePass(annotate));
+
+  ProfileMarkHotspotsPassOptions hotspots;
+  hotspots.topK = options.top_k;
+  hotspots.minShare = options.min_share;
+  pm.addPass(createProfileMarkHotspotsPass(hotspots));
+  // Profile-guided transformations go here, before the graph is exported.
+
+  if (!options.op_graph_output.empty()) {
+    ProfileExportOpGraphPassOptions export_options;
+    export_options.output = options.op_graph_output;
+    pm.addPass(createProfileExportOpGraphPass(export_options));
+  }
+}
+
+void registerProfileGuidedPasses() {
+  registerTFProfileGuidedPasses();
+  PassPipelineRegistration<ProfileGuidedPipelineOptions>(
+      "tf-profile-guided-pipeline",
+      "Annotate tf ops with a runtime profile, mark hotspots and optionally "
+      "export the op graph (enable-profile=false: no-op)",
+      CreateTFProfileGuidedPipeline);
+}
+
+} // namespace TF
+} // namespace mlir
