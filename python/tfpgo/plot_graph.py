@@ -1,0 +1,212 @@
+"""plot_graph: draw a profiled graph with hot ops in red, and export it for other tools.
+
+    plot_graph --path-to-mlir-graph mlir_graph.json -o out.svg        # event DAG
+    plot_graph --path-to-mlir-graph op_graph.json -o out.svg -s       # + .png .dot .graphml
+    plot_graph --path-to-mlir-graph op_graph.json -o top.svg --top 40 --depth 3
+
+The input is detected by its `format` field (docs/formats.md). The output
+format comes from the extension of `-o`; `-s` also saves every other format
+beside it. The thin CLI is `main`; other stages call `plot_graph`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tfpgo.cli import UserError, run_main, user_path
+from tfpgo.render import PICTURE_FORMATS, RenderOptions, load_graph, prepare, write_pictures
+from tfpgo.render.exports import (
+    write_csv,
+    write_model_explorer,
+    write_trace_events,
+)
+from tfpgo.render.layout import ENGINES
+from tfpgo.render.metrics import Metric
+
+
+@dataclass(frozen=True)
+class Exports:
+    """Optional files for other tools; None = not requested."""
+
+    model_explorer: Path | None = None
+    trace: Path | None = None
+    csv: Path | None = None
+    op_profile: Path | None = None  # source of the CSV; default: the graph itself
+
+
+@dataclass(frozen=True)
+class PlotResult:
+    written: tuple[Path, ...]
+    engine: str | None
+    nodes_drawn: int
+
+
+def plot_graph(
+    graph_path: Path,
+    output: Path | None,
+    options: RenderOptions,
+    save_all: bool = False,
+    exports: Exports | None = None,
+) -> PlotResult:
+    """Loads `graph_path`, draws it to `output` (and siblings if `save_all`), exports."""
+    exports = exports or Exports()
+    graph = load_graph(graph_path)
+    written: list[Path] = []
+    engine = None
+    drawn = prepare(graph, options)
+    if output is not None:
+        paths = [output]
+        if save_all:
+            paths += [
+                output.with_suffix("." + fmt)
+                for fmt in PICTURE_FORMATS
+                if output.with_suffix("." + fmt) != output
+            ]
+        engine = write_pictures(drawn, options, paths)
+        written += paths
+    if exports.model_explorer is not None:
+        # Model Explorer keys name real ops: hot marks yes, reductions no.
+        marked = prepare(graph, replace(options, depth=None, top=None))
+        write_model_explorer(marked, options.metric, exports.model_explorer)
+        written.append(exports.model_explorer)
+    if exports.trace is not None:
+        write_trace_events(graph, exports.trace)
+        written.append(exports.trace)
+    if exports.csv is not None:
+        write_csv(exports.op_profile or graph_path, exports.csv)
+        written.append(exports.csv)
+    return PlotResult(tuple(written), engine, len(drawn.nodes))
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError("must be a fraction between 0 and 1 (0.05 = 5%)")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="plot_graph",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--path-to-mlir-graph",
+        required=True,
+        metavar="JSON",
+        help="mlir_graph.json (event DAG) or op_graph.json (op graph)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="picture to write: .svg .png .dot .graphml "
+        "(default: <input>.svg unless only exports are asked)",
+    )
+    parser.add_argument(
+        "-s",
+        "--save-all",
+        action="store_true",
+        help="also save .svg, .png, .dot and .graphml beside -o",
+    )
+    parser.add_argument(
+        "--metric",
+        choices=[m.value for m in Metric],
+        default="self",
+        help="what the color encodes (default: self time)",
+    )
+    parser.add_argument(
+        "--hot-k",
+        type=int,
+        metavar="K",
+        help="mark the K hottest ops red (default: the document's hot marks, else 3)",
+    )
+    parser.add_argument(
+        "--min-share",
+        type=_fraction,
+        metavar="F",
+        help="also mark ops with at least this share of self time",
+    )
+    parser.add_argument(
+        "--depth",
+        type=_positive,
+        metavar="N",
+        help="collapse name scopes deeper than N into summary nodes",
+    )
+    parser.add_argument(
+        "--top",
+        type=_positive,
+        metavar="N",
+        help="draw only the N hottest nodes and the paths between them",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=["auto", *ENGINES],
+        default="auto",
+        help="Graphviz layout engine (auto: dot up to 1500 nodes, else sfdp)",
+    )
+    parser.add_argument(
+        "--export-model-explorer",
+        metavar="PATH",
+        help="Model Explorer node data JSON (color the same model there)",
+    )
+    parser.add_argument(
+        "--export-trace",
+        metavar="PATH",
+        help="Chrome/Perfetto trace-event JSON of the events (event DAG only)",
+    )
+    parser.add_argument("--export-csv", metavar="PATH", help="CSV of the op profile")
+    parser.add_argument(
+        "--op-profile",
+        metavar="JSON",
+        help="op_profile.json for --export-csv (default: the input graph)",
+    )
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.hot_k is not None and args.hot_k < 0:
+        raise UserError("--hot-k must not be negative")
+    graph_path = user_path(args.path_to_mlir_graph)
+    exports = Exports(
+        model_explorer=user_path(args.export_model_explorer)
+        if args.export_model_explorer
+        else None,
+        trace=user_path(args.export_trace) if args.export_trace else None,
+        csv=user_path(args.export_csv) if args.export_csv else None,
+        op_profile=user_path(args.op_profile) if args.op_profile else None,
+    )
+    if args.op_profile and not args.export_csv:
+        raise UserError("--op-profile is only read for --export-csv")
+    output = user_path(args.output) if args.output else None
+    if output is None and exports == Exports():
+        output = user_path(Path(graph_path.name).with_suffix(".svg"))
+    if args.save_all and output is None:
+        raise UserError("-s needs -o: it saves every format beside the -o file")
+    options = RenderOptions(
+        metric=Metric(args.metric),
+        hot_k=args.hot_k,
+        min_share=args.min_share,
+        depth=args.depth,
+        top=args.top,
+        engine=args.engine,
+    )
+    result = plot_graph(graph_path, output, options, args.save_all, exports)
+    for path in result.written:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_main(main, prog="plot_graph"))

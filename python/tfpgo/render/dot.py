@@ -1,0 +1,222 @@
+"""Writes a RenderGraph as Graphviz DOT: colored nodes, clusters, legend, tooltips.
+
+Clusters (drawn by `dot` only; force-directed engines ignore them):
+- one per function (op graph) or trace line (event DAG);
+- one per region-holding op (`parent`, e.g. a tf.WhileRegion) around its body;
+- one per runtime kernel around the ops fused into it (`fused_into`).
+The legend is the graph label (an HTML table), which every engine places.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from tfpgo.render.colormap import ColorScale, colormap_hex
+from tfpgo.render.metrics import Metric, format_ps, format_value
+from tfpgo.render.model import EdgeKind, GraphKind, RenderGraph, RenderNode
+from tfpgo.render.style import (
+    CRITICAL_COLOR,
+    FUSED_FILL,
+    HOT_FILL,
+    NEVER_FILL,
+    color_scale,
+    node_label_lines,
+    node_style,
+    node_tooltip_lines,
+)
+
+LEGEND_STEPS = 7
+_EDGE_STYLE = {
+    EdgeKind.TIME: 'color="#9a9a9a"',
+    EdgeKind.FLOW: 'color="#1f4e9a"',
+    EdgeKind.DATA: 'color="#606060"',
+    EdgeKind.CALL: 'color="#1f4e9a", style=dashed',
+    EdgeKind.CONTROL: 'color="#9a9a9a", style=dotted',
+    EdgeKind.ELIDED: 'color="#9a9a9a", style=dashed, label="…"',
+}
+_METRIC_TITLE = {
+    Metric.SELF: "self time",
+    Metric.TOTAL: "total time",
+    Metric.MEAN: "mean time per execution",
+    Metric.SHARE: "share of self time",
+}
+
+
+def quote(text: str) -> str:
+    """A DOT double-quoted string; newlines become Graphviz line breaks."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\n", "\\n") + '"'
+
+
+def html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@dataclass
+class _Cluster:
+    label: str
+    kind: str
+    nodes: list[int] = field(default_factory=list)
+    children: dict[tuple, _Cluster] = field(default_factory=dict)
+
+
+def _cluster_paths(graph: RenderGraph) -> dict[int, list[tuple[tuple, str, str]]]:
+    """For each node, its chain of (key, label, kind) clusters, outermost first."""
+    by_id = graph.node_by_id()
+    kernels: dict[tuple[str | None, str], int] = {}
+    for node in graph.nodes:
+        kernels.setdefault((node.group, node.name), node.id)
+    has_fused = {
+        kernels[(n.group, n.fused_into)]
+        for n in graph.nodes
+        if n.fused_into and (n.group, n.fused_into) in kernels
+    }
+    has_children = {n.parent for n in graph.nodes if n.parent in by_id}
+    paths: dict[int, list] = {}
+
+    def region(node: RenderNode) -> tuple:
+        return (("region", node.id), f"{node.op_type} {node.name}", "region")
+
+    def base(node: RenderNode) -> list:
+        """Clusters around a node's position: its function and enclosing regions."""
+        if node.parent in by_id:
+            parent = by_id[node.parent]
+            return [*base(parent), region(parent)]
+        return [(("group", node.group), node.group, "group")] if node.group else []
+
+    def own(node: RenderNode) -> list:
+        if node.id in paths:
+            return paths[node.id]
+        kernel_id = kernels.get((node.group, node.fused_into)) if node.fused_into else None
+        if kernel_id is not None and kernel_id != node.id:
+            path = own(by_id[kernel_id])
+        else:
+            path = base(node)
+            if node.id in has_children:
+                path = [*path, region(node)]
+            if node.id in has_fused:
+                path = [*path, (("kernel", node.id), f"kernel {node.name}", "kernel")]
+        paths[node.id] = path
+        return path
+
+    for node in graph.nodes:
+        own(node)
+    return paths
+
+
+def _cluster_tree(graph: RenderGraph) -> _Cluster:
+    root = _Cluster("", "root")
+    for node_id, path in _cluster_paths(graph).items():
+        cluster = root
+        for key, label, kind in path:
+            cluster = cluster.children.setdefault(key, _Cluster(label, kind))
+        cluster.nodes.append(node_id)
+    return root
+
+
+_CLUSTER_STYLE = {
+    "group": 'style="rounded", color="#8c8c8c", fontsize=12',
+    "region": 'style="rounded,dashed", color="#5a5a5a", fontsize=11',
+    "kernel": 'style="rounded,filled", color="#c0392b", fillcolor="#fdf0ec", fontsize=10',
+}
+
+
+def _node_line(node: RenderNode, metric: Metric, scale: ColorScale) -> str:
+    style = node_style(node, metric, scale)
+    styles = ["rounded", "filled"] + (["dashed"] if style.dashed else [])
+    attributes = [
+        f"id={quote(f'op{node.id}')}",
+        f"label={quote(chr(10).join(node_label_lines(node, metric)))}",
+        f"tooltip={quote(chr(10).join(node_tooltip_lines(node)))}",
+        f'style="{",".join(styles)}"',
+        f'fillcolor="{style.fill}"',
+        f'fontcolor="{style.text}"',
+        f'color="{style.border}"',
+        f"penwidth={style.penwidth}",
+    ]
+    if style.bold:
+        attributes.append('fontname="Helvetica-Bold"')
+    if style.peripheries > 1:
+        attributes.append(f"peripheries={style.peripheries}")
+    return f"n{node.id} [{', '.join(attributes)}];"
+
+
+def _emit_cluster(
+    cluster: _Cluster, lines: list[str], node_lines: dict[int, str], counter: list[int], indent: str
+) -> None:
+    lines.extend(indent + node_lines[node_id] for node_id in cluster.nodes)
+    for child in cluster.children.values():
+        counter[0] += 1
+        lines.append(f"{indent}subgraph cluster_{counter[0]} {{")
+        lines.append(f"{indent}  graph [label={quote(child.label)}, {_CLUSTER_STYLE[child.kind]}];")
+        _emit_cluster(child, lines, node_lines, counter, indent + "  ")
+        lines.append(f"{indent}}}")
+
+
+def legend_html(graph: RenderGraph, metric: Metric, scale: ColorScale) -> str:
+    """The color scale in human units plus a key to the marks, as an HTML label."""
+    title = _METRIC_TITLE[metric] + (" (log scale)" if scale.log else "")
+    if graph.critical_path_ps:
+        title += f" · critical path {format_ps(graph.critical_path_ps)}"
+    cells, ticks = [], []
+    for step in range(LEGEND_STEPS):
+        position = step / (LEGEND_STEPS - 1)
+        cells.append(f'<TD BGCOLOR="{colormap_hex(position)}" WIDTH="64" HEIGHT="14"></TD>')
+        ticks.append(f"<TD>{html(format_value(scale.value_at(position), metric))}</TD>")
+    keys = (
+        f'<TD BGCOLOR="{HOT_FILL}"><FONT COLOR="white"><B>hot</B></FONT></TD>'
+        f'<TD BORDER="2" COLOR="{CRITICAL_COLOR}">critical path</TD>'
+        f'<TD BGCOLOR="{FUSED_FILL}" BORDER="1">fused into kernel</TD>'
+        f'<TD BGCOLOR="{NEVER_FILL}"><FONT COLOR="#7a7a7a">not executed</FONT></TD>'
+    )
+    return (
+        '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="3">'
+        f'<TR><TD COLSPAN="{LEGEND_STEPS}"><B>{html(graph.source.name)}</B> — color: '
+        f"{html(title)}</TD></TR><TR>{''.join(cells)}</TR><TR>{''.join(ticks)}</TR>"
+        f'<TR><TD COLSPAN="{LEGEND_STEPS}"><TABLE BORDER="0" CELLSPACING="6"><TR>{keys}'
+        "</TR></TABLE></TD></TR></TABLE>>"
+    )
+
+
+def critical_edges(graph: RenderGraph) -> set[tuple[int, int]]:
+    path = graph.critical_path
+    if path:
+        return set(itertools.pairwise(path))
+    critical = {node.id for node in graph.nodes if node.critical}
+    return {
+        (e.source, e.target) for e in graph.edges if e.source in critical and e.target in critical
+    }
+
+
+def to_dot(graph: RenderGraph, metric: Metric, engine: str) -> str:
+    """The DOT source of the picture; clusters only when `engine` is dot."""
+    scale = color_scale(graph, metric)
+    rankdir = "TB" if graph.kind is GraphKind.OP_GRAPH else "LR"
+    lines = [
+        "digraph tfpgo {",
+        f"  graph [rankdir={rankdir}, labelloc=b, labeljust=l, fontname=Helvetica, "
+        f"fontsize=11, nodesep=0.25, ranksep=0.35, outputorder=edgesfirst, "
+        f"label={legend_html(graph, metric, scale)}];",
+        '  node [shape=box, fontname=Helvetica, fontsize=10, margin="0.08,0.03"];',
+        '  edge [arrowsize=0.6, color="#606060"];',
+    ]
+    if engine != "dot":
+        lines.append("  graph [overlap=prism, splines=false, sep=0.1];")
+    node_lines = {node.id: _node_line(node, metric, scale) for node in graph.nodes}
+    if engine == "dot":
+        _emit_cluster(_cluster_tree(graph), lines, node_lines, [0], "  ")
+    else:
+        lines.extend("  " + line for line in node_lines.values())
+    on_path = critical_edges(graph)
+    for edge in graph.edges:
+        attributes = [_EDGE_STYLE[edge.kind]]
+        if (edge.source, edge.target) in on_path:
+            attributes = [f'color="{CRITICAL_COLOR}", penwidth=3']
+        if edge.count > 1:
+            attributes.append(
+                f'penwidth={min(1 + edge.count**0.5, 5):.1f}, tooltip="{edge.count} edges"'
+            )
+        lines.append(f"  n{edge.source} -> n{edge.target} [{', '.join(attributes)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,167 @@
+"""CSV of the op profile: one row per op, hottest (self time) first, times in ps.
+
+The rows come from op_profile.json when given, else from the graph: the op
+graph's `profiler_data` per executed op, or the event DAG's events summed per
+node name (percentiles nearest-rank, like op_profile.json).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from dataclasses import astuple, dataclass, fields
+from pathlib import Path
+
+from tfpgo.cli import UserError, atomic_output_file
+from tfpgo.render.loader import (
+    OP_PROFILE_FORMAT,
+    document_format,
+    field,
+    list_field,
+    load_graph,
+    read_json,
+)
+from tfpgo.render.model import GraphKind, RenderGraph
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One CSV line; `share` is self time over all ops' self time."""
+
+    name: str
+    op_types: str  # ';'-joined
+    count: int
+    self_ps: int
+    total_ps: int
+    mean_ps: int
+    min_ps: int | None
+    max_ps: int | None
+    p50_ps: int | None
+    p95_ps: int | None
+    first_start_ps: int | None
+    share: float
+
+
+def _nearest_rank(ordered: list[int], q: float) -> int:
+    return ordered[max(math.ceil(q * len(ordered)) - 1, 0)]
+
+
+def _rows_from_op_profile(path: Path, document: dict) -> list[OpRow]:
+    ops = list_field(path, document, "ops")
+    ints = (
+        "count",
+        "total_ps",
+        "self_ps",
+        "mean_ps",
+        "min_ps",
+        "max_ps",
+        "p50_ps",
+        "p95_ps",
+        "first_start_ps",
+    )
+    raw_rows = []
+    for index, raw in enumerate(ops):
+        where = f"ops[{index}]"
+        values = {key: field(path, where, raw, key, (int,)) for key in ints}
+        types = field(path, where, raw, "op_types", (list,))
+        raw_rows.append(
+            (field(path, where, raw, "name", (str,)), ";".join(map(str, types)), values)
+        )
+    all_self = sum(values["self_ps"] for _, _, values in raw_rows) or 1
+    return [
+        OpRow(
+            name=name,
+            op_types=types,
+            count=v["count"],
+            self_ps=v["self_ps"],
+            total_ps=v["total_ps"],
+            mean_ps=v["mean_ps"],
+            min_ps=v["min_ps"],
+            max_ps=v["max_ps"],
+            p50_ps=v["p50_ps"],
+            p95_ps=v["p95_ps"],
+            first_start_ps=v["first_start_ps"],
+            share=v["self_ps"] / all_self,
+        )
+        for name, types, v in raw_rows
+    ]
+
+
+def _rows_from_graph(graph: RenderGraph) -> list[OpRow]:
+    if graph.kind is GraphKind.OP_GRAPH:
+        return [
+            OpRow(
+                node.name,
+                node.op_type,
+                t.count,
+                t.self_ps,
+                t.total_ps,
+                t.mean_ps,
+                t.min_ps,
+                t.max_ps,
+                t.p50_ps,
+                t.p95_ps,
+                t.first_start_ps,
+                t.share,
+            )
+            for node in graph.nodes
+            if (t := node.timing) is not None
+        ]
+    by_name = defaultdict(list)
+    for node in graph.nodes:
+        by_name[node.name].append(node)
+    all_self = sum(node.timing.self_ps for node in graph.nodes if node.timing) or 1
+    rows = []
+    for name, members in by_name.items():
+        timings = [member.timing for member in members if member.timing is not None]
+        durations = sorted(timing.total_ps for timing in timings)
+        self_ps = sum(timing.self_ps for timing in timings)
+        starts = [t.first_start_ps for t in timings if t.first_start_ps is not None]
+        rows.append(
+            OpRow(
+                name=name,
+                op_types=";".join(sorted({m.op_type for m in members})),
+                count=len(durations),
+                self_ps=self_ps,
+                total_ps=sum(durations),
+                mean_ps=sum(durations) // len(durations),
+                min_ps=durations[0],
+                max_ps=durations[-1],
+                p50_ps=_nearest_rank(durations, 0.5),
+                p95_ps=_nearest_rank(durations, 0.95),
+                first_start_ps=min(starts, default=None),
+                share=self_ps / all_self,
+            )
+        )
+    return rows
+
+
+def op_profile_rows(path: Path) -> list[OpRow]:
+    """Rows from op_profile.json, op_graph.json or mlir_graph.json, hottest first."""
+    document = read_json(path)
+    fmt, _ = document_format(path, document)
+    if fmt == OP_PROFILE_FORMAT:
+        rows = _rows_from_op_profile(path, document)
+    elif fmt in {kind.value for kind in GraphKind}:
+        rows = _rows_from_graph(load_graph(path))
+    else:
+        raise UserError(
+            f"{path}: format '{fmt}' has no op profile; give op_profile.json, "
+            "op_graph.json or mlir_graph.json"
+        )
+    return sorted(rows, key=lambda row: (-row.self_ps, row.name))
+
+
+def write_csv(source: Path, path: Path) -> None:
+    rows = op_profile_rows(source)
+    with atomic_output_file(path) as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow([column.name for column in fields(OpRow)])
+        for row in rows:
+            writer.writerow(
+                [
+                    "" if value is None else f"{value:.6g}" if isinstance(value, float) else value
+                    for value in astuple(row)
+                ]
+            )

@@ -1,0 +1,90 @@
+"""Model Explorer node data: color the same model in google-ai-edge/model-explorer.
+
+The schema is `model_explorer.node_data_builder` (ai-edge-model-explorer 0.1.34):
+a `GraphNodeData` is {"name", "results": {node key: {"value", "bgColor",
+"textColor"}}, "gradient": [{"stop", "bgColor"}]}; a `ModelNodeData` is a
+JSON object from graph id to GraphNodeData. The web app applies a file with a
+top-level "results" to the graph on screen, and a per-graph object by graph id.
+
+Keys, per input:
+- op graph → ModelNodeData. Model Explorer's MLIR adapter (open the annotated
+  `.mlir`) names each graph after its function and numbers the function's ops
+  "0", "1", ... in pre-order, terminators included. op_graph.json lists ops in
+  the same walk order, so an op's key is its rank among its function's ops by
+  `id`.
+- event DAG → one GraphNodeData keyed by TF node name, which is the node id of
+  Model Explorer's TF GraphDef / SavedModel adapters; events of one node are
+  summed.
+
+Each result carries an explicit `bgColor` (the picture's color, so log scales
+and hot marks agree) and `value` in µs (time metrics) or % (share).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from tfpgo.cli import atomic_output_file
+from tfpgo.render.colormap import colormap_hex, text_color
+from tfpgo.render.metrics import Metric, metric_value
+from tfpgo.render.model import GraphKind, RenderGraph, RenderNode
+from tfpgo.render.reduce import merge_by_name
+from tfpgo.render.style import color_scale, node_style
+
+GRADIENT_STOPS = 6
+
+
+def _display_value(value: float, metric: Metric) -> float:
+    return round(value / 1e6, 3) if metric.is_time else round(value * 100, 4)
+
+
+def _graph_node_data(
+    name: str, nodes: list[tuple[str, RenderNode]], graph: RenderGraph, metric: Metric
+) -> dict:
+    scale = color_scale(graph, metric)
+    results = {}
+    for key, node in nodes:
+        value = metric_value(node, metric)
+        if value is None:
+            continue
+        fill = node_style(node, metric, scale).fill
+        rgb = (int(fill[1:3], 16), int(fill[3:5], 16), int(fill[5:7], 16))
+        results[key] = {
+            "value": _display_value(value, metric),
+            "bgColor": fill,
+            "textColor": text_color(rgb),
+        }
+    gradient = [
+        {
+            "stop": round(step / (GRADIENT_STOPS - 1), 4),
+            "bgColor": colormap_hex(step / (GRADIENT_STOPS - 1)),
+        }
+        for step in range(GRADIENT_STOPS)
+    ]
+    return {"name": name, "results": results, "gradient": gradient}
+
+
+def model_explorer_node_data(graph: RenderGraph, metric: Metric) -> dict:
+    """The node data document for `graph` (unreduced: keys must be real ops)."""
+    unit = "µs" if metric.is_time else "%"
+    name = f"tfpgo {metric.value} ({unit})"
+    if graph.kind is GraphKind.EVENT_DAG:
+        per_name = merge_by_name(graph)
+        return _graph_node_data(name, [(n.name, n) for n in per_name.nodes], per_name, metric)
+    by_function: dict[str | None, list[RenderNode]] = defaultdict(list)
+    for node in sorted(graph.nodes, key=lambda node: node.id):
+        by_function[node.group].append(node)
+    return {
+        function or "main": _graph_node_data(
+            name, [(str(index), node) for index, node in enumerate(nodes)], graph, metric
+        )
+        for function, nodes in by_function.items()
+    }
+
+
+def write_model_explorer(graph: RenderGraph, metric: Metric, path: Path) -> None:
+    with atomic_output_file(path) as handle:
+        json.dump(model_explorer_node_data(graph, metric), handle, indent=1, ensure_ascii=False)
+        handle.write("\n")

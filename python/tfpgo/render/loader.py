@@ -1,0 +1,293 @@
+"""Reads `mlir_graph.json` (event DAG) and `op_graph.json` (op graph) into a RenderGraph.
+
+The formats are specified in docs/formats.md. This module is the only place the
+renderer touches their JSON; it detects the document by its `format` field and
+rejects anything else with one line naming the file.
+
+Time metrics of the event DAG. Events carry only `duration`, so the loader
+derives the others: `self` is the duration minus the durations of the events
+directly nested inside it on the same (host, plane, line) — the same rule
+op_profile.json uses for `self_ps` — `total` is the duration, `mean` is the
+mean duration of all events with the same name, and `share` is `self` over the
+sum of `self` of all events.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from tfpgo.cli import UserError
+from tfpgo.render.model import (
+    EdgeKind,
+    GraphKind,
+    NodeState,
+    RenderEdge,
+    RenderGraph,
+    RenderNode,
+    Timing,
+)
+
+SUPPORTED_VERSION = 1
+OP_PROFILE_FORMAT = "tfpgo.op_profile"
+
+
+def read_json(path: Path) -> Any:
+    """Parses a JSON file, turning every I/O or syntax problem into a UserError."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: cannot read: {error}") from None
+    except json.JSONDecodeError as error:
+        raise UserError(f"{path}: not valid JSON ({error})") from None
+
+
+def document_format(path: Path, document: Any) -> tuple[str, int]:
+    """Returns (format, version) from `meta` (event DAG) or the top level (others)."""
+    if not isinstance(document, dict):
+        raise UserError(f"{path}: expected a JSON object, got {type(document).__name__}")
+    header = document.get("meta") if isinstance(document.get("meta"), dict) else document
+    fmt, version = header.get("format"), header.get("version")
+    if not isinstance(fmt, str):
+        raise UserError(
+            f"{path}: no 'format' field; expected an event DAG (mlir_graph.json), "
+            "an op graph (op_graph.json) or an op profile (see docs/formats.md)"
+        )
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UserError(f"{path}: '{fmt}' document without an integer 'version'")
+    if version > SUPPORTED_VERSION:
+        raise UserError(
+            f"{path}: {fmt} version {version} is newer than this tool reads "
+            f"({SUPPORTED_VERSION}); update tfpgo"
+        )
+    return fmt, version
+
+
+def field(
+    path: Path, where: str, record: Any, key: str, kinds: tuple[type, ...], optional: bool = False
+) -> Any:
+    """Fetches `record[key]`, checking its JSON type; errors name file, record and key."""
+    if not isinstance(record, dict):
+        raise UserError(f"{path}: {where} is not an object")
+    value = record.get(key)
+    if value is None and optional:
+        return None
+    if (
+        value is None
+        or not isinstance(value, kinds)
+        or (isinstance(value, bool) and bool not in kinds)
+    ):
+        wanted = " or ".join(kind.__name__ for kind in kinds)
+        raise UserError(f"{path}: {where}: field '{key}' must be {wanted}, got {value!r:.60}")
+    return value
+
+
+def list_field(path: Path, document: dict, key: str) -> list:
+    return field(path, "document", document, key, (list,))
+
+
+def load_graph(path: Path) -> RenderGraph:
+    """Loads either graph document, detected by its format field."""
+    document = read_json(path)
+    fmt, _ = document_format(path, document)
+    if fmt == GraphKind.EVENT_DAG.value:
+        return _load_event_dag(path, document)
+    if fmt == GraphKind.OP_GRAPH.value:
+        return _load_op_graph(path, document)
+    raise UserError(
+        f"{path}: format '{fmt}' cannot be drawn; give mlir_graph.json "
+        f"({GraphKind.EVENT_DAG.value}) or op_graph.json ({GraphKind.OP_GRAPH.value})"
+    )
+
+
+def _edge_kind(path: Path, where: str, raw: Any, default: EdgeKind) -> EdgeKind:
+    if raw is None:
+        return default
+    try:
+        return EdgeKind(raw)
+    except ValueError:
+        raise UserError(f"{path}: {where}: unknown edge kind {raw!r}") from None
+
+
+def _check_edges(path: Path, edges: list[RenderEdge], ids: set[int]) -> None:
+    for index, edge in enumerate(edges):
+        for end in (edge.source, edge.target):
+            if end not in ids:
+                raise UserError(
+                    f"{path}: edges[{index}] refers to node {end}, which is not in nodes"
+                )
+
+
+def _nested_self_times(raw_nodes: list[dict]) -> dict[int, int]:
+    """Self time per event id: duration minus directly nested events on its line."""
+    by_line: dict[tuple, list[dict]] = defaultdict(list)
+    for raw in raw_nodes:
+        by_line[(raw.get("host"), raw.get("plane"), raw.get("line"))].append(raw)
+    self_ps = {raw["id"]: raw["duration"] for raw in raw_nodes}
+    for events in by_line.values():
+        events.sort(key=lambda raw: (raw["ts"], -raw["duration"]))
+        stack: list[dict] = []
+        for raw in events:
+            while stack and stack[-1]["ts"] + stack[-1]["duration"] < raw["ts"] + raw["duration"]:
+                stack.pop()
+            if stack:
+                self_ps[stack[-1]["id"]] -= raw["duration"]
+            stack.append(raw)
+    return {key: max(value, 0) for key, value in self_ps.items()}
+
+
+def _load_event_dag(path: Path, document: dict) -> RenderGraph:
+    meta = document["meta"]
+    raw_nodes = list_field(path, document, "nodes")
+    for index, raw in enumerate(raw_nodes):
+        where = f"nodes[{index}]"
+        field(path, where, raw, "name", (str,))
+        field(path, where, raw, "id", (int,))
+        field(path, where, raw, "ts", (int,))
+        if field(path, where, raw, "duration", (int,)) < 0:
+            raise UserError(f"{path}: {where}: negative duration")
+    self_ps = _nested_self_times(raw_nodes)
+    durations: dict[str, list[int]] = defaultdict(list)
+    for raw in raw_nodes:
+        durations[raw["name"]].append(raw["duration"])
+    all_self = sum(self_ps.values()) or 1
+    critical_path = tuple(meta.get("critical_path") or ())
+    on_path = set(critical_path)
+    nodes = []
+    for raw in raw_nodes:
+        same_name = durations[raw["name"]]
+        timing = Timing(
+            self_ps=self_ps[raw["id"]],
+            total_ps=raw["duration"],
+            mean_ps=sum(same_name) // len(same_name),
+            count=1,
+            share=self_ps[raw["id"]] / all_self,
+            first_start_ps=raw["ts"],
+        )
+        line = " ".join(str(raw[k]) for k in ("host", "plane", "line") if raw.get(k))
+        details = tuple(
+            (key, str(raw[key]))
+            for key in ("id", "ts", "host", "plane", "line", "step", "level")
+            if raw.get(key) is not None
+        )
+        nodes.append(
+            RenderNode(
+                id=raw["id"],
+                name=raw.get("node") or raw["name"],
+                op_type=raw.get("op_type") or "event",
+                group=line or None,
+                state=NodeState.EXECUTED,
+                timing=timing,
+                critical=bool(raw.get("critical")) or raw["id"] in on_path,
+                details=details,
+            )
+        )
+    edges = []
+    for index, raw in enumerate(list_field(path, document, "edges")):
+        where = f"edges[{index}]"
+        edges.append(
+            RenderEdge(
+                source=field(path, where, raw, "edgeFrom", (int,)),
+                target=field(path, where, raw, "edgeTo", (int,)),
+                kind=_edge_kind(path, where, raw.get("kind"), EdgeKind.TIME),
+            )
+        )
+    ids = {node.id for node in nodes}
+    if len(ids) != len(nodes):
+        raise UserError(f"{path}: node ids are not unique")
+    _check_edges(path, edges, ids)
+    groups = tuple(dict.fromkeys(node.group for node in nodes if node.group))
+    return RenderGraph(
+        kind=GraphKind.EVENT_DAG,
+        source=path,
+        nodes=tuple(nodes),
+        edges=tuple(edges),
+        critical_path=critical_path,
+        critical_path_ps=meta.get("critical_path_ps"),
+        groups=groups,
+    )
+
+
+_PROFILE_KEYS = ("ts", "dur", "count", "total", "self", "min", "max", "p50", "p95")
+
+
+def _op_timing(path: Path, where: str, data: Any) -> Timing | None:
+    if data is None:
+        return None
+    where = f"{where}.profiler_data"
+    values = {key: field(path, where, data, key, (int,)) for key in _PROFILE_KEYS}
+    share = field(path, where, data, "share", (int, float))
+    return Timing(
+        self_ps=values["self"],
+        total_ps=values["total"],
+        mean_ps=values["dur"],
+        count=values["count"],
+        share=float(share),
+        min_ps=values["min"],
+        max_ps=values["max"],
+        p50_ps=values["p50"],
+        p95_ps=values["p95"],
+        first_start_ps=values["ts"],
+    )
+
+
+def _load_op_graph(path: Path, document: dict) -> RenderGraph:
+    functions = [
+        field(path, f"functions[{index}]", raw, "name", (str,))
+        for index, raw in enumerate(list_field(path, document, "functions"))
+    ]
+    nodes = []
+    for index, raw in enumerate(list_field(path, document, "nodes")):
+        where = f"nodes[{index}]"
+        node_id = field(path, where, raw, "id", (int,))
+        op = field(path, where, raw, "op", (str,))
+        timing = _op_timing(path, where, raw.get("profiler_data"))
+        fused_into = field(path, where, raw, "fused_into", (str,), optional=True)
+        state = (
+            NodeState.EXECUTED
+            if timing
+            else NodeState.FUSED
+            if fused_into
+            else NodeState.NEVER_EXECUTED
+        )
+        nodes.append(
+            RenderNode(
+                id=node_id,
+                name=field(path, where, raw, "name", (str,), optional=True) or f"{op}#{node_id}",
+                op_type=op,
+                group=field(path, where, raw, "function", (str,), optional=True),
+                state=state,
+                timing=timing,
+                fused_into=fused_into,
+                parent=field(path, where, raw, "parent", (int,), optional=True),
+                hot=bool(raw.get("hot")),
+                hot_rank=field(path, where, raw, "hot_rank", (int,), optional=True),
+                details=(("id", str(node_id)),),
+            )
+        )
+    edges = []
+    for index, raw in enumerate(list_field(path, document, "edges")):
+        where = f"edges[{index}]"
+        edges.append(
+            RenderEdge(
+                source=field(path, where, raw, "from", (int,)),
+                target=field(path, where, raw, "to", (int,)),
+                kind=_edge_kind(path, where, raw.get("kind"), EdgeKind.DATA),
+            )
+        )
+    ids = {node.id for node in nodes}
+    if len(ids) != len(nodes):
+        raise UserError(f"{path}: node ids are not unique")
+    _check_edges(path, edges, ids)
+    for node in nodes:
+        if node.parent is not None and node.parent not in ids:
+            raise UserError(f"{path}: node {node.id} has parent {node.parent}, not in nodes")
+    groups = tuple(dict.fromkeys([*functions, *(n.group for n in nodes if n.group)]))
+    return RenderGraph(
+        kind=GraphKind.OP_GRAPH, source=path, nodes=tuple(nodes), edges=tuple(edges), groups=groups
+    )

@@ -1,0 +1,200 @@
+"""Graph reductions for pictures people can read: hot marking, scope collapse, top-N.
+
+Each function takes a RenderGraph and returns a new one, so the CLI composes
+them in a fixed order: mark hot ops on the full graph (ranks then refer to real
+ops, like `tf-profile-mark-hotspots`), collapse name scopes, cut to the top N.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict, deque
+
+from tfpgo.render.metrics import Metric, metric_value
+from tfpgo.render.model import EdgeKind, NodeState, RenderEdge, RenderGraph, RenderNode, Timing
+
+# A `--top` view links two kept nodes when a path of at most this many dropped
+# nodes joins them; longer detours would draw edges nobody can trace anyway.
+ELIDED_PATH_LIMIT = 8
+
+
+def mark_hot(
+    graph: RenderGraph, metric: Metric, hot_k: int | None, min_share: float | None
+) -> RenderGraph:
+    """Marks the `hot_k` hottest nodes and those with share ≥ `min_share`.
+
+    With neither given, a document that already carries `hot` flags (the op
+    graph after tf-profile-mark-hotspots) keeps them, so the picture agrees with
+    the MLIR; otherwise the 3 hottest nodes are marked.
+    """
+    if hot_k is None and min_share is None:
+        if any(node.hot for node in graph.nodes):
+            return graph
+        hot_k = 3
+    ranked = sorted(
+        (node for node in graph.nodes if metric_value(node, metric) is not None),
+        key=lambda node: (-(metric_value(node, metric) or 0.0), node.id),
+    )
+    ranks: dict[int, int] = {}
+    for rank, node in enumerate(ranked, start=1):
+        timing = node.timing
+        by_rank = hot_k is not None and rank <= hot_k
+        by_share = min_share is not None and timing is not None and timing.share >= min_share
+        if (by_rank or by_share) and (metric_value(node, metric) or 0.0) > 0:
+            ranks[node.id] = rank
+    nodes = tuple(
+        dataclasses.replace(node, hot=node.id in ranks, hot_rank=ranks.get(node.id))
+        for node in graph.nodes
+    )
+    return dataclasses.replace(graph, nodes=nodes)
+
+
+def _merge_edges(edges: list[RenderEdge], rename: dict[int, int]) -> tuple[RenderEdge, ...]:
+    """Re-targets edges onto representatives, dropping self-loops and merging duplicates."""
+    merged: dict[tuple[int, int, EdgeKind], int] = {}
+    for edge in edges:
+        source, target = rename.get(edge.source, edge.source), rename.get(edge.target, edge.target)
+        if source == target:
+            continue
+        key = (source, target, edge.kind)
+        merged[key] = merged.get(key, 0) + edge.count
+    return tuple(RenderEdge(s, t, kind, count) for (s, t, kind), count in merged.items())
+
+
+def _summary_timing(members: list[RenderNode]) -> Timing | None:
+    timed = [member.timing for member in members if member.timing is not None]
+    if not timed:
+        return None
+    count = sum(timing.count for timing in timed)
+    total = sum(timing.total_ps for timing in timed)
+    starts = [t.first_start_ps for t in timed if t.first_start_ps is not None]
+    return Timing(
+        self_ps=sum(timing.self_ps for timing in timed),
+        total_ps=total,
+        mean_ps=total // max(count, 1),
+        count=count,
+        share=sum(timing.share for timing in timed),
+        min_ps=min((t.min_ps for t in timed if t.min_ps is not None), default=None),
+        max_ps=max((t.max_ps for t in timed if t.max_ps is not None), default=None),
+        first_start_ps=min(starts, default=None),
+    )
+
+
+def summarize(node_id: int, scope: str, members: list[RenderNode]) -> RenderNode:
+    timing = _summary_timing(members)
+    states = {member.state for member in members}
+    state = (
+        NodeState.EXECUTED
+        if timing
+        else NodeState.FUSED
+        if states == {NodeState.FUSED}
+        else NodeState.NEVER_EXECUTED
+    )
+    ranks = [member.hot_rank for member in members if member.hot_rank is not None]
+    hottest = max(members, key=lambda m: m.timing.self_ps if m.timing else -1)
+    return RenderNode(
+        id=node_id,
+        name=scope,
+        op_type="scope",
+        group=members[0].group,
+        state=state,
+        timing=timing,
+        critical=any(member.critical for member in members),
+        hot=any(member.hot for member in members),
+        hot_rank=min(ranks, default=None),
+        members=sum(member.members for member in members),
+        details=(("collapsed ops", str(len(members))), ("hottest op", hottest.name)),
+    )
+
+
+def collapse_scopes(graph: RenderGraph, depth: int) -> RenderGraph:
+    """Replaces ops below name-scope depth `depth` by one summary node per scope.
+
+    `a/b/c` and `a/b/d` with depth 2 become the summary `a/b` (sum of times,
+    count of ops); scopes with a single op keep the op itself. Scopes never mix
+    clusters (functions, trace lines).
+    """
+    if depth < 1:
+        raise ValueError("depth must be at least 1")
+    scopes: dict[tuple[str | None, str], list[RenderNode]] = defaultdict(list)
+    for node in graph.nodes:
+        parts = node.name.split("/")
+        if len(parts) > depth:
+            scopes[(node.group, "/".join(parts[:depth]))].append(node)
+    next_id = max((node.id for node in graph.nodes), default=-1) + 1
+    rename: dict[int, int] = {}
+    summaries: list[RenderNode] = []
+    for (_, scope), members in scopes.items():
+        if len(members) < 2:
+            continue
+        summaries.append(summarize(next_id, scope, members))
+        rename.update((member.id, next_id) for member in members)
+        next_id += 1
+    kept = [node for node in graph.nodes if node.id not in rename]
+    path = tuple(dict.fromkeys(rename.get(node_id, node_id) for node_id in graph.critical_path))
+    return dataclasses.replace(
+        graph,
+        nodes=(*kept, *summaries),
+        edges=_merge_edges(list(graph.edges), rename),
+        critical_path=path,
+    )
+
+
+def merge_by_name(graph: RenderGraph) -> RenderGraph:
+    """One node per distinct name: the events of a TF node over all steps and lines."""
+    by_name: dict[str, list[RenderNode]] = defaultdict(list)
+    for node in graph.nodes:
+        by_name[node.name].append(node)
+    nodes = tuple(
+        dataclasses.replace(members[0], id=index, group=None)
+        if len(members) == 1
+        else dataclasses.replace(
+            summarize(index, name, members), op_type=members[0].op_type, group=None
+        )
+        for index, (name, members) in enumerate(by_name.items())
+    )
+    return dataclasses.replace(graph, nodes=nodes, edges=(), critical_path=())
+
+
+def top_subgraph(graph: RenderGraph, count: int, metric: Metric) -> RenderGraph:
+    """Keeps the `count` hottest nodes (plus ops fused into them) and their links.
+
+    Two kept nodes joined through dropped ones get an ELIDED edge, so the view
+    still shows which hot op feeds which.
+    """
+    timed = [node for node in graph.nodes if metric_value(node, metric) is not None]
+    timed.sort(key=lambda node: (-(metric_value(node, metric) or 0.0), node.id))
+    keep = {node.id for node in timed[:count]}
+    kept_names = {node.name for node in graph.nodes if node.id in keep}
+    keep |= {node.id for node in graph.nodes if node.fused_into in kept_names}
+    successors: dict[int, list[int]] = defaultdict(list)
+    edges: list[RenderEdge] = []
+    for edge in graph.edges:
+        successors[edge.source].append(edge.target)
+        if edge.source in keep and edge.target in keep:
+            edges.append(edge)
+    direct = {(edge.source, edge.target) for edge in edges}
+    for start in keep:
+        for end in _kept_beyond(start, keep, successors):
+            if (start, end) not in direct:
+                edges.append(RenderEdge(start, end, EdgeKind.ELIDED))
+    nodes = tuple(node for node in graph.nodes if node.id in keep)
+    path = tuple(node_id for node_id in graph.critical_path if node_id in keep)
+    return dataclasses.replace(graph, nodes=nodes, edges=tuple(edges), critical_path=path)
+
+
+def _kept_beyond(start: int, keep: set[int], successors: dict[int, list[int]]) -> set[int]:
+    """Kept nodes reachable from `start` through at most ELIDED_PATH_LIMIT dropped nodes."""
+    found: set[int] = set()
+    queue = deque((successor, 1) for successor in successors[start] if successor not in keep)
+    seen = {item for item, _ in queue}
+    while queue:
+        node_id, hops = queue.popleft()
+        for successor in successors[node_id]:
+            if successor in keep:
+                if successor != start:
+                    found.add(successor)
+            elif successor not in seen and hops < ELIDED_PATH_LIMIT:
+                seen.add(successor)
+                queue.append((successor, hops + 1))
+    return found

@@ -1,0 +1,152 @@
+"""Colors follow the metric; DOT carries legend, tooltips, marks; reductions; GraphML."""
+
+from __future__ import annotations
+
+import colorsys
+import itertools
+
+import networkx as nx
+import pytest
+from render_fixtures import GRU_OP_GRAPH, MLP_EVENT_DAG, MLP_OP_GRAPH
+
+from tfpgo.render import Metric, NodeState, RenderOptions, load_graph, prepare, to_dot
+from tfpgo.render.colormap import ColorScale, colormap_rgb, text_color
+from tfpgo.render.graphml import write_graphml
+from tfpgo.render.metrics import format_ps, metric_value
+from tfpgo.render.model import EdgeKind
+from tfpgo.render.reduce import collapse_scopes, mark_hot, top_subgraph
+from tfpgo.render.style import HOT_FILL, NEVER_FILL, color_scale, node_style
+
+
+def hue(rgb):
+    """Hue in degrees, 0 = red: the colormap runs from blue (~230°) down to red."""
+    h, _, _ = colorsys.rgb_to_hsv(*(channel / 255 for channel in rgb))
+    return h * 360
+
+
+def test_colormap_runs_cool_to_hot():
+    hues = [hue(colormap_rgb(step / 20)) for step in range(21)]
+    assert hues[0] > 200 and hues[-1] < 20  # blue → red
+    assert all(a >= b - 1.0 for a, b in itertools.pairwise(hues))  # monotone hue
+
+
+def test_scale_is_log_for_wide_ranges_and_linear_otherwise():
+    wide = ColorScale.from_values([1_000, 50_000, 10_000_000])
+    assert wide.log and wide.position(100_000) == pytest.approx(2 / 4)
+    narrow = ColorScale.from_values([1_000, 5_000, 9_000])
+    assert not narrow.log and narrow.position(5_000) == pytest.approx(0.5)
+    assert wide.value_at(wide.position(123_456)) == pytest.approx(123_456)
+
+
+def test_text_stays_readable_on_dark_and_light_fills():
+    assert text_color(colormap_rgb(0.0)) == "#ffffff"
+    assert text_color(colormap_rgb(0.55)) == "#000000"
+
+
+@pytest.mark.parametrize(
+    ("ps", "text"),
+    [(0, "0 ps"), (512, "512 ps"), (1_500, "1.50 ns"), (830_000_000, "830 µs"), (2.5e9, "2.50 ms")],
+)
+def test_human_units(ps, text):
+    assert format_ps(ps) == text
+
+
+@pytest.mark.parametrize("metric", list(Metric))
+def test_fill_color_order_follows_the_metric(metric):
+    graph = mark_hot(load_graph(GRU_OP_GRAPH), metric, hot_k=0, min_share=None)
+    scale = color_scale(graph, metric)
+    timed = sorted(
+        (n for n in graph.nodes if n.state is NodeState.EXECUTED),
+        key=lambda n: metric_value(n, metric),
+    )
+    hues = [
+        hue(tuple(int(node_style(n, metric, scale).fill[i : i + 2], 16) for i in (1, 3, 5)))
+        for n in timed
+    ]
+    assert hues == sorted(hues, reverse=True)  # more time → closer to red
+    assert hues[0] > hues[-1] + 150
+
+
+def test_hot_never_and_fused_styles():
+    graph = prepare(load_graph(MLP_OP_GRAPH), RenderOptions())
+    scale = color_scale(graph, Metric.SELF)
+    by_name = {node.name: node for node in graph.nodes}
+    relu = node_style(by_name["sequential_1/dense_1/Relu"], Metric.SELF, scale)
+    assert relu.fill == HOT_FILL and relu.penwidth >= 3 and relu.bold
+    assert node_style(by_name["func.return#10"], Metric.SELF, scale).fill == NEVER_FILL
+    assert node_style(by_name["sequential_1/dense_1/MatMul"], Metric.SELF, scale).dashed
+
+
+def test_hot_marks_from_document_unless_overridden():
+    graph = load_graph(MLP_OP_GRAPH)
+    assert [n.hot_rank for n in mark_hot(graph, Metric.SELF, None, None).nodes if n.hot] == [1, 2]
+    by_k = mark_hot(graph, Metric.SELF, 1, None)
+    assert [n.name for n in by_k.nodes if n.hot] == ["sequential_1/dense_1/Relu"]
+    by_share = mark_hot(graph, Metric.SELF, None, 0.2)
+    assert {n.name for n in by_share.nodes if n.hot} == {
+        "sequential_1/dense_1/Relu",
+        "sequential_1/dense_1_2/BiasAdd",
+    }
+
+
+def test_dot_has_legend_tooltips_clusters_and_critical_path():
+    graph = prepare(load_graph(MLP_EVENT_DAG), RenderOptions())
+    source = to_dot(graph, Metric.SELF, "dot")
+    assert "color: self time" in source and "critical path 34.0 µs" in source
+    assert 'tooltip="sequential/dense/MatMul\\ntype: MatMul\\nstate: executed' in source
+    assert "subgraph cluster_" in source and "host0 /host:CPU tf_Compute" in source
+    assert source.count('color="#7b2cbf", penwidth=3') == 15  # edges along the 16-node path
+    op_source = to_dot(prepare(load_graph(GRU_OP_GRAPH), RenderOptions()), Metric.SELF, "dot")
+    assert '"kernel while/body/_1/gru/MatMul"' in op_source
+    assert '"tf.WhileRegion sequential/gru/while"' in op_source
+    assert "subgraph cluster_" not in to_dot(graph, Metric.SELF, "sfdp")
+
+
+def test_collapse_aggregates_scopes():
+    graph = load_graph(GRU_OP_GRAPH)
+    collapsed = collapse_scopes(graph, 3)
+    summary = next(n for n in collapsed.nodes if n.name == "while/body/_1")
+    members = [n for n in graph.nodes if n.name.startswith("while/body/_1/")]
+    assert summary.members == len(members) == 8
+    assert summary.timing.self_ps == sum(n.timing.self_ps for n in members if n.timing)
+    ids = {n.id for n in collapsed.nodes}
+    assert all(
+        e.source in ids and e.target in ids and e.source != e.target for e in collapsed.edges
+    )
+    assert any(e.source == summary.id and e.kind is EdgeKind.CALL for e in collapsed.edges)
+
+
+def test_top_keeps_hottest_with_elided_paths():
+    graph = load_graph(GRU_OP_GRAPH)
+    top = top_subgraph(graph, 3, Metric.SELF)
+    assert {n.name for n in top.nodes} == {
+        "sequential/gru/while",
+        "while/body/_1/gru/MatMul",
+        "while/body/_1/gru/MatMul_1",
+        "while/body/_1/gru/BiasAdd",
+    }  # the third is fused into a kept kernel
+    top = top_subgraph(graph, 5, Metric.SELF)
+    ids = {n.name: n.id for n in top.nodes}
+    links = {(e.source, e.target): e.kind for e in top.edges}
+    # MatMul_1 -> Tanh -> mul -> add -> call -> gru_cell/mul: four dropped ops between.
+    assert links[(ids["while/body/_1/gru/MatMul_1"], ids["gru_cell/mul"])] is EdgeKind.ELIDED
+    assert links[(ids["gru_cell/mul"], ids["gru_cell/sub"])] is EdgeKind.DATA
+    assert all(s in ids.values() and t in ids.values() for s, t in links)
+
+
+def test_graphml_round_trip(tmp_path):
+    graph = prepare(load_graph(GRU_OP_GRAPH), RenderOptions(metric=Metric.TOTAL))
+    path = tmp_path / "g.graphml"
+    write_graphml(graph, Metric.TOTAL, path)
+    loaded = nx.read_graphml(path)
+    assert loaded.number_of_nodes() == len(graph.nodes)
+    assert loaded.number_of_edges() == len(graph.edges)
+    assert loaded.graph["metric"] == "total"
+    matmul = next(n for n in graph.nodes if n.name == "while/body/_1/gru/MatMul")
+    attributes = loaded.nodes[str(matmul.id)]
+    assert attributes["total_ps"] == matmul.timing.total_ps
+    assert attributes["hot"] is True and attributes["color"].startswith("#")
+    assert (attributes["r"], attributes["g"], attributes["b"]) == tuple(
+        int(attributes["color"][i : i + 2], 16) for i in (1, 3, 5)
+    )
+    assert {d["kind"] for _, _, d in loaded.edges(data=True)} == {"data", "control", "call"}

@@ -1,0 +1,104 @@
+"""render.loader: both documents load into one model; bad input is one clear error."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from render_fixtures import GRU_OP_GRAPH, MLP_EVENT_DAG, MLP_OP_GRAPH, MLP_OP_PROFILE, write_variant
+
+from tfpgo.cli import UserError
+from tfpgo.render import GraphKind, NodeState, load_graph
+from tfpgo.render.model import EdgeKind
+
+
+def test_op_graph_states_and_timing():
+    graph = load_graph(MLP_OP_GRAPH)
+    assert graph.kind is GraphKind.OP_GRAPH
+    by_name = {node.name: node for node in graph.nodes}
+    relu = by_name["sequential_1/dense_1/Relu"]
+    assert relu.state is NodeState.EXECUTED
+    assert relu.timing.self_ps == 17_800_000 and relu.timing.count == 3
+    assert relu.timing.mean_ps == 17_800_000 // 3
+    matmul = by_name["sequential_1/dense_1/MatMul"]
+    assert matmul.state is NodeState.FUSED and matmul.fused_into == relu.name
+    assert by_name["func.return#10"].state is NodeState.NEVER_EXECUTED
+    assert graph.groups == ("__inference_f_76",)
+    assert {edge.kind for edge in graph.edges} == {EdgeKind.DATA}
+
+
+def test_op_graph_regions_and_functions():
+    graph = load_graph(GRU_OP_GRAPH)
+    assert graph.groups == ("__inference_serve_512", "__inference_gru_cell_77")
+    body = [node for node in graph.nodes if node.parent == 2]
+    assert {node.name for node in body} >= {"while/body/_1/gru/MatMul", "sequential/gru/while/Less"}
+    assert EdgeKind.CALL in {edge.kind for edge in graph.edges}
+
+
+def test_event_dag_self_time_excludes_nested_events():
+    graph = load_graph(MLP_EVENT_DAG)
+    assert graph.kind is GraphKind.EVENT_DAG
+    call = next(n for n in graph.nodes if n.name == "StatefulPartitionedCall")
+    nested = [
+        n
+        for n in graph.nodes
+        if n.group == call.group
+        and n.id != call.id
+        and n.timing.first_start_ps >= call.timing.first_start_ps
+        and n.timing.first_start_ps + n.timing.total_ps
+        <= call.timing.first_start_ps + call.timing.total_ps
+    ]
+    assert len(nested) == 6
+    assert call.timing.self_ps == call.timing.total_ps - sum(n.timing.total_ps for n in nested)
+    # Events on other lines (the python step) do not count as nested.
+    step = next(n for n in graph.nodes if n.op_type == "event")
+    assert step.timing.self_ps == step.timing.total_ps
+    assert abs(sum(n.timing.share for n in graph.nodes) - 1.0) < 1e-9
+
+
+def test_event_dag_critical_path_and_mean():
+    graph = load_graph(MLP_EVENT_DAG)
+    assert len(graph.critical_path) == 16 and graph.critical_path_ps == 34_000_000
+    assert all(n.critical for n in graph.nodes if n.id in set(graph.critical_path))
+    matmuls = [n for n in graph.nodes if n.name == "sequential/dense/MatMul"]
+    assert {n.timing.mean_ps for n in matmuls} == {(2_100_000 + 2_137_000) // 2}
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["meta"].update(format="tfpgo.other"), "format 'tfpgo.other' cannot be drawn"),
+        (lambda d: d["meta"].update(version=2), "version 2 is newer than this tool reads"),
+        (lambda d: d.pop("meta"), "no 'format' field"),
+        (lambda d: d["nodes"][0].update(duration="1"), "nodes[0]: field 'duration' must be int"),
+        (lambda d: d["edges"][0].update(edgeTo=99999), "edges[0] refers to node 99999"),
+        (lambda d: d["edges"][0].update(kind="bogus"), "unknown edge kind 'bogus'"),
+    ],
+)
+def test_event_dag_rejects_bad_documents(tmp_path, edit, message):
+    path = write_variant(tmp_path, MLP_EVENT_DAG, edit)
+    with pytest.raises(UserError, match=re.escape(message)) as error:
+        load_graph(path)
+    assert str(path) in str(error.value) and "\n" not in str(error.value)
+
+
+def test_op_graph_rejects_bad_profiler_data(tmp_path):
+    path = write_variant(
+        tmp_path, MLP_OP_GRAPH, lambda d: d["nodes"][6]["profiler_data"].pop("self")
+    )
+    with pytest.raises(UserError, match=r"nodes\[6\].profiler_data: field 'self' must be int"):
+        load_graph(path)
+
+
+def test_op_profile_is_not_a_graph():
+    with pytest.raises(UserError, match=r"tfpgo\.op_profile' cannot be drawn"):
+        load_graph(MLP_OP_PROFILE)
+
+
+def test_missing_and_broken_files(tmp_path):
+    with pytest.raises(UserError, match="no such file"):
+        load_graph(tmp_path / "absent.json")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    with pytest.raises(UserError, match="not valid JSON"):
+        load_graph(broken)
