@@ -1,0 +1,146 @@
+"""Exports: Model Explorer accepts our node data; trace events are well-formed; CSV rows."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import ai_edge_model_explorer_adapter as adapter
+import dacite
+import pytest
+from model_explorer import node_data_builder
+from render_fixtures import (
+    DENSE_MLIR,
+    GRU_OP_GRAPH,
+    MLP_EVENT_DAG,
+    MLP_OP_GRAPH,
+    MLP_OP_PROFILE,
+)
+
+from tfpgo.cli import UserError
+from tfpgo.render import Metric, RenderOptions, load_graph, prepare
+from tfpgo.render.exports import (
+    model_explorer_node_data,
+    op_profile_rows,
+    trace_events,
+    write_csv,
+)
+from tfpgo.render.style import HOT_FILL
+
+STRICT = dacite.Config(strict=True)
+
+
+def graph_node_data(document: dict) -> node_data_builder.GraphNodeData:
+    """Builds Model Explorer's own dataclass; strict: unknown or mistyped fields fail."""
+    return dacite.from_dict(node_data_builder.GraphNodeData, document, config=STRICT)
+
+
+@pytest.mark.parametrize("metric", [Metric.SELF, Metric.SHARE])
+def test_model_explorer_accepts_op_graph_node_data(metric):
+    graph = prepare(load_graph(GRU_OP_GRAPH), RenderOptions(metric=metric))
+    document = model_explorer_node_data(graph, metric)
+    assert set(document) == {"__inference_serve_512", "__inference_gru_cell_77"}
+    model = node_data_builder.ModelNodeData(
+        graphsData={graph_id: graph_node_data(data) for graph_id, data in document.items()}
+    )
+    # The package writes the file back with nothing lost or renamed (plus its defaults).
+    written = json.loads(model.to_json_string())
+    for graph_id, data in document.items():
+        assert {key: written[graph_id][key] for key in data} == data
+    serve = document["__inference_serve_512"]
+    assert serve["gradient"][0]["stop"] == 0 and serve["gradient"][-1]["stop"] == 1
+    # Keys restart at 0 per function; never-executed ops carry no value.
+    assert "0" in document["__inference_gru_cell_77"]["results"]
+    assert "1" not in serve["results"]  # tf.Const sequential/gru/zeros never ran
+
+
+def test_model_explorer_keys_match_its_mlir_adapter():
+    """Model Explorer's MLIR adapter, run on the same module, has a node under each key."""
+    converted = json.loads(adapter.ConvertMlirToJson(adapter.VisualizeConfig(), str(DENSE_MLIR)))
+    me_graph = next(g for c in converted for g in c["subgraphs"] if g["id"] == "__inference_f_76")
+    labels = {node["id"]: node["label"] for node in me_graph["nodes"]}
+    graph = prepare(load_graph(MLP_OP_GRAPH), RenderOptions())
+    document = model_explorer_node_data(graph, Metric.SELF)["__inference_f_76"]
+    ops = {node.name: node for node in graph.nodes}
+    expected = {"Relu": "sequential_1/dense_1/Relu", "Identity": "Identity"}
+    for label, name in expected.items():
+        key = next(k for k, v in labels.items() if v == label)
+        assert document["results"][key]["value"] == ops[name].timing.self_ps / 1e6
+    assert all(
+        labels[key] in {"ReadVariableOp", "Relu", "BiasAdd", "Identity"}
+        for key in document["results"]
+    )
+    relu_key = next(k for k, v in labels.items() if v == "Relu")
+    assert document["results"][relu_key]["bgColor"] == HOT_FILL
+
+
+def test_model_explorer_event_dag_is_keyed_by_node_name():
+    graph = prepare(load_graph(MLP_EVENT_DAG), RenderOptions())
+    document = model_explorer_node_data(graph, Metric.SELF)
+    graph_node_data(document)
+    matmul = document["results"]["sequential/dense/MatMul"]
+    assert matmul["value"] == pytest.approx((2_100_000 + 2_137_000) / 1e6)
+
+
+def test_trace_events_are_well_formed():
+    graph = load_graph(MLP_EVENT_DAG)
+    document = json.loads(json.dumps(trace_events(graph)))
+    assert document["displayTimeUnit"] == "ns"
+    events = document["traceEvents"]
+    complete = [e for e in events if e["ph"] == "X"]
+    assert len(complete) == len(graph.nodes)
+    for event in complete:
+        assert {"name", "ts", "dur", "pid", "tid", "args"} <= set(event)
+        assert isinstance(event["ts"], float) and event["dur"] > 0
+    matmul = next(e for e in complete if e["name"] == "sequential/dense/MatMul")
+    assert matmul["dur"] == pytest.approx(2.1) and matmul["ts"] == pytest.approx(37_502.4)
+    names = {(e["name"], e["args"]["name"]) for e in events if e["ph"] == "M"}
+    assert names == {
+        ("process_name", "host0 /host:CPU"),
+        ("thread_name", "python"),
+        ("thread_name", "tf_Compute"),
+    }
+    flows = [e for e in events if e["ph"] in "sf"]
+    assert len(flows) == 4 and {e["id"] for e in flows} == {1, 2}
+    assert sum(e["cat"] == "critical_path" for e in complete) == 16
+    # Nesting on a thread must be proper, or the viewers misdraw the stack.
+    by_thread: dict[tuple, list] = {}
+    for event in complete:
+        by_thread.setdefault((event["pid"], event["tid"]), []).append(event)
+    for slices in by_thread.values():
+        slices.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack: list[float] = []
+        for event in slices:
+            while stack and stack[-1] <= event["ts"]:
+                stack.pop()
+            assert not stack or event["ts"] + event["dur"] <= stack[-1] + 1e-9
+            stack.append(event["ts"] + event["dur"])
+
+
+def test_trace_needs_the_event_dag():
+    with pytest.raises(UserError, match="needs the event DAG"):
+        trace_events(load_graph(MLP_OP_GRAPH))
+
+
+def test_csv_from_op_profile(tmp_path):
+    path = tmp_path / "p.csv"
+    write_csv(MLP_OP_PROFILE, path)
+    rows = list(csv.DictReader(io.StringIO(path.read_text())))
+    assert [r["name"] for r in rows][:2] == ["sequential/dense/MatMul", "sequential/dense_1/MatMul"]
+    assert rows[0]["self_ps"] == "4237000" and rows[0]["count"] == "2"
+    assert sum(float(r["share"]) for r in rows) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_csv_rows_from_graphs_agree_with_the_op_profile():
+    from_dag = {r.name: r for r in op_profile_rows(MLP_EVENT_DAG)}
+    for row in op_profile_rows(MLP_OP_PROFILE):
+        dag_row = from_dag[row.name]
+        assert (dag_row.count, dag_row.self_ps, dag_row.p95_ps) == (
+            row.count,
+            row.self_ps,
+            row.p95_ps,
+        )
+    op_rows = op_profile_rows(GRU_OP_GRAPH)
+    assert op_rows[0].name == "sequential/gru/while"
+    assert [r.self_ps for r in op_rows] == sorted((r.self_ps for r in op_rows), reverse=True)
