@@ -172,7 +172,7 @@ def legend_html(graph: RenderGraph, metric: Metric, scale: ColorScale) -> str:
     )
     return (
         '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="3">'
-        f'<TR><TD COLSPAN="{LEGEND_STEPS}"><B>{html(graph.source.name)}</B> — color: '
+        f'<TR><TD COLSPAN="{LEGEND_STEPS}"><B>{html(graph.source.name)}</B><BR/>color: '
         f"{html(title)}</TD></TR><TR>{''.join(cells)}</TR><TR>{''.join(ticks)}</TR>"
         f'<TR><TD COLSPAN="{LEGEND_STEPS}"><TABLE BORDER="0" CELLSPACING="6"><TR>{keys}'
         "</TR></TABLE></TD></TR></TABLE>>"
