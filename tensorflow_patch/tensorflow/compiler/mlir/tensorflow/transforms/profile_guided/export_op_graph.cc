@@ -129,13 +129,25 @@ private:
                                                          : EdgeKind::kData,
                         "", ""});
     }
-    for (NamedAttribute attr : op->getAttrs()) {
+    AddCallEdges(to, op->getAttrs());
+    // Unregistered ops keep `<{f = @callee}>` in an opaque properties
+    // dictionary that getAttrs() does not list.
+    if (!op->isRegistered())
+      if (auto properties = llvm::dyn_cast_or_null<DictionaryAttr>(
+              op->getPropertiesAsAttribute()))
+        AddCallEdges(to, properties.getValue());
+  }
+
+  /// Adds a call edge for every function symbol among `attrs` (directly or
+  /// in an array, e.g. Case `branches`).
+  void AddCallEdges(int64_t from, llvm::ArrayRef<NamedAttribute> attrs) {
+    for (NamedAttribute attr : attrs) {
       if (auto symbol = llvm::dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
-        AddCallEdge(to, symbol, attr.getName().getValue());
+        AddCallEdge(from, symbol, attr.getName().getValue());
       else if (auto array = llvm::dyn_cast<ArrayAttr>(attr.getValue()))
         for (Attribute element : array)
           if (auto symbol = llvm::dyn_cast<FlatSymbolRefAttr>(element))
-            AddCallEdge(to, symbol, attr.getName().getValue());
+            AddCallEdge(from, symbol, attr.getName().getValue());
     }
   }
 
@@ -242,8 +254,9 @@ public:
           return llvm::Error::success();
         });
     if (error) {
-      emitError(module.getLoc()) << "cannot write op graph '" << output
-                         << "': " << llvm::toString(std::move(error));
+      // The error text already names the file.
+      emitError(module.getLoc())
+          << "cannot write op graph: " << llvm::toString(std::move(error));
       return signalPassFailure();
     }
     numNodes += graph.NumNodes();
