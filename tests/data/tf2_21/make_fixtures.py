@@ -30,9 +30,9 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
+import keras
+import tensorflow as tf
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 # The default, tf-standard-pipeline, rewrites the graph (Sub+Square ->
 # SquaredDifference, CSE of ReadVariableOps) so runtime names stop matching.
@@ -43,17 +43,25 @@ TF_OP_EVENT = re.compile(r"^([A-Za-z0-9.][A-Za-z0-9_.\-/>]*):(_?[A-Za-z][A-Za-z0
 
 
 def dense():
-    m = keras.Sequential([keras.Input((8,), batch_size=4), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(4)])
+    m = keras.Sequential(
+        [
+            keras.Input((8,), batch_size=4),
+            keras.layers.Dense(16, activation="relu"),
+            keras.layers.Dense(4),
+        ]
+    )
     return tf.function(lambda x: m(x)), (tf.random.normal((4, 8)),)
 
 
 def conv():
-    m = keras.Sequential([
-        keras.Input((8, 8, 3), batch_size=2),
-        keras.layers.Conv2D(4, 3, activation="relu"),
-        keras.layers.Flatten(),
-        keras.layers.Dense(2),
-    ])
+    m = keras.Sequential(
+        [
+            keras.Input((8, 8, 3), batch_size=2),
+            keras.layers.Conv2D(4, 3, activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(2),
+        ]
+    )
     return tf.function(lambda x: m(x)), (tf.random.normal((2, 8, 8, 3)),)
 
 
@@ -93,7 +101,13 @@ def call():
 
 
 def train():
-    m = keras.Sequential([keras.Input((8,), batch_size=4), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
+    m = keras.Sequential(
+        [
+            keras.Input((8,), batch_size=4),
+            keras.layers.Dense(4, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     opt = keras.optimizers.SGD(0.01)
     opt.build(m.trainable_variables)
 
@@ -102,7 +116,7 @@ def train():
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.square(m(x) - y))
         grads = tape.gradient(loss, m.trainable_variables)
-        opt.apply_gradients(zip(grads, m.trainable_variables))
+        opt.apply_gradients(zip(grads, m.trainable_variables, strict=True))
         return loss
 
     return step, (tf.random.normal((4, 8)), tf.random.normal((4, 1)))
@@ -159,8 +173,10 @@ def op_profile(space, source):
     selfs = self_times(events)
     origin = earliest_start(space)
     entries = {}
-    for event, self_ps in zip(events, selfs):
-        entry = entries.setdefault(event[1], {"types": [], "durations": [], "self": 0, "first": None})
+    for event, self_ps in zip(events, selfs, strict=True):
+        entry = entries.setdefault(
+            event[1], {"types": [], "durations": [], "self": 0, "first": None}
+        )
         if event[2] not in entry["types"]:
             entry["types"].append(event[2])
         entry["durations"].append(event[4])
@@ -170,21 +186,45 @@ def op_profile(space, source):
     ops = []
     for name, e in entries.items():
         d = sorted(e["durations"])
-        ops.append({
-            "name": name, "op_types": e["types"], "count": len(d), "total_ps": sum(d),
-            "self_ps": e["self"], "mean_ps": round(sum(d) / len(d)), "min_ps": d[0], "max_ps": d[-1],
-            "p50_ps": nearest_rank(d, 0.5), "p95_ps": nearest_rank(d, 0.95),
-            "first_start_ps": e["first"], "durations_ps": d,
-        })
+        ops.append(
+            {
+                "name": name,
+                "op_types": e["types"],
+                "count": len(d),
+                "total_ps": sum(d),
+                "self_ps": e["self"],
+                "mean_ps": round(sum(d) / len(d)),
+                "min_ps": d[0],
+                "max_ps": d[-1],
+                "p50_ps": nearest_rank(d, 0.5),
+                "p95_ps": nearest_rank(d, 0.95),
+                "first_start_ps": e["first"],
+                "durations_ps": d,
+            }
+        )
     ops.sort(key=lambda o: (-o["self_ps"], o["name"]))
     all_events = [ev for p in space.planes for ln in p.lines for ev in ln.events]
-    ends = [ln.timestamp_ns * 1000 + ev.offset_ps + ev.duration_ps for p in space.planes for ln in p.lines for ev in ln.events]
+    ends = [
+        ln.timestamp_ns * 1000 + ev.offset_ps + ev.duration_ps
+        for p in space.planes
+        for ln in p.lines
+        for ev in ln.events
+    ]
     return {
-        "format": "tfpgo.op_profile", "version": 1, "time_unit": "ps", "source": source,
-        "hosts": [space.hostnames[0] if space.hostnames else "host0"], "steps": [0, 1, 2],
-        "totals": {"wall_ps": max(ends) - origin, "op_total_ps": sum(e[4] for e in events),
-                   "op_self_ps": sum(selfs), "non_op_ps": 0, "op_events": len(events),
-                   "events": len(all_events)},
+        "format": "tfpgo.op_profile",
+        "version": 1,
+        "time_unit": "ps",
+        "source": source,
+        "hosts": [space.hostnames[0] if space.hostnames else "host0"],
+        "steps": [0, 1, 2],
+        "totals": {
+            "wall_ps": max(ends) - origin,
+            "op_total_ps": sum(e[4] for e in events),
+            "op_self_ps": sum(selfs),
+            "non_op_ps": 0,
+            "op_events": len(events),
+            "events": len(all_events),
+        },
         "ops": ops,
     }
 
@@ -195,7 +235,11 @@ def generate(name):
     os.makedirs(out, exist_ok=True)
     concrete = fn.get_concrete_function(*args)
     with open(os.path.join(out, "module.mlir"), "w") as fh:
-        fh.write(tf.mlir.experimental.convert_function(concrete, pass_pipeline=EXPORT_PIPELINE, show_debug_info=True))
+        fh.write(
+            tf.mlir.experimental.convert_function(
+                concrete, pass_pipeline=EXPORT_PIPELINE, show_debug_info=True
+            )
+        )
     for _ in range(2):
         fn(*args)
     logdir = tempfile.mkdtemp(prefix=f"tfpgo_{name}_")

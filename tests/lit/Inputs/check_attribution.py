@@ -29,7 +29,9 @@ def main(profile_path: str, graph_path: str) -> int:
     if share < 0.99:
         print(f"FAIL: only {self_sum} of {op_self} ps self time attributed")
         return 1
-    if share >= 1.0 and (sum(d["total"] for d in measured) != totals or sum(d["count"] for d in measured) != counts):
+    if share >= 1.0 and (
+        sum(d["total"] for d in measured) != totals or sum(d["count"] for d in measured) != counts
+    ):
         print("FAIL: per-op totals/counts differ from the op profile")
         return 1
     if abs(sum(d["share"] for d in measured) - 1.0) > 1e-9:
