@@ -12,9 +12,12 @@ opening bracket, otherwise protobuf).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import gzip
 import json
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,21 +56,42 @@ def resolve_xplanes(path: Path, run: str | None = None) -> list[Path]:
     return sorted(chosen[0].glob("*.xplane.pb"))
 
 
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pauses the cyclic garbage collector while millions of objects are built.
+
+    Readers create (and drop) a Python wrapper per protobuf event; no cycles
+    are made, but each allocation burst triggers full collections that cost
+    about a fifth of the reading time.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def read_trace(
     path: Path, run: str | None = None, progress: xplane.Progress | None = None
 ) -> EventTable:
     """Reads any supported trace input (see the module doc) into an EventTable."""
     if not path.exists():
         raise UserError(f"{path}: no such file or directory")
-    if path.is_dir():
-        files = resolve_xplanes(path, run)
-        source = str(files[0].parent) if len(files) > 1 else str(files[0])
-        table = xplane.read_xplane_files(files, source, progress).build()
-    else:
-        table = _read_file(path, progress)
+    with paused_gc():
+        table = _read_any(path, run, progress)
     if len(table) == 0:
         raise UserError(f"{path}: the trace holds no events; profile at least one step")
     return table
+
+
+def _read_any(path: Path, run: str | None, progress: xplane.Progress | None) -> EventTable:
+    if path.is_dir():
+        files = resolve_xplanes(path, run)
+        source = str(files[0].parent) if len(files) > 1 else str(files[0])
+        return xplane.read_xplane_files(files, source, progress).build()
+    return _read_file(path, progress)
 
 
 def _read_file(path: Path, progress: xplane.Progress | None) -> EventTable:

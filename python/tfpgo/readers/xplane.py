@@ -99,65 +99,78 @@ def _add_plane(
         events = line.events
         if not events:
             continue
-        metadata_ids = np.fromiter((e.metadata_id for e in events), np.int64, len(events))
-        offsets = np.fromiter((e.offset_ps for e in events), np.int64, len(events))
-        durations = np.fromiter((e.duration_ps for e in events), np.int64, len(events))
+        metadata_ids, offsets, durations = _columns(events)
         unique, inverse = np.unique(metadata_ids, return_inverse=True)
         for metadata_id in unique.tolist():
             if metadata_id not in name_of_metadata:
                 entry = metadata.get(metadata_id)
                 name = entry.name if entry is not None else f"<metadata {metadata_id}>"
                 name_of_metadata[metadata_id] = builder.name_id(name)
-        name_ids = np.array([name_of_metadata[m] for m in unique.tolist()], dtype=np.int32)[inverse]
+        name_ids = np.array([name_of_metadata[m] for m in unique.tolist()], dtype=np.int32)
         track = builder.track_id(host, plane.name, line.display_name or line.name)
         starts = offsets + (line.timestamp_ns - base_ns) * 1000
-        first = builder.add_columns(track, name_ids, starts, durations)
+        first = builder.add_columns(track, name_ids[inverse], starts, durations)
         _add_stats(builder, events, first, stat_names, producers, consumers)
 
 
-def _add_stats(
-    builder: TableBuilder,
-    events: Any,
-    first: int,
-    stat_names: dict[int, str],
-    producers: dict[tuple[int, int], int],
-    consumers: list[tuple[tuple[int, int], int]],
-) -> None:
+def _columns(events: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The three integer columns of a line's events."""
+    count = len(events)
+    return (np.fromiter((e.metadata_id for e in events), np.int64, count),
+            np.fromiter((e.offset_ps for e in events), np.int64, count),
+            np.fromiter((e.duration_ps for e in events), np.int64, count))
+
+
+def _add_stats(builder: TableBuilder, events: Any, first: int,
+               stat_names: dict[int, str], producers: dict[tuple[int, int], int],
+               consumers: list[tuple[tuple[int, int], int]]) -> None:
     """Decodes stats: flows and step numbers to their tables, the rest kept.
 
     Flow stats are most of all stats (thread-pool handoffs); they take a fast
     path that reads the integer without asking which oneof field is set.
     """
     flow_kind = {key: name for key, name in stat_names.items() if name in _FLOW_STATS}
+    kept_stats = builder.stats
     for offset, event in enumerate(events):
         stats = event.stats
         if not stats:
             continue
         index = first + offset
         kept: dict[str, Any] = {}
-        flow: dict[str, int] = {}
+        producer = consumer = producer_type = consumer_type = None
         for stat in stats:
             key = stat.metadata_id
             kind = flow_kind.get(key)
-            if kind is not None:
-                flow[kind] = stat.uint64_value or stat.int64_value
-                continue
-            which = stat.WhichOneof("value")
-            value = getattr(stat, which) if which else None
-            if which == "ref_value":
-                value = stat_names.get(value, value)
-            elif which == "bytes_value":
-                value = value.hex()
-            kept[stat_names.get(key, str(key))] = value
-        if flow:
-            if "_p" in flow:
-                producers.setdefault((flow.get("_pt", 0), flow["_p"]), index)
-            if "_c" in flow:
-                consumers.append(((flow.get("_ct", 0), flow["_c"]), index))
+            if kind is None:
+                kept[stat_names.get(key, str(key))] = _stat_value(stat, stat_names)
+            elif kind == "_p":
+                producer = stat.uint64_value or stat.int64_value
+            elif kind == "_c":
+                consumer = stat.uint64_value or stat.int64_value
+            elif kind == "_pt":
+                producer_type = stat.int64_value or stat.uint64_value
+            else:
+                consumer_type = stat.int64_value or stat.uint64_value
+        if producer is not None:
+            producers.setdefault((producer_type or 0, producer), index)
+        if consumer is not None:
+            consumers.append(((consumer_type or 0, consumer), index))
         if kept:
             if "step_num" in kept:
                 builder.step_events.append((index, int(kept["step_num"])))
-            builder.stats[index] = kept
+            kept_stats[index] = kept
+
+
+def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
+    which = stat.WhichOneof("value")
+    if which is None:
+        return None
+    value = getattr(stat, which)
+    if which == "ref_value":
+        return stat_names.get(value, value)
+    if which == "bytes_value":
+        return value.hex()
+    return value
 
 
 def read_xplane_files(

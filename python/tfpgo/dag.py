@@ -1,0 +1,300 @@
+"""The event DAG: trace events ordered by time, plus the causal links they record.
+
+Exact semantics (the contract behind `mlir_graph.json`, docs/formats.md):
+
+Nodes. The selected events (`DagEvents.OPS`: TF op events, the default;
+`DagEvents.ALL`: every event). Node ids are 0..n-1 in the order
+(start, longer first, track, source order), so every edge goes from a smaller
+to a larger id: the DAG is acyclic by construction.
+
+Levels. An event is an interval [ts, ts + duration). Walking nodes in id
+order, a node opens a new level when it starts at or after the end of every
+earlier node; otherwise it joins the current level. A level is thus a maximal
+group of overlapping (potentially parallel) events, and every event of level
+k + 1 starts after every event of level k has ended.
+
+Time edges (`kind: "time"`). Level k precedes level k + 1 entirely, but
+linking all pairs would be quadratic. Each level has a *head*: its longest
+event (ties: smallest id). Between consecutive levels A and B there are edges
+a -> head(B) for every a in A, and head(A) -> b for every b in B (|A| + |B| - 1
+edges). Every edge is a true happens-before relation; every node has an
+incoming edge from the previous level and an outgoing one to the next; the
+edge count is below 2n.
+
+Flow edges (`kind: "flow"`). Causal links recorded by the trace: XPlane
+producer/consumer context stats (`_p`/`_c`), Chrome flow events. When an
+endpoint is not a node (e.g. `ThreadpoolListener::Record` in an ops-only
+DAG), it is lifted to the nearest node on the same line: the producer to the
+last node that started at or before it (the op that scheduled the work), the
+consumer to the first node starting at or after it (the first op the picked
+up work ran). Lifted endpoints must lie in the same step. A flow that would
+point backwards in id order (clock skew between threads) or at itself is
+dropped; a flow duplicating a time edge replaces it (one edge per pair).
+
+Critical path. The longest path by summed node duration over all edges,
+computed in one pass in id order; its nodes are marked `critical`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tfpgo.events import EventTable
+
+
+class DagEvents(enum.Enum):
+    """Which events become DAG nodes."""
+
+    OPS = "ops"
+    ALL = "all"
+
+
+class EdgeKind(enum.IntEnum):
+    TIME = 0
+    FLOW = 1
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True)
+class DagNode:
+    """One node as it appears in `mlir_graph.json`."""
+
+    id: int
+    name: str
+    ts: int
+    duration: int
+    adj: tuple[int, ...]
+    node: str | None
+    op_type: str | None
+    host: str
+    plane: str
+    line: str
+    step: int | None
+    level: int
+    critical: bool
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DagEdge:
+    source: int
+    target: int
+    kind: EdgeKind
+
+
+@dataclass
+class EventDag:
+    """Columnar DAG: node i is row i of `table` (rows sorted in id order)."""
+
+    table: EventTable
+    level: np.ndarray
+    edges: np.ndarray  # (m, 2) int64, sorted by (source, target)
+    edge_kind: np.ndarray  # (m,) int8, EdgeKind values
+    critical_path: np.ndarray  # node ids, in path order
+    critical_path_ps: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def adjacency(self) -> tuple[np.ndarray, np.ndarray]:
+        """CSR of outgoing edges: targets of node i are targets[indptr[i]:indptr[i+1]]."""
+        indptr = np.zeros(len(self) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.edges[:, 0], minlength=len(self)), out=indptr[1:])
+        return indptr, self.edges[:, 1]
+
+    def critical_mask(self) -> np.ndarray:
+        mask = np.zeros(len(self), dtype=bool)
+        mask[self.critical_path] = True
+        return mask
+
+    def node(self, index: int) -> DagNode:
+        """The typed record of node `index` (O(degree) per call after the first)."""
+        indptr, targets = self.adjacency()
+        event = self.table.event(index)
+        return DagNode(index, event.name, event.start_ps, event.duration_ps,
+                       tuple(targets[indptr[index]:indptr[index + 1]].tolist()), event.node,
+                       event.op_type, event.host, event.plane, event.line, event.step,
+                       int(self.level[index]), bool(self.critical_mask()[index]),
+                       dict(event.stats))
+
+    def nodes(self) -> list[DagNode]:
+        indptr, targets = self.adjacency()
+        critical = self.critical_mask()
+        result = []
+        for index, event in enumerate(self.table.events()):
+            adj = tuple(targets[indptr[index]:indptr[index + 1]].tolist())
+            result.append(DagNode(index, event.name, event.start_ps, event.duration_ps, adj,
+                                  event.node, event.op_type, event.host, event.plane,
+                                  event.line, event.step, int(self.level[index]),
+                                  bool(critical[index]), dict(event.stats)))
+        return result
+
+    def edge_records(self) -> list[DagEdge]:
+        return [DagEdge(int(a), int(b), EdgeKind(int(k)))
+                for (a, b), k in zip(self.edges.tolist(), self.edge_kind.tolist(), strict=True)]
+
+    def to_networkx(self) -> Any:
+        """A `networkx.DiGraph`: node attributes as in the JSON, edge attribute `kind`."""
+        import networkx as nx
+
+        graph = nx.DiGraph(**self.meta)
+        for node in self.nodes():
+            attributes = {k: v for k, v in node.__dict__.items() if k not in ("id", "adj")}
+            graph.add_node(node.id, **attributes)
+        for edge in self.edge_records():
+            graph.add_edge(edge.source, edge.target, kind=edge.kind.label)
+        return graph
+
+
+def build_dag(table: EventTable, events: DagEvents = DagEvents.OPS) -> EventDag:
+    """Builds the DAG of `table` in O(n log n) (see the module doc)."""
+    selected = table.is_op_mask() if events is DagEvents.OPS else np.ones(len(table), bool)
+    rows = np.flatnonzero(selected)
+    order = np.lexsort((rows, table.track_id[rows], -table.duration_ps[rows],
+                        table.start_ps[rows]))
+    rows = rows[order]
+    node_of_row = np.full(len(table), -1, dtype=np.int64)
+    node_of_row[rows] = np.arange(rows.size)
+    nodes = _take(table, rows)
+    level = assign_levels(nodes.start_ps, nodes.end_ps)
+    time_edges = level_edges(level, nodes.duration_ps)
+    flow_edges = lift_flows(table, rows, node_of_row)
+    edges, kinds = _merge_edges(time_edges, flow_edges)
+    path, length = critical_path(nodes.duration_ps, edges)
+    return EventDag(nodes, level, edges, kinds, path, length,
+                    {"source": table.source, "source_kind": table.source_kind,
+                     "events": events.value})
+
+
+def _take(table: EventTable, rows: np.ndarray) -> EventTable:
+    """Rows of `table` in the given order, flows dropped (they become edges)."""
+    stats = {}
+    if table.stats:
+        for new, old in enumerate(rows.tolist()):
+            found = table.stats.get(old)
+            if found:
+                stats[new] = found
+    return EventTable(table.source, table.source_kind, table.names, table.tracks,
+                      table.name_id[rows], table.track_id[rows], table.start_ps[rows],
+                      table.duration_ps[rows], table.step[rows], np.zeros((0, 2), np.int64),
+                      stats, table.steps, table._ops)
+
+
+def assign_levels(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Level of each node (nodes in id order): a new level starts past all earlier ends."""
+    if starts.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    running_end = np.maximum.accumulate(ends)
+    opens = np.ones(starts.size, dtype=bool)
+    opens[1:] = starts[1:] >= running_end[:-1]
+    return np.cumsum(opens) - 1
+
+
+def level_edges(level: np.ndarray, durations: np.ndarray) -> np.ndarray:
+    """Time edges between consecutive levels through each level's head (longest node)."""
+    if level.size == 0 or level[-1] == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    count = int(level[-1]) + 1
+    ids = np.arange(level.size)
+    # head: longest node of the level, smallest id on ties (lexsort: last key primary)
+    order = np.lexsort((ids, -durations, level))
+    firsts = np.searchsorted(level[order], np.arange(count))
+    head = order[firsts]
+    into_head = np.flatnonzero(level < count - 1)  # a -> head(level(a) + 1)
+    first_edges = np.stack([into_head, head[level[into_head] + 1]], axis=1)
+    from_head = np.flatnonzero(level > 0)  # head(level(b) - 1) -> b
+    second_edges = np.stack([head[level[from_head] - 1], from_head], axis=1)
+    return np.unique(np.concatenate([first_edges, second_edges]), axis=0)
+
+
+def lift_flows(table: EventTable, rows: np.ndarray, node_of_row: np.ndarray) -> np.ndarray:
+    """Trace flows as node-id pairs, endpoints lifted onto nodes of the same line."""
+    if table.flows.size == 0 or rows.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    producers, consumers = table.flows[:, 0], table.flows[:, 1]
+    source = _lift(table, rows, node_of_row, producers, after=False)
+    target = _lift(table, rows, node_of_row, consumers, after=True)
+    keep = (source >= 0) & (target >= 0) & (source < target)
+    steps = table.step[rows]
+    keep[keep] &= steps[source[keep]] == steps[target[keep]]
+    pairs = np.stack([source[keep], target[keep]], axis=1)
+    return np.unique(pairs, axis=0) if pairs.size else pairs.reshape(0, 2)
+
+
+def _lift(table: EventTable, rows: np.ndarray, node_of_row: np.ndarray,
+          events: np.ndarray, after: bool) -> np.ndarray:
+    """Node id of each event, or of the nearest node on its track (-1 if none)."""
+    result = node_of_row[events].copy()
+    missing = np.flatnonzero(result < 0)
+    if missing.size == 0:
+        return result
+    node_tracks = table.track_id[rows]
+    by_track = np.lexsort((table.start_ps[rows], node_tracks))  # node ids by (track, start)
+    sorted_tracks = node_tracks[by_track]
+    sorted_starts = table.start_ps[rows][by_track]
+    event_tracks = table.track_id[events[missing]]
+    event_starts = table.start_ps[events[missing]]
+    track_lo = np.searchsorted(sorted_tracks, event_tracks, side="left")
+    track_hi = np.searchsorted(sorted_tracks, event_tracks, side="right")
+    found = np.full(missing.size, -1, dtype=np.int64)
+    for track in np.unique(event_tracks).tolist():
+        mine = np.flatnonzero(event_tracks == track)
+        lo, hi = int(track_lo[mine[0]]), int(track_hi[mine[0]])
+        if lo == hi:
+            continue
+        starts = sorted_starts[lo:hi]
+        side = "left" if after else "right"
+        slot = np.searchsorted(starts, event_starts[mine], side=side)
+        slot = slot if after else slot - 1
+        valid = (slot >= 0) & (slot < hi - lo)
+        found[mine[valid]] = by_track[lo + slot[valid]]
+    result[missing] = found
+    return result
+
+
+def _merge_edges(time_edges: np.ndarray, flow_edges: np.ndarray) -> tuple[np.ndarray,
+                                                                          np.ndarray]:
+    """One edge per (source, target); a flow wins over a time edge on the same pair."""
+    edges = np.concatenate([flow_edges, time_edges]).astype(np.int64).reshape(-1, 2)
+    kinds = np.concatenate([np.full(len(flow_edges), EdgeKind.FLOW, np.int8),
+                            np.full(len(time_edges), EdgeKind.TIME, np.int8)])
+    if edges.size == 0:
+        return edges, kinds
+    unique, first = np.unique(edges, axis=0, return_index=True)
+    return unique, kinds[first]
+
+
+def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, int]:
+    """Longest duration-weighted path; edges go from smaller to larger ids.
+
+    Edges sorted by source are relaxed in one pass: when the edges of node u
+    are relaxed, every edge into u (from a smaller id) already was.
+    """
+    count = durations.shape[0]
+    if count == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    weight = durations.tolist()
+    best_in = [0] * count
+    parent = [-1] * count
+    for source, target in edges.tolist():
+        candidate = best_in[source] + weight[source]
+        if candidate > best_in[target]:
+            best_in[target] = candidate
+            parent[target] = source
+    totals = np.asarray(best_in, dtype=np.int64) + durations
+    node = int(np.argmax(totals))
+    length = int(totals[node])
+    path = []
+    while node >= 0:
+        path.append(node)
+        node = parent[node]
+    return np.asarray(path[::-1], dtype=np.int64), length
+
