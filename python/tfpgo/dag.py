@@ -119,27 +119,54 @@ class EventDag:
         """The typed record of node `index` (O(degree) per call after the first)."""
         indptr, targets = self.adjacency()
         event = self.table.event(index)
-        return DagNode(index, event.name, event.start_ps, event.duration_ps,
-                       tuple(targets[indptr[index]:indptr[index + 1]].tolist()), event.node,
-                       event.op_type, event.host, event.plane, event.line, event.step,
-                       int(self.level[index]), bool(self.critical_mask()[index]),
-                       dict(event.stats))
+        return DagNode(
+            index,
+            event.name,
+            event.start_ps,
+            event.duration_ps,
+            tuple(targets[indptr[index] : indptr[index + 1]].tolist()),
+            event.node,
+            event.op_type,
+            event.host,
+            event.plane,
+            event.line,
+            event.step,
+            int(self.level[index]),
+            bool(self.critical_mask()[index]),
+            dict(event.stats),
+        )
 
     def nodes(self) -> list[DagNode]:
         indptr, targets = self.adjacency()
         critical = self.critical_mask()
         result = []
         for index, event in enumerate(self.table.events()):
-            adj = tuple(targets[indptr[index]:indptr[index + 1]].tolist())
-            result.append(DagNode(index, event.name, event.start_ps, event.duration_ps, adj,
-                                  event.node, event.op_type, event.host, event.plane,
-                                  event.line, event.step, int(self.level[index]),
-                                  bool(critical[index]), dict(event.stats)))
+            adj = tuple(targets[indptr[index] : indptr[index + 1]].tolist())
+            result.append(
+                DagNode(
+                    index,
+                    event.name,
+                    event.start_ps,
+                    event.duration_ps,
+                    adj,
+                    event.node,
+                    event.op_type,
+                    event.host,
+                    event.plane,
+                    event.line,
+                    event.step,
+                    int(self.level[index]),
+                    bool(critical[index]),
+                    dict(event.stats),
+                )
+            )
         return result
 
     def edge_records(self) -> list[DagEdge]:
-        return [DagEdge(int(a), int(b), EdgeKind(int(k)))
-                for (a, b), k in zip(self.edges.tolist(), self.edge_kind.tolist(), strict=True)]
+        return [
+            DagEdge(int(a), int(b), EdgeKind(int(k)))
+            for (a, b), k in zip(self.edges.tolist(), self.edge_kind.tolist(), strict=True)
+        ]
 
     def to_networkx(self) -> Any:
         """A `networkx.DiGraph`: node attributes as in the JSON, edge attribute `kind`."""
@@ -158,8 +185,7 @@ def build_dag(table: EventTable, events: DagEvents = DagEvents.OPS) -> EventDag:
     """Builds the DAG of `table` in O(n log n) (see the module doc)."""
     selected = table.is_op_mask() if events is DagEvents.OPS else np.ones(len(table), bool)
     rows = np.flatnonzero(selected)
-    order = np.lexsort((rows, table.track_id[rows], -table.duration_ps[rows],
-                        table.start_ps[rows]))
+    order = np.lexsort((rows, table.track_id[rows], -table.duration_ps[rows], table.start_ps[rows]))
     rows = rows[order]
     node_of_row = np.full(len(table), -1, dtype=np.int64)
     node_of_row[rows] = np.arange(rows.size)
@@ -169,9 +195,15 @@ def build_dag(table: EventTable, events: DagEvents = DagEvents.OPS) -> EventDag:
     flow_edges = lift_flows(table, rows, node_of_row)
     edges, kinds = _merge_edges(time_edges, flow_edges)
     path, length = critical_path(nodes.duration_ps, edges)
-    return EventDag(nodes, level, edges, kinds, path, length,
-                    {"source": table.source, "source_kind": table.source_kind,
-                     "events": events.value})
+    return EventDag(
+        nodes,
+        level,
+        edges,
+        kinds,
+        path,
+        length,
+        {"source": table.source, "source_kind": table.source_kind, "events": events.value},
+    )
 
 
 def _take(table: EventTable, rows: np.ndarray) -> EventTable:
@@ -182,10 +214,21 @@ def _take(table: EventTable, rows: np.ndarray) -> EventTable:
             found = table.stats.get(old)
             if found:
                 stats[new] = found
-    return EventTable(table.source, table.source_kind, table.names, table.tracks,
-                      table.name_id[rows], table.track_id[rows], table.start_ps[rows],
-                      table.duration_ps[rows], table.step[rows], np.zeros((0, 2), np.int64),
-                      stats, table.steps, table._ops)
+    return EventTable(
+        table.source,
+        table.source_kind,
+        table.names,
+        table.tracks,
+        table.name_id[rows],
+        table.track_id[rows],
+        table.start_ps[rows],
+        table.duration_ps[rows],
+        table.step[rows],
+        np.zeros((0, 2), np.int64),
+        stats,
+        table.steps,
+        table._ops,
+    )
 
 
 def assign_levels(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -229,8 +272,9 @@ def lift_flows(table: EventTable, rows: np.ndarray, node_of_row: np.ndarray) -> 
     return np.unique(pairs, axis=0) if pairs.size else pairs.reshape(0, 2)
 
 
-def _lift(table: EventTable, rows: np.ndarray, node_of_row: np.ndarray,
-          events: np.ndarray, after: bool) -> np.ndarray:
+def _lift(
+    table: EventTable, rows: np.ndarray, node_of_row: np.ndarray, events: np.ndarray, after: bool
+) -> np.ndarray:
     """Node id of each event, or of the nearest node on its track (-1 if none)."""
     result = node_of_row[events].copy()
     missing = np.flatnonzero(result < 0)
@@ -260,12 +304,15 @@ def _lift(table: EventTable, rows: np.ndarray, node_of_row: np.ndarray,
     return result
 
 
-def _merge_edges(time_edges: np.ndarray, flow_edges: np.ndarray) -> tuple[np.ndarray,
-                                                                          np.ndarray]:
+def _merge_edges(time_edges: np.ndarray, flow_edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One edge per (source, target); a flow wins over a time edge on the same pair."""
     edges = np.concatenate([flow_edges, time_edges]).astype(np.int64).reshape(-1, 2)
-    kinds = np.concatenate([np.full(len(flow_edges), EdgeKind.FLOW, np.int8),
-                            np.full(len(time_edges), EdgeKind.TIME, np.int8)])
+    kinds = np.concatenate(
+        [
+            np.full(len(flow_edges), EdgeKind.FLOW, np.int8),
+            np.full(len(time_edges), EdgeKind.TIME, np.int8),
+        ]
+    )
     if edges.size == 0:
         return edges, kinds
     unique, first = np.unique(edges, axis=0, return_index=True)
@@ -297,4 +344,3 @@ def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray,
         path.append(node)
         node = parent[node]
     return np.asarray(path[::-1], dtype=np.int64), length
-

@@ -31,17 +31,22 @@ _CHUNK = 20_000
 def dag_meta(dag: EventDag) -> dict[str, Any]:
     table = dag.table
     return {
-        "format": FORMAT, "version": VERSION, "time_unit": "ps",
+        "format": FORMAT,
+        "version": VERSION,
+        "time_unit": "ps",
         "source": dag.meta.get("source", table.source),
         "source_kind": dag.meta.get("source_kind", table.source_kind),
         "generator": f"tfpgo {tfpgo.__version__}",
         "events": dag.meta.get("events", "ops"),
-        "node_count": len(dag), "edge_count": int(dag.edges.shape[0]),
+        "node_count": len(dag),
+        "edge_count": int(dag.edges.shape[0]),
         "levels": int(dag.level[-1]) + 1 if len(dag) else 0,
         "critical_path": dag.critical_path.tolist(),
         "critical_path_ps": dag.critical_path_ps,
-        "steps": [{"host": m.host, "step": m.step, "start_ps": m.start_ps, "end_ps": m.end_ps}
-                  for m in table.steps],
+        "steps": [
+            {"host": m.host, "step": m.step, "start_ps": m.start_ps, "end_ps": m.end_ps}
+            for m in table.steps
+        ],
     }
 
 
@@ -51,19 +56,27 @@ def write_dag(dag: EventDag, path: Path) -> None:
     dumps = json.dumps
     names = [dumps(name) for name in table.names]
     ops = [(dumps(op[0]), dumps(op[1])) if op else ("null", "null") for op in table.op_names]
-    tracks = [f'"host":{dumps(t.host)},"plane":{dumps(t.plane)},"line":{dumps(t.line)}'
-              for t in table.tracks]
+    tracks = [
+        f'"host":{dumps(t.host)},"plane":{dumps(t.plane)},"line":{dumps(t.line)}'
+        for t in table.tracks
+    ]
     indptr, targets = dag.adjacency()
     indptr_list, target_list = indptr.tolist(), targets.tolist()
     critical = dag.critical_mask().tolist()
-    columns = zip(table.name_id.tolist(), table.track_id.tolist(), table.start_ps.tolist(),
-                  table.duration_ps.tolist(), table.step.tolist(), dag.level.tolist(),
-                  strict=True)
+    columns = zip(
+        table.name_id.tolist(),
+        table.track_id.tolist(),
+        table.start_ps.tolist(),
+        table.duration_ps.tolist(),
+        table.step.tolist(),
+        dag.level.tolist(),
+        strict=True,
+    )
     with atomic_output_file(path) as handle:
         handle.write('{"meta":' + dumps(dag_meta(dag), separators=(",", ":")) + ',\n"nodes":[')
         nodes = _ArrayWriter(handle)
         for index, (name, track, ts, duration, step, level) in enumerate(columns):
-            adj = ",".join(map(str, target_list[indptr_list[index]:indptr_list[index + 1]]))
+            adj = ",".join(map(str, target_list[indptr_list[index] : indptr_list[index + 1]]))
             stats = table.stats.get(index)
             node, op_type = ops[name]
             nodes.add(
@@ -71,13 +84,13 @@ def write_dag(dag: EventDag, path: Path) -> None:
                 f'"adj":[{adj}],"node":{node},"op_type":{op_type},{tracks[track]},'
                 f'"step":{"null" if step == NO_STEP else step},"level":{level},'
                 f'"critical":{"true" if critical[index] else "false"},'
-                f'"stats":{dumps(stats, separators=(",", ":")) if stats else "{}"}}}')
+                f'"stats":{dumps(stats, separators=(",", ":")) if stats else "{}"}}}'
+            )
         nodes.close()
         handle.write('],\n"edges":[')
         edges = _ArrayWriter(handle)
         labels = {int(kind): kind.label for kind in EdgeKind}
-        for (source, target), kind in zip(dag.edges.tolist(), dag.edge_kind.tolist(),
-                                          strict=True):
+        for (source, target), kind in zip(dag.edges.tolist(), dag.edge_kind.tolist(), strict=True):
             edges.add(f'{{"edgeFrom":{source},"edgeTo":{target},"kind":"{labels[kind]}"}}')
         edges.close()
         handle.write("]}\n")
@@ -119,11 +132,12 @@ def read_dag(path: Path) -> EventDag:
         raise UserError(f"{path}: invalid JSON ({error})") from None
     meta = document.get("meta") if isinstance(document, dict) else None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise UserError(f"{path}: not a {FORMAT} document (meta.format is missing or "
-                        "different)")
+        raise UserError(f"{path}: not a {FORMAT} document (meta.format is missing or different)")
     if not isinstance(meta.get("version"), int) or meta["version"] > VERSION:
-        raise UserError(f"{path}: {FORMAT} version {meta.get('version')!r} is newer than "
-                        f"this reader ({VERSION}); update tfpgo")
+        raise UserError(
+            f"{path}: {FORMAT} version {meta.get('version')!r} is newer than "
+            f"this reader ({VERSION}); update tfpgo"
+        )
     try:
         return _dag_from_document(meta, document["nodes"], document["edges"])
     except (KeyError, TypeError, ValueError) as error:
@@ -146,22 +160,43 @@ def _dag_from_document(meta: dict[str, Any], nodes: list[Any], edges: list[Any])
         track = Track(node["host"], node["plane"], node["line"])
         track_id[index] = tracks.setdefault(track, len(tracks))
         step = node["step"]
-        columns[:, index] = (node["ts"], node["duration"],
-                             NO_STEP if step is None else step, node["level"])
+        columns[:, index] = (
+            node["ts"],
+            node["duration"],
+            NO_STEP if step is None else step,
+            node["level"],
+        )
         if node["stats"]:
             stats[index] = node["stats"]
         adjacency.extend((index, target) for target in node["adj"])
     kinds = {kind.label: int(kind) for kind in EdgeKind}
-    edge_array = np.array([(e["edgeFrom"], e["edgeTo"]) for e in edges],
-                          dtype=np.int64).reshape(-1, 2)
+    edge_array = np.array([(e["edgeFrom"], e["edgeTo"]) for e in edges], dtype=np.int64).reshape(
+        -1, 2
+    )
     edge_kind = np.array([kinds[e["kind"]] for e in edges], dtype=np.int8)
     if sorted(map(tuple, edge_array.tolist())) != sorted(adjacency):
         raise ValueError("node adj lists and edges disagree")
     table = EventTable(
-        meta["source"], meta["source_kind"], list(names), list(tracks), name_id, track_id,
-        columns[0], columns[1], columns[2], np.zeros((0, 2), np.int64), stats,
-        [StepMarker(**marker) for marker in meta.get("steps", [])])
+        meta["source"],
+        meta["source_kind"],
+        list(names),
+        list(tracks),
+        name_id,
+        track_id,
+        columns[0],
+        columns[1],
+        columns[2],
+        np.zeros((0, 2), np.int64),
+        stats,
+        [StepMarker(**marker) for marker in meta.get("steps", [])],
+    )
     extra = {k: meta[k] for k in ("source", "source_kind", "events") if k in meta}
-    return EventDag(table, columns[3].copy(), edge_array, edge_kind,
-                    np.asarray(meta["critical_path"], dtype=np.int64),
-                    int(meta["critical_path_ps"]), extra)
+    return EventDag(
+        table,
+        columns[3].copy(),
+        edge_array,
+        edge_kind,
+        np.asarray(meta["critical_path"], dtype=np.int64),
+        int(meta["critical_path_ps"]),
+        extra,
+    )

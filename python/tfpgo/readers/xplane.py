@@ -116,14 +116,21 @@ def _add_plane(
 def _columns(events: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The three integer columns of a line's events."""
     count = len(events)
-    return (np.fromiter((e.metadata_id for e in events), np.int64, count),
-            np.fromiter((e.offset_ps for e in events), np.int64, count),
-            np.fromiter((e.duration_ps for e in events), np.int64, count))
+    return (
+        np.fromiter((e.metadata_id for e in events), np.int64, count),
+        np.fromiter((e.offset_ps for e in events), np.int64, count),
+        np.fromiter((e.duration_ps for e in events), np.int64, count),
+    )
 
 
-def _add_stats(builder: TableBuilder, events: Any, first: int,
-               stat_names: dict[int, str], producers: dict[tuple[int, int], int],
-               consumers: list[tuple[tuple[int, int], int]]) -> None:
+def _add_stats(
+    builder: TableBuilder,
+    events: Any,
+    first: int,
+    stat_names: dict[int, str],
+    producers: dict[tuple[int, int], int],
+    consumers: list[tuple[tuple[int, int], int]],
+) -> None:
     """Decodes stats: flows and step numbers to their tables, the rest kept.
 
     Flow stats are most of all stats (thread-pool handoffs); they take a fast

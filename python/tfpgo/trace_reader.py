@@ -1,0 +1,247 @@
+"""trace_reader: a trace in, the event DAG (`mlir_graph.json`) and per-op profile out.
+
+Library: `run(path, dag_out=..., op_profile_out=..., filters=...)` returns the
+records it wrote. CLI: `main(argv)` (flags of the reference tool,
+`--path-to-trace` and `--store-output`, plus `--op-profile` and filters).
+Both outputs are computed before anything is written, and each is written
+atomically: bad input leaves no file behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tfpgo import cli
+from tfpgo.dag import DagEvents, EventDag, build_dag
+from tfpgo.dag_json import write_dag
+from tfpgo.event_filter import EventFilter, parse_steps
+from tfpgo.op_profile import OpProfile, build_op_profile
+from tfpgo.readers import read_trace
+
+PROG = "trace_reader"
+_PROGRESS_BYTES = 16 * 1024 * 1024  # inputs at least this big report progress
+_PS_PER_US = 1_000_000
+
+
+@dataclass(frozen=True)
+class TraceReaderResult:
+    """What one run produced; `timings_s` maps stage -> seconds."""
+
+    source: str
+    events: int
+    dag: EventDag | None
+    op_profile: OpProfile
+    dag_path: Path | None
+    op_profile_path: Path | None
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+
+def run(
+    path: Path,
+    *,
+    dag_out: Path | None = None,
+    op_profile_out: Path | None = None,
+    filters: EventFilter | None = None,
+    dag_events: DagEvents = DagEvents.OPS,
+    run_name: str | None = None,
+    build_graph: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> TraceReaderResult:
+    """Reads `path`, filters, builds the DAG and op profile, writes what is asked."""
+    report = progress or (lambda _message: None)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[stage] = now - clock
+        clock = now
+
+    table = read_trace(path, run=run_name, progress=report)
+    lap("read")
+    report(f"read {len(table):,} events from {len(table.tracks)} lines in {timings['read']:.1f} s")
+    filters = filters or EventFilter()
+    if not filters.is_empty():
+        table = filters.apply(table)
+        lap("filter")
+        if len(table) == 0:
+            raise cli.UserError(f"{path}: no event passes the filters")
+        report(f"{len(table):,} events pass the filters")
+    profile = build_op_profile(table)
+    lap("op_profile")
+    if profile.totals.op_events == 0:
+        report("warning: no TensorFlow op events (node:Type names); the op profile is empty")
+    dag = None
+    if build_graph or dag_out is not None:
+        dag = build_dag(table, dag_events)
+        lap("dag")
+        report(
+            f"DAG: {len(dag):,} nodes, {dag.edges.shape[0]:,} edges, critical path "
+            f"{dag.critical_path.size:,} nodes ({dag.critical_path_ps / 1e6:.1f} us)"
+        )
+    if dag_out is not None and dag is not None:
+        write_dag(dag, dag_out)
+        lap("write_dag")
+        report(f"wrote {dag_out}")
+    if op_profile_out is not None:
+        profile.write(op_profile_out)
+        lap("write_op_profile")
+        report(f"wrote {op_profile_out}")
+    return TraceReaderResult(
+        table.source, len(table), dag, profile, dag_out, op_profile_out, timings
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Read a profiler trace and write the event DAG (mlir_graph.json) and "
+        "the per-op profile (op_profile.json). Formats: docs/formats.md.",
+        epilog="Example: trace_reader --path-to-trace logdir --store-output mlir_graph.json "
+        "--op-profile op_profile.json --steps 1-3",
+    )
+    parser.add_argument(
+        "--path-to-trace",
+        required=True,
+        metavar="PATH",
+        help="the trace: a TensorBoard logdir (newest run, all hosts), a run directory, an "
+        ".xplane.pb, XSpace protobuf-JSON, or Chrome trace JSON (plain or .gz); the format "
+        "is detected from the content",
+    )
+    parser.add_argument(
+        "--store-output", metavar="PATH", help="write the event DAG here (mlir_graph.json format)"
+    )
+    parser.add_argument(
+        "--op-profile",
+        metavar="PATH",
+        help="write the per-op profile here (op_profile.json format)",
+    )
+    parser.add_argument(
+        "--run",
+        metavar="NAME",
+        help="with a logdir: the run directory name to read instead of the newest",
+    )
+    parser.add_argument(
+        "--dag-events",
+        choices=[e.value for e in DagEvents],
+        default=DagEvents.OPS.value,
+        help="DAG nodes: 'ops' = TensorFlow op events (default), 'all' = "
+        "every event, runtime events included",
+    )
+    window = parser.add_argument_group("filters (all must hold)")
+    window.add_argument(
+        "--start-us",
+        type=float,
+        metavar="US",
+        help="keep events starting at or after US microseconds from the profile start",
+    )
+    window.add_argument(
+        "--end-us",
+        type=float,
+        metavar="US",
+        help="keep events starting before US microseconds from the profile start",
+    )
+    window.add_argument(
+        "--steps", metavar="LIST", help="keep events of these profiled steps, e.g. 0,2,5-7"
+    )
+    window.add_argument(
+        "--hosts", metavar="LIST", help="keep events of these hosts (comma-separated)"
+    )
+    window.add_argument(
+        "--thread", metavar="REGEX", help="keep events on threads (lines) whose name matches REGEX"
+    )
+    window.add_argument(
+        "--name", metavar="REGEX", help="keep events whose name matches REGEX (e.g. 'dense')"
+    )
+    window.add_argument(
+        "--min-duration-us",
+        type=float,
+        default=0.0,
+        metavar="US",
+        help="keep events lasting at least US microseconds",
+    )
+    noise = parser.add_mutually_exclusive_group()
+    noise.add_argument(
+        "--progress",
+        action="store_true",
+        help="report progress on stderr (default: only for inputs over 16 MB)",
+    )
+    noise.add_argument("--quiet", action="store_true", help="no progress, no summary")
+    return parser
+
+
+def filters_from_args(args: argparse.Namespace) -> EventFilter:
+    def ps(value: float | None) -> int | None:
+        return None if value is None else round(value * _PS_PER_US)
+
+    if args.min_duration_us < 0:
+        raise cli.UserError("--min-duration-us must not be negative")
+    hosts = frozenset(h.strip() for h in args.hosts.split(",") if h.strip()) if args.hosts else None
+    return EventFilter(
+        start_ps=ps(args.start_us),
+        end_ps=ps(args.end_us),
+        steps=parse_steps(args.steps) if args.steps else None,
+        hosts=hosts,
+        thread_regex=args.thread,
+        name_regex=args.name,
+        min_duration_ps=ps(args.min_duration_us) or 0,
+    )
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    path = cli.user_path(args.path_to_trace)
+    dag_out = cli.user_path(args.store_output) if args.store_output else None
+    profile_out = cli.user_path(args.op_profile) if args.op_profile else None
+    show_progress = not args.quiet and (args.progress or _big(path))
+    result = run(
+        path,
+        dag_out=dag_out,
+        op_profile_out=profile_out,
+        filters=filters_from_args(args),
+        dag_events=DagEvents(args.dag_events),
+        run_name=args.run,
+        build_graph=dag_out is not None,
+        progress=_stderr_progress if show_progress else None,
+    )
+    if not args.quiet:
+        _print_summary(result)
+    return 0
+
+
+def _big(path: Path) -> bool:
+    try:
+        if path.is_dir():
+            return sum(p.stat().st_size for p in path.rglob("*.xplane.pb")) >= _PROGRESS_BYTES
+        return path.stat().st_size >= _PROGRESS_BYTES
+    except OSError:
+        return False
+
+
+def _stderr_progress(message: str) -> None:
+    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+
+
+def _print_summary(result: TraceReaderResult, top: int = 10) -> None:
+    totals = result.op_profile.totals
+    print(
+        f"{result.events:,} events, {totals.op_events:,} TF op events, "
+        f"{len(result.op_profile.ops)} ops; wall {totals.wall_ps / 1e6:.1f} us, "
+        f"op self {totals.op_self_ps / 1e6:.1f} us, no op {totals.non_op_ps / 1e6:.1f} us"
+    )
+    for op in result.op_profile.ops[:top]:
+        share = op.self_ps / totals.op_self_ps if totals.op_self_ps else 0.0
+        print(
+            f"  {share:6.1%}  {op.self_ps / 1e6:12.1f} us  x{op.count:<5} {op.name} "
+            f"({', '.join(op.op_types)})"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(cli.run_main(main, prog=PROG))

@@ -1,0 +1,8 @@
+"""`bazel run //tools:trace_reader -- --help`: trace -> mlir_graph.json + op_profile.json."""
+
+import sys
+
+from tfpgo import cli, trace_reader
+
+if __name__ == "__main__":
+    sys.exit(cli.run_main(trace_reader.main, prog=trace_reader.PROG))
