@@ -81,17 +81,14 @@ RuntimeNameResolver::IndexOf(Operation *function) {
   if (index)
     return *index;
   index = std::make_unique<FunctionIndex>();
-  // Location names repeat rarely, but locations are uniqued and deep
-  // (call stacks), so cache the name per location.
-  llvm::DenseMap<Location, llvm::StringRef> names;
+  // No per-location cache: every op of an export has its own location, and
+  // the name sits near the top of it (callee first), so lookups are cheap.
   function->walk([&](Operation *op) {
     if (op == function)
       return;
-    auto [it, inserted] = names.try_emplace(op->getLoc());
-    if (inserted)
-      it->second = GetNodeName(op->getLoc());
-    if (!it->second.empty())
-      index->try_emplace(it->second, op);
+    llvm::StringRef name = GetNodeName(op->getLoc());
+    if (!name.empty())
+      index->try_emplace(name, op);
   });
   return *index;
 }
