@@ -2,8 +2,10 @@
 
 Handled phases: `X` (complete), `B`/`E` (begin/end pairs per thread), `i`/`I`
 (instant, zero duration), `M` (process and thread names), and flow events
-`s`/`t`/`f`, bound to the slice that encloses them on their thread (or, with
-`"bp": "e"`, the slice that starts next). Times are microseconds (floats).
+`s`/`t`/`f`: `s` and `t` bind to the innermost slice enclosing them on their
+thread, `f` to the next slice starting at or after it (or, with `"bp": "e"`,
+to the enclosing one), as the Trace Event Format specifies. Times are
+microseconds (floats).
 
 Conventions of particular producers that carry meaning for tfpgo:
   * xprof names TF op events by their type and keeps `node:type` in
@@ -160,15 +162,17 @@ def _bind_flow_points(
         rows.sort()
     starts = {thread: [r[0] for r in rows] for thread, rows in by_thread.items()}
     chains: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for key, phase, pid, tid, at, bind_next in points:
+    for key, phase, pid, tid, at, enclosing in points:
         rows = by_thread.get((pid, tid), [])
-        slot = bisect.bisect_right(starts.get((pid, tid), []), at) - 1
+        thread_starts = starts.get((pid, tid), [])
         target = None
-        if bind_next or (phase == "f" and slot < 0):
-            after = slot + 1
+        if phase == "f" and not enclosing:
+            # default binding of a flow end: the next slice that starts at or after it
+            after = bisect.bisect_left(thread_starts, at)
             target = rows[after][2] if after < len(rows) else None
         else:
             # innermost enclosing slice: the latest-starting one that still covers `at`
+            slot = bisect.bisect_right(thread_starts, at) - 1
             for candidate in range(slot, max(slot - 64, -1), -1):
                 if rows[candidate][1] >= at:
                     target = rows[candidate][2]

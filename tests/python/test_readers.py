@@ -1,0 +1,163 @@
+"""Trace readers: formats detected by content, the same events from every form."""
+
+import gzip
+import shutil
+
+import numpy as np
+import pytest
+import trace_fixtures as fx
+
+from tfpgo.cli import UserError
+from tfpgo.events import parse_op_name
+from tfpgo.readers import read_trace
+
+
+def op_durations(table):
+    """{op event name: sorted durations} of a table."""
+    result = {}
+    for event in table.events():
+        if event.is_op:
+            result.setdefault(event.name, []).append(event.duration_ps)
+    return {name: sorted(values) for name, values in result.items()}
+
+
+def test_xplane_events_are_typed_records():
+    table = read_trace(fx.XPLANE)
+    assert table.source_kind == "xplane"
+    ops = [e for e in table.events() if e.is_op]
+    assert ops and all(e.plane == "/host:CPU" and e.step in (0, 1) for e in ops)
+    fused = [e for e in ops if e.op_type == "_MklNativeFusedMatMul"]
+    assert {e.node for e in fused} >= {"mlp_1/wide_1/Relu"}
+    runtime = {e.name for e in table.events() if not e.is_op}
+    assert {"ExecutorState::Process", "ThreadpoolListener::Record"} <= runtime
+    assert table.start_ps.min() == 0
+    assert len(table.flows) > 0  # producer/consumer context stats became flows
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("a/b/MatMul:MatMul", ("a/b/MatMul", "MatMul")),
+        ("w/body/_1/x/add:AddV2", ("w/body/_1/x/add", "AddV2")),
+        ("ExecutorState::Process", None),
+        ("ThreadpoolListener::Record", None),
+        ("EagerLocalExecute: __inference_f_91", None),
+        ("infer", None),
+        ("MemoryAllocation", None),
+    ],
+)
+def test_op_name_recognition(name, expected):
+    assert parse_op_name(name) == expected
+
+
+def test_xspace_json_reads_like_the_protobuf():
+    binary, text = read_trace(fx.XPLANE), read_trace(fx.XSPACE_JSON)
+    assert text.source_kind == "xspace_json"
+    assert len(binary) == len(text)
+    assert np.array_equal(binary.start_ps, text.start_ps)
+    assert np.array_equal(binary.duration_ps, text.duration_ps)
+    assert [binary.names[i] for i in binary.name_id] == [text.names[i] for i in text.name_id]
+    assert binary.steps == text.steps
+    assert np.array_equal(binary.flows, text.flows)
+
+
+def test_chrome_trace_from_xprof_has_the_same_ops():
+    chrome = read_trace(fx.CHROME_GZ)
+    assert chrome.source_kind == "chrome"
+    assert op_durations(chrome) == op_durations(read_trace(fx.XPLANE))
+    assert [m.step for m in chrome.steps] == [0, 1]
+
+
+def test_chrome_trace_hosts_begin_end_and_flows():
+    table = read_trace(fx.TWO_HOSTS)
+    assert table.hosts == ["hostA", "hostB"]
+    events = {e.name: e for e in table.events()}
+    relu = events["model/dense/Relu:Relu"]  # a B/E pair
+    assert (relu.start_ps, relu.duration_ps, relu.host) == (55_500_000, 4_500_000, "hostA")
+    matmul, bias = events["model/dense/MatMul:MatMul"], events["model/out/BiasAdd:BiasAdd"]
+    # `s` binds to the enclosing MatMul, `f` to the next slice on its thread
+    assert table.flows.tolist() == [[matmul.index, bias.index]]
+    assert [(m.host, m.step) for m in table.steps] == [("hostA", 0), ("hostB", 0)]
+    assert events["marker"].duration_ps == 0
+
+
+def test_detection_is_by_content_not_name(tmp_path):
+    odd = tmp_path / "trace.bin"
+    shutil.copyfile(fx.XPLANE, odd)
+    assert read_trace(odd).source_kind == "xplane"
+    plain = tmp_path / "plain.dat"
+    plain.write_bytes(gzip.decompress(fx.CHROME_GZ.read_bytes()))
+    assert read_trace(plain).source_kind == "chrome"
+
+
+def test_logdir_newest_run_and_chosen_run(tmp_path):
+    for run, host in (("2026_01_01_00_00_00", "old"), ("2026_02_01_00_00_00", "new")):
+        run_dir = tmp_path / "plugins" / "profile" / run
+        run_dir.mkdir(parents=True)
+        shutil.copyfile(fx.XPLANE, run_dir / f"{host}.xplane.pb")
+    newest = read_trace(tmp_path)
+    assert newest.source.endswith("new.xplane.pb")
+    older = read_trace(tmp_path, run="2026_01_01_00_00_00")
+    assert older.source.endswith("old.xplane.pb")
+    with pytest.raises(UserError, match="no run 'nope'; runs: 2026_01_01"):
+        read_trace(tmp_path, run="nope")
+
+
+def test_logdir_with_two_hosts_keeps_host_identity(tmp_path):
+    from tfpgo.readers.xplane_proto import xplane_pb2
+
+    run_dir = tmp_path / "plugins" / "profile" / "run"
+    run_dir.mkdir(parents=True)
+    for host in ("alpha", "beta"):
+        space = xplane_pb2().XSpace()
+        space.ParseFromString(fx.XPLANE.read_bytes())
+        del space.hostnames[:]
+        space.hostnames.append(host)
+        (run_dir / f"{host}.xplane.pb").write_bytes(space.SerializeToString())
+    table = read_trace(tmp_path)
+    assert table.hosts == ["alpha", "beta"]
+    single = read_trace(fx.XPLANE)
+    assert len(table) == 2 * len(single)
+    assert sorted({(m.host, m.step) for m in table.steps}) == [
+        ("alpha", 0),
+        ("alpha", 1),
+        ("beta", 0),
+        ("beta", 1),
+    ]
+    steps_by_host = {
+        h: {e.step for e in table.events() if e.host == h and e.is_op} for h in table.hosts
+    }
+    assert steps_by_host == {"alpha": {0, 1}, "beta": {0, 1}}
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty file"),
+        (b"\x1f\x8b\x08\x00garbage", "corrupt gzip"),
+        (b'{"a": 1}', "JSON but not a trace"),
+        (b'{"traceEvents": [', "invalid JSON"),
+        (b'{"meta": {"format": "tfpgo.event_dag"}, "nodes": []}', "output of tfpgo"),
+        (b'{"traceEvents": []}', "holds no events"),
+        (b"\x0a\x05\x0a\x03abc", "holds no XSpace planes|no events"),
+    ],
+)
+def test_bad_inputs_are_one_line_user_errors(tmp_path, content, message):
+    path = tmp_path / "input"
+    path.write_bytes(content)
+    with pytest.raises(UserError, match=message) as error:
+        read_trace(path)
+    assert str(path) in str(error.value) and "\n" not in str(error.value)
+
+
+def test_truncated_and_missing_inputs(tmp_path):
+    truncated = tmp_path / "cut.xplane.pb"
+    truncated.write_bytes(fx.XPLANE.read_bytes()[: len(fx.XPLANE.read_bytes()) // 2])
+    with pytest.raises(UserError, match="not a valid XSpace protobuf"):
+        read_trace(truncated)
+    with pytest.raises(UserError, match="no such file"):
+        read_trace(tmp_path / "absent.pb")
+    empty_dir = tmp_path / "empty"
+    empty_dir.mkdir()
+    with pytest.raises(UserError, match="no plugins/profile"):
+        read_trace(empty_dir)
