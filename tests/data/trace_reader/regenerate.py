@@ -36,7 +36,10 @@ def main() -> None:
     (HERE / "mlp_infer.xspace.json").write_text(
         json_format.MessageToJson(space, preserving_proto_field_name=True, indent=1)
     )
-    trace, _ = raw_to_tool_data.xspace_to_tool_data([str(xplane)], "trace_viewer", {})
+    with tempfile.TemporaryDirectory() as scratch:  # xprof caches next to its input
+        copy = Path(scratch) / xplane.name
+        shutil.copyfile(xplane, copy)
+        trace, _ = raw_to_tool_data.xspace_to_tool_data([str(copy)], "trace_viewer", {})
     data = trace.encode() if isinstance(trace, str) else trace
     (HERE / "mlp_infer.trace.json.gz").write_bytes(gzip.compress(data, mtime=0))
 
