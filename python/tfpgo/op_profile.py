@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,8 @@ class OpProfile:
             "steps": list(self.steps),
             "totals": asdict(self.totals),
             "ops": [
-                {**asdict(op), "op_types": list(op.op_types), "durations_ps": list(op.durations_ps)}
+                # field by field: dataclasses.asdict deep-copies every durations tuple
+                {f.name: _plain(getattr(op, f.name)) for f in fields(OpStats)}
                 for op in self.ops
             ],
         }
@@ -82,8 +83,8 @@ class OpProfile:
     def write(self, path: Path) -> None:
         """Writes the document atomically (no half-written file on failure)."""
         with atomic_output_file(path) as handle:
-            json.dump(self.to_json(), handle, separators=(",", ":"))
-            handle.write("\n")
+            # one dumps call: json.dump would issue a write per token
+            handle.write(json.dumps(self.to_json(), separators=(",", ":")) + "\n")
 
     def by_name(self) -> dict[str, OpStats]:
         return {op.name: op for op in self.ops}
@@ -128,6 +129,10 @@ class OpProfile:
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise UserError(f"{path}: invalid JSON ({error})") from None
         return OpProfile.from_json(document, str(path))
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def nearest_rank(sorted_values: np.ndarray, q: float) -> int:
