@@ -1,5 +1,6 @@
 """The shared CLI helpers: user paths, atomic outputs, one-line errors."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,15 @@ def test_run_main_turns_user_error_into_one_line(capsys):
     assert cli.run_main(failing, [], prog="tool") == 1
     err = capsys.readouterr().err
     assert err == "tool: error: trace.pb: not an XSpace protobuf; pass an .xplane.pb\n"
+
+
+def test_atomic_outputs_get_ordinary_permissions(tmp_path):
+    target = tmp_path / "out.json"
+    with cli.atomic_output_file(target) as handle:
+        handle.write("{}")
+    with cli.atomic_output_dir(tmp_path / "dir") as staging:
+        (staging / "x").write_text("y")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert (tmp_path / "dir").stat().st_mode & 0o777 == 0o777 & ~umask

@@ -1,0 +1,117 @@
+"""Runs `tf-profile-guided-pipeline` in tfpgo-opt and reads back what it did.
+
+The pass pipeline is C++ (tensorflow_patch/); this module is the Python side of
+the process boundary: it builds the pipeline string, runs the driver, and turns
+its remarks into an `Attribution` record (which profile entries landed on ops,
+which did not) for the report and the coverage check.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfpgo.cli import UserError
+from tfpgo.toolpaths import tfpgo_opt
+
+# Remarks of tf-annotate-operations-profile with report-unresolved=true.
+_UNRESOLVED = re.compile(
+    r"remark: profile entry '(?P<name>.*)' \((?P<self>\d+) ps self\) matches no"
+)
+_SUMMARY = re.compile(
+    r"remark: annotated (?P<ops>\d+) ops and (?P<fused>\d+) fused ops from (?P<entries>\d+) "
+    r"profile entries; (?P<attributed>\d+) of (?P<total>\d+) ps self time attributed"
+)
+
+
+@dataclass(frozen=True)
+class UnresolvedEntry:
+    """A runtime node name of the profile that matched no op of the module."""
+
+    name: str
+    self_ps: int
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """How much of the profile's op time landed on ops of the module."""
+
+    annotated_ops: int
+    fused_ops: int
+    profile_entries: int
+    attributed_self_ps: int
+    profile_self_ps: int
+    unresolved: tuple[UnresolvedEntry, ...]
+
+    @property
+    def coverage(self) -> float:
+        """Attributed share of all TF op self time (1.0 for an empty profile)."""
+        if self.profile_self_ps == 0:
+            return 1.0
+        return self.attributed_self_ps / self.profile_self_ps
+
+
+def pipeline_spec(op_profile: Path, op_graph: Path, top_k: int, min_share: float) -> str:
+    """The `--tf-profile-guided-pipeline=` option string."""
+    return (
+        "enable-profile=true report-unresolved=true "
+        f"path-to-profile={op_profile} top-k={top_k} min-share={min_share} "
+        f"op-graph-output={op_graph}"
+    )
+
+
+def annotate_module(
+    module: Path,
+    op_profile: Path,
+    annotated: Path,
+    op_graph: Path,
+    top_k: int = 10,
+    min_share: float = 0.0,
+) -> Attribution:
+    """Annotates `module` with `op_profile`, writing `annotated` and `op_graph`."""
+    spec = pipeline_spec(op_profile, op_graph, top_k, min_share)
+    done = subprocess.run(
+        [
+            str(tfpgo_opt()),
+            "--allow-unregistered-dialect",
+            "--mlir-print-debuginfo",
+            f"--tf-profile-guided-pipeline={spec}",
+            str(module),
+            "-o",
+            str(annotated),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if "error:" in line]
+        detail = errors[0] if errors else done.stderr.strip().splitlines()[-1:]
+        raise UserError(f"{module}: tfpgo-opt failed: {detail}")
+    return parse_remarks(done.stderr)
+
+
+def parse_remarks(stderr: str) -> Attribution:
+    """Reads the annotate pass's remarks (report-unresolved=true)."""
+    summary = _SUMMARY.search(stderr)
+    if summary is None:
+        raise UserError("tfpgo-opt printed no annotation summary; is it tfpgo's driver?")
+    unresolved = tuple(
+        sorted(
+            (
+                UnresolvedEntry(match["name"], int(match["self"]))
+                for match in _UNRESOLVED.finditer(stderr)
+            ),
+            key=lambda entry: -entry.self_ps,
+        )
+    )
+    return Attribution(
+        annotated_ops=int(summary["ops"]),
+        fused_ops=int(summary["fused"]),
+        profile_entries=int(summary["entries"]),
+        attributed_self_ps=int(summary["attributed"]),
+        profile_self_ps=int(summary["total"]),
+        unresolved=unresolved,
+    )

@@ -1,0 +1,206 @@
+"""report.md and report.html: what ran, where the time went, how much of it the
+MLIR carries, and the pictures.
+
+Presentation only: every number comes from records other stages produced (the
+op profile, the annotated op graph, the attribution of the annotate pass).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfpgo.annotate import Attribution
+from tfpgo.cli import atomic_output_file
+from tfpgo.op_profile import OpProfile
+from tfpgo.render import RenderGraph, RenderNode
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What was profiled (None fields: the flow started from an existing trace)."""
+
+    model: str
+    mode: str | None
+    batch_size: int | None
+    steps: int | None
+    warmup: int | None
+    step_wall_ns: tuple[int, ...]
+    trace_source: str
+    module: str
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    run: RunInfo
+    profile: OpProfile
+    op_graph: RenderGraph
+    attribution: Attribution
+    pictures: tuple[tuple[str, str], ...]  # (caption, file name relative to the report)
+    files: tuple[tuple[str, str], ...]  # (file name, what it is)
+    top_n: int = 15
+
+
+def human_time(ps: float) -> str:
+    """1234567 ps -> '1.23 µs': three significant digits in the largest fitting unit."""
+    for unit, scale in (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3)):
+        if abs(ps) >= scale:
+            return f"{ps / scale:.3g} {unit}"
+    return f"{ps:.0f} ps"
+
+
+def _hottest_ops(graph: RenderGraph, count: int) -> list[RenderNode]:
+    timed = [node for node in graph.nodes if node.timing is not None]
+    return sorted(timed, key=lambda node: -node.timing.self_ps)[:count]
+
+
+def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
+    run, profile, attribution = inputs.run, inputs.profile, inputs.attribution
+    rows = [("model", run.model)]
+    if run.mode is not None:
+        rows.append(("mode", f"{run.mode}, batch {run.batch_size}"))
+        rows.append(("steps", f"{run.steps} profiled after {run.warmup} warmup"))
+    if run.step_wall_ns:
+        walls = sorted(run.step_wall_ns)
+        median = walls[len(walls) // 2]
+        rows.append(("step time", f"median {human_time(median * 1000)} (wall, host)"))
+    rows += [
+        ("trace", run.trace_source),
+        ("module", run.module),
+        ("TF op self time", human_time(profile.totals.op_self_ps)),
+        ("time on no TF op", human_time(profile.totals.non_op_ps)),
+        (
+            "attribution",
+            f"{attribution.coverage:.2%} of TF op self time on module ops "
+            f"({attribution.annotated_ops} ops annotated, {attribution.fused_ops} fused, "
+            f"{len(attribution.unresolved)} of {attribution.profile_entries} "
+            "runtime names unresolved)",
+        ),
+    ]
+    return rows
+
+
+def _op_rows(inputs: ReportInputs) -> list[list[str]]:
+    rows = []
+    for node in _hottest_ops(inputs.op_graph, inputs.top_n):
+        timing = node.timing
+        rows.append(
+            [
+                str(node.hot_rank) if node.hot_rank else "",
+                node.name,
+                node.op_type,
+                human_time(timing.self_ps),
+                human_time(timing.total_ps),
+                f"{timing.share:.1%}",
+                str(timing.count),
+            ]
+        )
+    return rows
+
+
+def _runtime_rows(inputs: ReportInputs) -> list[list[str]]:
+    total = inputs.profile.totals.op_self_ps or 1
+    return [
+        [
+            stats.name,
+            ", ".join(stats.op_types),
+            human_time(stats.self_ps),
+            f"{stats.self_ps / total:.1%}",
+            str(stats.count),
+        ]
+        for stats in inputs.profile.ops[: inputs.top_n]
+    ]
+
+
+_OP_HEADER = ["hot", "node", "op", "self", "total", "share", "count"]
+_RUNTIME_HEADER = ["runtime name", "kernel", "self", "share", "count"]
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    return "\n".join([line(header), line(["---"] * len(header)), *map(line, rows)])
+
+
+def to_markdown(inputs: ReportInputs) -> str:
+    parts = [f"# tfpgo report: {inputs.run.model}", ""]
+    parts += [f"- **{key}**: {value}" for key, value in _summary_rows(inputs)]
+    parts += ["", "## Hottest MLIR ops", "", _markdown_table(_OP_HEADER, _op_rows(inputs))]
+    parts += ["", "## Hottest runtime ops (op profile)", ""]
+    parts += [_markdown_table(_RUNTIME_HEADER, _runtime_rows(inputs))]
+    if inputs.attribution.unresolved:
+        parts += ["", "## Unresolved runtime names", ""]
+        parts += [
+            f"- `{entry.name}` ({human_time(entry.self_ps)} self)"
+            for entry in inputs.attribution.unresolved[: inputs.top_n]
+        ]
+    parts += ["", "## Pictures", ""]
+    parts += [f"![{caption}]({name})" for caption, name in inputs.pictures]
+    parts += ["", "## Files", ""]
+    parts += [f"- `{name}`: {what}" for name, what in inputs.files]
+    return "\n".join(parts) + "\n"
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_STYLE = """
+body { font-family: sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; font-size: 0.9em; }
+th { background: #f3f3f3; }
+img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
+code { background: #f6f6f6; }
+"""
+
+
+def to_html(inputs: ReportInputs) -> str:
+    esc = html.escape
+    summary = "".join(
+        f"<li><b>{esc(key)}</b>: {esc(value)}</li>" for key, value in _summary_rows(inputs)
+    )
+    parts = [
+        "<!DOCTYPE html>",
+        f"<html><head><meta charset='utf-8'><title>tfpgo report: {esc(inputs.run.model)}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>tfpgo report: {esc(inputs.run.model)}</h1><ul>{summary}</ul>",
+        "<h2>Hottest MLIR ops</h2>",
+        _html_table(_OP_HEADER, _op_rows(inputs)),
+        "<h2>Hottest runtime ops (op profile)</h2>",
+        _html_table(_RUNTIME_HEADER, _runtime_rows(inputs)),
+    ]
+    if inputs.attribution.unresolved:
+        items = "".join(
+            f"<li><code>{esc(entry.name)}</code> ({esc(human_time(entry.self_ps))} self)</li>"
+            for entry in inputs.attribution.unresolved[: inputs.top_n]
+        )
+        parts.append(f"<h2>Unresolved runtime names</h2><ul>{items}</ul>")
+    parts.append("<h2>Pictures</h2>")
+    parts += [
+        f"<figure><img src='{esc(name)}' alt='{esc(caption)}'>"
+        f"<figcaption>{esc(caption)}</figcaption></figure>"
+        for caption, name in inputs.pictures
+    ]
+    files = "".join(
+        f"<li><a href='{esc(name)}'><code>{esc(name)}</code></a>: {esc(what)}</li>"
+        for name, what in inputs.files
+    )
+    parts.append(f"<h2>Files</h2><ul>{files}</ul></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_reports(inputs: ReportInputs, directory: Path) -> tuple[Path, Path]:
+    """Writes report.md and report.html into `directory`."""
+    markdown, page = directory / "report.md", directory / "report.html"
+    with atomic_output_file(markdown) as handle:
+        handle.write(to_markdown(inputs))
+    with atomic_output_file(page) as handle:
+        handle.write(to_html(inputs))
+    return markdown, page

@@ -1,0 +1,224 @@
+"""The whole flow end to end on real TensorFlow models (tfpgo.flow, //:pgo)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfpgo import flow
+from tfpgo.cli import run_main
+from tfpgo.op_profile import OpProfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+EXPECTED_FILES = {
+    "profile",
+    "model.mlir",
+    "mlir_graph.json",
+    "op_profile.json",
+    "model.annotated.mlir",
+    "op_graph.json",
+    "op_graph.svg",
+    "op_graph.png",
+    "event_dag.svg",
+    "event_dag.png",
+    "model_explorer.json",
+    "trace.json",
+    "op_profile.csv",
+    "report.md",
+    "report.html",
+}
+
+
+def _pgo_binary() -> Path | None:
+    for variable in ("TEST_SRCDIR", "RUNFILES_DIR"):
+        if root := os.environ.get(variable):
+            candidate = Path(root, "tfpgo", "pgo")
+            if candidate.exists():
+                return candidate
+    return None
+
+
+def _run(tmp_path: Path, *args: str) -> tuple[int, Path]:
+    out = tmp_path / "out"
+    status = run_main(flow.main, ["--output-dir", str(out), "--steps", "2", *args], prog="pgo")
+    return status, out
+
+
+def _hot_profiler_ops(annotated: str) -> list[str]:
+    return [line for line in annotated.splitlines() if "profiler_hot = 1 " in line]
+
+
+@pytest.fixture(scope="module")
+def rnn_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rnn")
+    status, out = _run(tmp, "--model", "rnn", "--batch-size", "4")
+    assert status == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def train_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("train")
+    status, out = _run(tmp, "--model", "mlp", "--mode", "train", "--batch-size", "16")
+    assert status == 0
+    return out
+
+
+@pytest.mark.parametrize("run", ["rnn_run", "train_run"])
+def test_flow_writes_every_output(run, request):
+    out = request.getfixturevalue(run)
+    assert EXPECTED_FILES.issubset(path.name for path in out.iterdir())
+    assert list((out / "profile" / "plugins" / "profile").glob("*/*.xplane.pb"))
+    assert not [path for path in out.parent.iterdir() if path.name.startswith(".out")]
+
+
+@pytest.mark.parametrize("run", ["rnn_run", "train_run"])
+def test_hot_ops_carry_profiler_data_and_coverage_is_complete(run, request):
+    out = request.getfixturevalue(run)
+    annotated = (out / "model.annotated.mlir").read_text()
+    hottest = _hot_profiler_ops(annotated)
+    assert len(hottest) == 1
+    assert "profiler_data = {" in hottest[0]
+    report = (out / "report.md").read_text()
+    coverage = float(re.search(r"\*\*attribution\*\*: ([\d.]+)%", report).group(1))
+    assert coverage >= 99.0
+
+
+@pytest.mark.parametrize("run", ["rnn_run", "train_run"])
+def test_report_top_op_agrees_with_op_profile(run, request):
+    out = request.getfixturevalue(run)
+    profile = OpProfile.read(out / "op_profile.json")
+    report = (out / "report.md").read_text()
+    runtime_table = report.split("## Hottest runtime ops (op profile)")[1]
+    first_row = runtime_table.strip().splitlines()[2]
+    assert first_row.split("|")[1].strip() == profile.ops[0].name
+    graph = json.loads((out / "op_graph.json").read_text())
+    timed = [node for node in graph["nodes"] if node.get("profiler_data")]
+    top = max(timed, key=lambda node: node["profiler_data"]["self"])
+    mlir_table = report.split("## Hottest MLIR ops")[1]
+    assert mlir_table.strip().splitlines()[2].split("|")[2].strip() == top["name"]
+
+
+def _function_body(module: str, prefix: str) -> str:
+    """The text of the first function whose name starts with `prefix`."""
+    start = re.search(rf"func\.func (?:private )?@{prefix}\w*\(", module).start()
+    end = module.index("\n  }", start)
+    return module[start:end]
+
+
+def test_rnn_annotations_land_inside_the_while_body_and_cond(rnn_run):
+    """Runtime names `.../while/body/_k/...` land on ops of the body function,
+    `.../while/cond/_k/...` on ops of the cond function, with every iteration."""
+    annotated = (rnn_run / "model.annotated.mlir").read_text()
+    body = _function_body(annotated, "rnn_1_gru_1_while_body")
+    cond = _function_body(annotated, "rnn_1_gru_1_while_cond")
+    assert body.count("profiler_data = {count") >= 10
+    assert cond.count("profiler_data = {count") >= 1
+    profile = OpProfile.read(rnn_run / "op_profile.json")
+    less = next(
+        op for op in profile.ops if op.name.endswith("/while/cond/_0/rnn_1/gru_1/while/Less")
+    )
+    assert f"count = {less.count} : i64" in cond
+
+
+def test_from_trace_reuses_a_profile(rnn_run, tmp_path):
+    status, out = _run(
+        tmp_path,
+        "--from-trace",
+        str(rnn_run / "profile"),
+        "--mlir",
+        str(rnn_run / "model.mlir"),
+    )
+    assert status == 0
+    assert (out / "report.html").exists()
+    assert not (out / "profile").exists()
+
+
+def test_trace_of_another_model_fails_cleanly(rnn_run, train_run, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("previous run")
+    status = run_main(
+        flow.main,
+        [
+            "--output-dir",
+            str(out),
+            "--from-trace",
+            str(rnn_run / "profile"),
+            "--mlir",
+            str(train_run / "model.mlir"),
+        ],
+        prog="pgo",
+    )
+    assert status == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("pgo: error: ")
+    assert "is this the trace of that module?" in err[-1]
+    assert [path.name for path in out.iterdir()] == ["keep.txt"]
+    assert [path.name for path in tmp_path.iterdir()] == ["out"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "nosuchmodel"], "no such built-in model or path"),
+        (["--from-trace", "/nonexistent/trace.pb", "--mlir", "/nonexistent/m.mlir"], "no such"),
+        (["--from-trace", "x.pb"], "--from-trace and --mlir go together"),
+        (["--formats", "svg,bmp"], "--formats: unknown bmp"),
+    ],
+)
+def test_bad_input_is_one_line(args, message, tmp_path, capsys):
+    status, out = _run(tmp_path, *args)
+    assert status == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("pgo: error: ") and message in err[-1]
+    assert "Traceback" not in "\n".join(err)
+    assert not out.exists()
+
+
+def test_corrupt_trace_is_one_line(rnn_run, tmp_path, capsys):
+    corrupt = tmp_path / "broken.xplane.pb"
+    corrupt.write_bytes(b"\x0a\xff\xff\xff\x0fnot a protobuf")
+    status, out = _run(
+        tmp_path, "--from-trace", str(corrupt), "--mlir", str(rnn_run / "model.mlir")
+    )
+    assert status == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("pgo: error: ")
+    assert not out.exists()
+
+
+def test_readme_main_command_runs_the_default_model(tmp_path):
+    """`bazel run //:pgo` with no flags writes ./pgo_out where the user stands."""
+    binary = _pgo_binary()
+    if binary is None:
+        pytest.skip("//:pgo is not in this test's runfiles (run through bazel test)")
+    env = dict(os.environ, BUILD_WORKING_DIRECTORY=str(tmp_path))
+    done = subprocess.run(
+        [str(binary)], env=env, capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("report.html")
+    assert "report:" in done.stdout.strip().splitlines()[-1]
+    assert EXPECTED_FILES.issubset(path.name for path in (tmp_path / "pgo_out").iterdir())
+    stages = re.findall(r"\[pgo \d/8\] (\w+): done in", done.stderr)
+    assert stages == [
+        "model",
+        "profile",
+        "export",
+        "trace",
+        "annotate",
+        "verify",
+        "render",
+        "report",
+    ]
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))
