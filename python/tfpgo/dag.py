@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -109,6 +110,18 @@ class EventDag:
         indptr = np.zeros(len(self) + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.edges[:, 0], minlength=len(self)), out=indptr[1:])
         return indptr, self.edges[:, 1]
+
+    def write(self, path: Path) -> None:
+        """Writes `mlir_graph.json` atomically (see tfpgo.dag_json)."""
+        from tfpgo.dag_json import write_dag
+
+        write_dag(self, path)
+
+    @staticmethod
+    def read(path: Path) -> EventDag:
+        from tfpgo.dag_json import read_dag
+
+        return read_dag(path)
 
     def critical_mask(self) -> np.ndarray:
         mask = np.zeros(len(self), dtype=bool)
