@@ -1,0 +1,193 @@
+"""Shared measuring helpers for the benchmarks in bench/ (run by hand, never by tests).
+
+Every measurement runs the contender in a fresh process, so its peak RSS is
+its own (`wait4` reports the child's `ru_maxrss`) and no warm cache of an
+earlier repeat leaks into the next. A `Measurement` keeps every repeat; the
+reported numbers are medians of wall time and the peak RSS of all repeats.
+
+Scaling curves are summarized by the exponent b of time ~ a * size^b, a
+least-squares fit of log(time) against log(size): b near 1 is linear, 2
+quadratic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MLIR_OPT = Path("/usr/lib/llvm-22/bin/mlir-opt")
+
+
+class BenchError(Exception):
+    """A contender failed; the message says which and how."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """`repeat` runs of one contender: median wall seconds, peak RSS of all runs."""
+
+    label: str
+    seconds: tuple[float, ...]
+    peak_rss_mb: float
+    output: str = ""
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.seconds)
+
+
+def run_once(command: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Runs `command` in a fresh process: (wall seconds, peak RSS in MB, stdout)."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        child = subprocess.Popen(
+            list(command), env=env, stdout=subprocess.PIPE, stderr=errors, text=True
+        )
+        output = child.stdout.read() if child.stdout else ""
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        if child.stdout:
+            child.stdout.close()
+        code = os.waitstatus_to_exitcode(status)
+        child.returncode = code
+        if code != 0:
+            errors.seek(0)
+            tail = errors.read().decode(errors="replace").strip().splitlines()[-3:]
+            raise BenchError(f"{' '.join(command)[:200]} exited with {code}: {' | '.join(tail)}")
+    return wall, usage.ru_maxrss / 1024, output
+
+
+def measure(
+    label: str,
+    command: Sequence[str],
+    repeat: int,
+    env: dict[str, str] | None = None,
+    before_each: Callable[[], None] | None = None,
+) -> Measurement:
+    """`repeat` fresh runs of `command`; `before_each` resets state (caches) first."""
+    seconds, peak, output = [], 0.0, ""
+    for _ in range(repeat):
+        if before_each:
+            before_each()
+        wall, rss, output = run_once(command, env)
+        seconds.append(wall)
+        peak = max(peak, rss)
+    return Measurement(label, tuple(seconds), peak, output.strip())
+
+
+def python_env() -> dict[str, str]:
+    """The environment for `python -c` contenders: this interpreter's path, quiet TF."""
+    paths = [str(REPO / "python"), *(p for p in sys.path if p)]
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+
+
+def python_command(code: str, *args: object) -> list[str]:
+    return [sys.executable, "-c", code, *(str(a) for a in args)]
+
+
+def fresh_copy_dir(source: Path, scratch: Path) -> Callable[[], Path]:
+    """A resetter for tools that cache next to their input (xprof does).
+
+    Each call empties `scratch` and hard-links (or copies) `source` into it,
+    returning the new path; the contender then always sees a cold directory.
+    """
+    target = scratch / source.name
+
+    def reset() -> Path:
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copyfile(source, target)
+        return target
+
+    return reset
+
+
+def fit_exponent(sizes: Sequence[float], seconds: Sequence[float]) -> float:
+    """b of seconds ~ a * size^b (least squares in log-log); needs two distinct sizes."""
+    points = [(math.log(s), math.log(t)) for s, t in zip(sizes, seconds, strict=True) if t > 0]
+    if len({x for x, _ in points}) < 2:
+        raise ValueError("fit_exponent needs at least two distinct sizes")
+    mean_x = statistics.fmean(x for x, _ in points)
+    mean_y = statistics.fmean(y for _, y in points)
+    covariance = sum((x - mean_x) * (y - mean_y) for x, y in points)
+    variance = sum((x - mean_x) ** 2 for x, _ in points)
+    return covariance / variance
+
+
+def tfpgo_opt() -> Path:
+    """tfpgo-opt from the runfiles of a `bazel run` target, else the work tree's bazel-bin."""
+    for variable in ("RUNFILES_DIR", "TEST_SRCDIR"):
+        if root := os.environ.get(variable):
+            candidate = Path(root, "tfpgo", "tools", "tfpgo-opt")
+            if candidate.exists():
+                return candidate
+    candidate = Path(sys.argv[0] + ".runfiles", "tfpgo", "tools", "tfpgo-opt")
+    if candidate.exists():
+        return candidate
+    built = REPO / "bazel-bin" / "tools" / "tfpgo-opt"
+    if not built.exists():
+        raise BenchError("tfpgo-opt not built: run `bazel build //tools:tfpgo-opt` first")
+    return built
+
+
+def machine() -> dict[str, object]:
+    """What the numbers were measured on, and how busy it was."""
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "memory_gib": round(memory_gib, 1),
+        "python": platform.python_version(),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A GitHub-markdown table; floats are printed with 2 decimals."""
+
+    def cell(value: object) -> str:
+        return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_json(path: Path, document: object) -> None:
+    """Writes results (dataclasses become dicts) for later comparison."""
+
+    def default(value: object) -> object:
+        if hasattr(value, "__dataclass_fields__"):
+            return asdict(value)  # type: ignore[arg-type]
+        if isinstance(value, Path):
+            return str(value)
+        raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+    path.write_text(json.dumps(document, indent=1, default=default) + "\n")
