@@ -22,6 +22,13 @@ from tfpgo.cli import UserError
 from tfpgo.models import ModelCase
 
 
+# Only the conversion from the executor graph to functional tf ops. TF's default
+# export pipeline (tf-standard-pipeline) canonicalizes: it merges duplicate
+# ReadVariableOps and rewrites e.g. Sub+Square into SquaredDifference, so ops that
+# ran would vanish from the MLIR and their time could not be attributed.
+EXPORT_PIPELINE = "func.func(tf-executor-to-functional-conversion)"
+
+
 @dataclass(frozen=True)
 class ProfilerLevels:
     """`tf.profiler.experimental.ProfilerOptions` tracer levels."""
@@ -110,7 +117,9 @@ def export_mlir(case: ModelCase) -> str:
     """
     import tensorflow as tf
 
-    return tf.mlir.experimental.convert_function(case.concrete_function(), show_debug_info=True)
+    return tf.mlir.experimental.convert_function(
+        case.concrete_function(), pass_pipeline=EXPORT_PIPELINE, show_debug_info=True
+    )
 
 
 def _fetch(outputs: object) -> None:
