@@ -36,16 +36,25 @@ class BenchError(Exception):
 
 @dataclass(frozen=True)
 class Measurement:
-    """`repeat` runs of one contender: median wall seconds, peak RSS of all runs."""
+    """`repeat` runs of one contender: median wall seconds, peak RSS of all runs.
+
+    `outputs` keeps each run's stdout; contenders that time their own work
+    print those seconds as the last word (see `median_reported_s`).
+    """
 
     label: str
     seconds: tuple[float, ...]
     peak_rss_mb: float
-    output: str = ""
+    outputs: tuple[str, ...] = ()
 
     @property
     def median_s(self) -> float:
         return statistics.median(self.seconds)
+
+    @property
+    def median_reported_s(self) -> float:
+        """Median of the seconds the contender reported itself (its last output word)."""
+        return statistics.median(float(output.split()[-1]) for output in self.outputs)
 
 
 def run_once(command: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
@@ -77,14 +86,15 @@ def measure(
     before_each: Callable[[], None] | None = None,
 ) -> Measurement:
     """`repeat` fresh runs of `command`; `before_each` resets state (caches) first."""
-    seconds, peak, output = [], 0.0, ""
+    seconds, outputs, peak = [], [], 0.0
     for _ in range(repeat):
         if before_each:
             before_each()
         wall, rss, output = run_once(command, env)
         seconds.append(wall)
+        outputs.append(output.strip())
         peak = max(peak, rss)
-    return Measurement(label, tuple(seconds), peak, output.strip())
+    return Measurement(label, tuple(seconds), peak, tuple(outputs))
 
 
 def python_env() -> dict[str, str]:

@@ -1,0 +1,209 @@
+"""Scaling curves, side by side: trace_reader vs xprof over events, tfpgo-opt vs mlir-opt over ops.
+
+    bazel run //bench:bench_scaling                        # 100k..1M events, 10k..100k ops
+    bazel run //bench:bench_scaling -- --max-events 10000000 --max-ops 1000000
+
+Events (bench/synth_xplane.py, ResNet50-shaped host traces at sizes 100k, 300k,
+1M, 3M, 10M): per size, each in a fresh process, median of --repeat runs and
+peak RSS:
+  * trace_reader on the .xplane.pb and on the same events as Chrome JSON
+    (event DAG of the op events + op profile, both JSON files written);
+  * xprof on the same .xplane.pb, in a cold directory each run (it caches next
+    to its input): `trace_viewer` (XSpace -> trace-viewer JSON) and
+    `framework_op_stats` (per-op table).
+Ops (bench/bench_pipeline.py's synthetic TF modules with matching op profiles,
+10k, 30k, 100k, 300k, 1M ops): `tfpgo-opt --tf-profile-guided-pipeline` with the
+op-graph export vs an `mlir-opt` parse + print round trip.
+Each curve gets the exponent b of time ~ size^b (least squares, log-log).
+Goal: b <= ~1.1 for every tfpgo curve (near-linear).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import bench_pipeline
+import harness
+import synth_xplane
+
+from tfpgo.cli import user_path
+
+LADDER = (10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000)
+
+TRACE_READER = """
+import sys
+import time
+from pathlib import Path
+from tfpgo.trace_reader import run
+out = Path(sys.argv[2])
+start = time.perf_counter()
+result = run(Path(sys.argv[1]), dag_out=out / "mlir_graph.json",
+             op_profile_out=out / "op_profile.json")
+print(result.events, len(result.op_profile.ops), time.perf_counter() - start)
+"""
+
+XPROF = """
+import sys
+from xprof.convert import raw_to_tool_data
+data, _ = raw_to_tool_data.xspace_to_tool_data([sys.argv[1]], sys.argv[2], {})
+print(len(data))
+"""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One size of one curve: every contender's measurement at that size."""
+
+    size: int
+    file_mb: float
+    results: dict[str, harness.Measurement]
+
+
+def ladder(low: int, high: int) -> list[int]:
+    return [size for size in LADDER if low <= size <= high]
+
+
+def events_point(size: int, scratch: Path, repeat: int, xprof: bool) -> Point:
+    """Generates a trace of `size` events and times every contender on it."""
+    xplane, chrome = scratch / "synth.xplane.pb", scratch / "synth.trace.json"
+    count = synth_xplane.generate(size, xplane, chrome)
+    out = scratch / "out"
+    out.mkdir(exist_ok=True)
+    env = harness.python_env()
+    reader = harness.python_command(TRACE_READER, xplane, out)
+    results = {
+        "trace_reader xplane": harness.measure("trace_reader xplane", reader, repeat, env),
+        "trace_reader chrome": harness.measure(
+            "trace_reader chrome", harness.python_command(TRACE_READER, chrome, out), repeat, env
+        ),
+    }
+    chrome.unlink()
+    if xprof:
+        cold = harness.fresh_copy_dir(xplane, scratch / "xprof")
+        target = scratch / "xprof" / xplane.name
+        for tool in ("trace_viewer", "framework_op_stats"):
+            command = harness.python_command(XPROF, target, tool)
+            label = f"xprof {tool}"
+            results[label] = harness.measure(label, command, repeat, env, before_each=cold)
+    return Point(count, xplane.stat().st_size / 1e6, results)
+
+
+def ops_point(size: int, scratch: Path, repeat: int) -> Point:
+    """Generates a module of about `size` ops and times the pipeline and mlir-opt on it."""
+    mlir, profile = scratch / "m.mlir", scratch / "p.json"
+    ops = bench_pipeline.generate(size, mlir, profile)
+    out, graph = scratch / "out.mlir", scratch / "op_graph.json"
+    options = f"enable-profile=true path-to-profile={profile} op-graph-output={graph}"
+    ours = [
+        str(harness.tfpgo_opt()),
+        "--allow-unregistered-dialect",
+        f"--tf-profile-guided-pipeline={options}",
+        str(mlir),
+        "-o",
+        str(out),
+    ]
+    base = [str(harness.MLIR_OPT), "--allow-unregistered-dialect", str(mlir), "-o", str(out)]
+    results = {
+        "mlir-opt round trip": harness.measure("mlir-opt round trip", base, repeat),
+        "tfpgo-opt pipeline": harness.measure("tfpgo-opt pipeline", ours, repeat),
+    }
+    return Point(ops, mlir.stat().st_size / 1e6, results)
+
+
+def exponent(points: list[Point], label: str, in_process: bool) -> float:
+    """The fitted b of one contender's curve: wall time, or the time it reported itself."""
+    seconds = [
+        p.results[label].median_reported_s if in_process else p.results[label].median_s
+        for p in points
+    ]
+    return harness.fit_exponent([p.size for p in points], seconds)
+
+
+def _listing(values: dict[str, float]) -> str:
+    return ", ".join(f"{label} {value:.2f}" for label, value in values.items())
+
+
+def report(title: str, unit: str, points: list[Point], baselines: dict[str, str]) -> str:
+    """The curve as a markdown table, ratios to the baselines, and fitted exponents."""
+    labels = list(points[0].results)
+    header = [unit, "MB", *(f"{label} s / MB RSS" for label in labels)]
+    header += [f"{theirs} / {ours}" for theirs, ours in baselines.items()]
+    rows = []
+    for point in points:
+        row: list[object] = [f"{point.size:,}", f"{point.file_mb:.1f}"]
+        row += [f"{m.median_s:.2f} / {m.peak_rss_mb:.0f}" for m in point.results.values()]
+        row += [
+            f"{point.results[theirs].median_s / point.results[ours].median_s:.2f}x"
+            for theirs, ours in baselines.items()
+        ]
+        rows.append(row)
+    lines = [f"### {title}", "", harness.markdown_table(header, rows), ""]
+    if len(points) >= 2:
+        wall = {label: exponent(points, label, in_process=False) for label in labels}
+        lines.append(f"Fitted exponent b of wall time ~ {unit}^b: {_listing(wall)}.")
+        own = {
+            label: exponent(points, label, in_process=True)
+            for label in labels
+            if label.startswith("trace_reader")
+        }
+        if own:
+            lines.append(f"Without interpreter start-up and imports (run() only): {_listing(own)}.")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--min-events", type=int, default=100_000)
+    parser.add_argument("--max-events", type=int, default=1_000_000, help="up to 10000000")
+    parser.add_argument("--min-ops", type=int, default=10_000)
+    parser.add_argument("--max-ops", type=int, default=100_000, help="up to 1000000")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-xprof", action="store_true", help="time trace_reader alone")
+    parser.add_argument("--only", choices=("events", "ops"), help="run one of the two curves")
+    parser.add_argument("--json", type=Path, help="also write every measurement here")
+    args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    machine = harness.machine()
+    print(f"machine: {machine}", flush=True)
+    sections, document = [], {"machine": machine, "events": [], "ops": []}
+    with tempfile.TemporaryDirectory(prefix="tfpgo_scaling_") as scratch:
+        if args.only != "ops":
+            points = []
+            for size in ladder(args.min_events, args.max_events):
+                points.append(events_point(size, Path(scratch), args.repeat, not args.no_xprof))
+                print(report("events (progress)", "events", points[-1:], {}), flush=True)
+            baselines = (
+                {}
+                if args.no_xprof
+                else {
+                    "xprof trace_viewer": "trace_reader xplane",
+                    "xprof framework_op_stats": "trace_reader xplane",
+                }
+            )
+            sections.append(report("trace_reader vs xprof", "events", points, baselines))
+            document["events"] = points
+        if args.only != "events":
+            points = []
+            for size in ladder(args.min_ops, args.max_ops):
+                points.append(ops_point(size, Path(scratch), args.repeat))
+                print(report("ops (progress)", "ops", points[-1:], {}), flush=True)
+            baselines = {"tfpgo-opt pipeline": "mlir-opt round trip"}
+            sections.append(report("tfpgo-opt vs mlir-opt", "ops", points, baselines))
+            document["ops"] = points
+    machine["load_avg_1m_after"] = harness.machine()["load_avg_1m"]
+    print("\n".join(sections))
+    if args.json:
+        harness.write_json(user_path(str(args.json)), document)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except harness.BenchError as error:
+        sys.exit(f"bench_scaling: {error}")
