@@ -53,6 +53,11 @@ data, _ = raw_to_tool_data.xspace_to_tool_data([sys.argv[1]], sys.argv[2], {})
 print(len(data))
 """
 
+XPROF_BASELINES = {  # ratios printed: theirs / ours (> 1: trace_reader is faster)
+    "xprof trace_viewer": "trace_reader xplane",
+    "xprof framework_op_stats": "trace_reader xplane",
+}
+
 
 @dataclass(frozen=True)
 class Point:
@@ -67,21 +72,20 @@ def ladder(low: int, high: int) -> list[int]:
     return [size for size in LADDER if low <= size <= high]
 
 
-def events_point(size: int, scratch: Path, repeat: int, xprof: bool) -> Point:
-    """Generates a trace of `size` events and times every contender on it."""
-    xplane, chrome = scratch / "synth.xplane.pb", scratch / "synth.trace.json"
-    count = synth_xplane.generate(size, xplane, chrome)
+def compare(
+    xplane: Path, chrome: Path | None, scratch: Path, repeat: int, xprof: bool
+) -> dict[str, harness.Measurement]:
+    """trace_reader on the XPlane (and the Chrome JSON), xprof's two tools on the same XPlane."""
     out = scratch / "out"
     out.mkdir(exist_ok=True)
     env = harness.python_env()
-    reader = harness.python_command(TRACE_READER, xplane, out)
-    results = {
-        "trace_reader xplane": harness.measure("trace_reader xplane", reader, repeat, env),
-        "trace_reader chrome": harness.measure(
-            "trace_reader chrome", harness.python_command(TRACE_READER, chrome, out), repeat, env
-        ),
-    }
-    chrome.unlink()
+    inputs = {"xplane": xplane, "chrome": chrome}
+    results = {}
+    for kind, path in inputs.items():
+        if path is not None:
+            label = f"trace_reader {kind}"
+            command = harness.python_command(TRACE_READER, path, out)
+            results[label] = harness.measure(label, command, repeat, env)
     if xprof:
         cold = harness.fresh_copy_dir(xplane, scratch / "xprof")
         target = scratch / "xprof" / xplane.name
@@ -89,7 +93,23 @@ def events_point(size: int, scratch: Path, repeat: int, xprof: bool) -> Point:
             command = harness.python_command(XPROF, target, tool)
             label = f"xprof {tool}"
             results[label] = harness.measure(label, command, repeat, env, before_each=cold)
+    return results
+
+
+def events_point(size: int, scratch: Path, repeat: int, xprof: bool) -> Point:
+    """Generates a trace of `size` events and times every contender on it."""
+    xplane, chrome = scratch / "synth.xplane.pb", scratch / "synth.trace.json"
+    count = synth_xplane.generate(size, xplane, chrome)
+    results = compare(xplane, chrome, scratch, repeat, xprof)
+    chrome.unlink()
     return Point(count, xplane.stat().st_size / 1e6, results)
+
+
+def file_point(xplane: Path, scratch: Path, repeat: int) -> Point:
+    """Every contender on a given (real) .xplane.pb; the size is trace_reader's event count."""
+    results = compare(xplane, None, scratch, repeat, xprof=True)
+    events = int(results["trace_reader xplane"].outputs[-1].split()[0])
+    return Point(events, xplane.stat().st_size / 1e6, results)
 
 
 def ops_point(size: int, scratch: Path, repeat: int) -> Point:
@@ -155,7 +175,7 @@ def report(title: str, unit: str, points: list[Point], baselines: dict[str, str]
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--min-events", type=int, default=100_000)
     parser.add_argument("--max-events", type=int, default=1_000_000, help="up to 10000000")
@@ -165,36 +185,51 @@ def main() -> int:
     parser.add_argument("--no-xprof", action="store_true", help="time trace_reader alone")
     parser.add_argument("--only", choices=("events", "ops"), help="run one of the two curves")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--xplane",
+        type=Path,
+        help="instead of the curves: trace_reader vs xprof on this (real) .xplane.pb",
+    )
+    return parser
+
+
+def events_curve(args: argparse.Namespace, scratch: Path) -> tuple[str, list[Point]]:
+    points = []
+    for size in ladder(args.min_events, args.max_events):
+        points.append(events_point(size, scratch, args.repeat, not args.no_xprof))
+        print(report("events (progress)", "events", points[-1:], {}), flush=True)
+    baselines = {} if args.no_xprof else XPROF_BASELINES
+    return report("trace_reader vs xprof", "events", points, baselines), points
+
+
+def ops_curve(args: argparse.Namespace, scratch: Path) -> tuple[str, list[Point]]:
+    points = []
+    for size in ladder(args.min_ops, args.max_ops):
+        points.append(ops_point(size, scratch, args.repeat))
+        print(report("ops (progress)", "ops", points[-1:], {}), flush=True)
+    baselines = {"tfpgo-opt pipeline": "mlir-opt round trip"}
+    return report("tfpgo-opt vs mlir-opt", "ops", points, baselines), points
+
+
+def main() -> int:
+    args = build_parser().parse_args()
     if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
+        sys.exit("bench_scaling: --repeat must be at least 1")
     machine = harness.machine()
     print(f"machine: {machine}", flush=True)
     sections, document = [], {"machine": machine, "events": [], "ops": []}
-    with tempfile.TemporaryDirectory(prefix="tfpgo_scaling_") as scratch:
-        if args.only != "ops":
-            points = []
-            for size in ladder(args.min_events, args.max_events):
-                points.append(events_point(size, Path(scratch), args.repeat, not args.no_xprof))
-                print(report("events (progress)", "events", points[-1:], {}), flush=True)
-            baselines = (
-                {}
-                if args.no_xprof
-                else {
-                    "xprof trace_viewer": "trace_reader xplane",
-                    "xprof framework_op_stats": "trace_reader xplane",
-                }
-            )
-            sections.append(report("trace_reader vs xprof", "events", points, baselines))
-            document["events"] = points
-        if args.only != "events":
-            points = []
-            for size in ladder(args.min_ops, args.max_ops):
-                points.append(ops_point(size, Path(scratch), args.repeat))
-                print(report("ops (progress)", "ops", points[-1:], {}), flush=True)
-            baselines = {"tfpgo-opt pipeline": "mlir-opt round trip"}
-            sections.append(report("tfpgo-opt vs mlir-opt", "ops", points, baselines))
-            document["ops"] = points
+    with tempfile.TemporaryDirectory(prefix="tfpgo_scaling_") as work:
+        scratch = Path(work)
+        if args.xplane:
+            point = file_point(user_path(str(args.xplane)), scratch, args.repeat)
+            title = f"trace_reader vs xprof on {args.xplane.name}"
+            sections.append(report(title, "events", [point], XPROF_BASELINES))
+            document["events"] = [point]
+        else:
+            for curve, key in ((events_curve, "events"), (ops_curve, "ops")):
+                if args.only in (None, key):
+                    section, document[key] = curve(args, scratch)
+                    sections.append(section)
     machine["load_avg_1m_after"] = harness.machine()["load_avg_1m"]
     print("\n".join(sections))
     if args.json:
