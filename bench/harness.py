@@ -1,8 +1,8 @@
 """Shared measuring helpers for the benchmarks in bench/ (run by hand, never by tests).
 
-Every measurement runs the contender in a fresh process, so its peak RSS is
-its own (`wait4` reports the child's `ru_maxrss`) and no warm cache of an
-earlier repeat leaks into the next. A `Measurement` keeps every repeat; the
+Every measurement runs the contender in a fresh process under GNU time, so
+its peak RSS is its own and no warm cache of an earlier repeat leaks into the
+next. A `Measurement` keeps every repeat; the
 reported numbers are medians of wall time and the peak RSS of all repeats.
 
 Scaling curves are summarized by the exponent b of time ~ a * size^b, a
@@ -28,6 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MLIR_OPT = Path("/usr/lib/llvm-22/bin/mlir-opt")
+GNU_TIME = Path("/usr/bin/time")  # Debian package `time`
 
 
 class BenchError(Exception):
@@ -58,24 +59,29 @@ class Measurement:
 
 
 def run_once(command: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """Runs `command` in a fresh process: (wall seconds, peak RSS in MB, stdout)."""
-    with tempfile.TemporaryFile() as errors:
+    """Runs `command` in a fresh process: (wall seconds, peak RSS in MB, stdout).
+
+    The peak comes from GNU time's %M, not from our own `wait4`: Linux folds
+    the RSS high-water mark of the address space a child replaced at exec into
+    the child's `ru_maxrss`, and a child spawned from this (possibly large)
+    benchmark process starts with ours. /usr/bin/time is tiny, so its child's
+    peak is the contender's own.
+    """
+    if not GNU_TIME.exists():
+        raise BenchError(f"{GNU_TIME} not found: install GNU time (apt-get install time)")
+    with tempfile.NamedTemporaryFile("r") as peak, tempfile.TemporaryFile() as errors:
+        timed = [str(GNU_TIME), "-f", "%M", "-o", peak.name, *command]
         start = time.perf_counter()
-        child = subprocess.Popen(
-            list(command), env=env, stdout=subprocess.PIPE, stderr=errors, text=True
-        )
-        output = child.stdout.read() if child.stdout else ""
-        _, status, usage = os.wait4(child.pid, 0)
+        child = subprocess.run(timed, env=env, stdout=subprocess.PIPE, stderr=errors, text=True)
         wall = time.perf_counter() - start
-        if child.stdout:
-            child.stdout.close()
-        code = os.waitstatus_to_exitcode(status)
-        child.returncode = code
-        if code != 0:
+        if child.returncode != 0:
             errors.seek(0)
             tail = errors.read().decode(errors="replace").strip().splitlines()[-3:]
-            raise BenchError(f"{' '.join(command)[:200]} exited with {code}: {' | '.join(tail)}")
-    return wall, usage.ru_maxrss / 1024, output
+            raise BenchError(
+                f"{' '.join(command)[:200]} exited with {child.returncode}: {' | '.join(tail)}"
+            )
+        peak_kb = int(peak.read().split()[-1])
+    return wall, peak_kb / 1024, child.stdout
 
 
 def measure(
