@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 from render_fixtures import GRU_OP_GRAPH, MLP_EVENT_DAG, MLP_OP_GRAPH
 
-from tfpgo.render import Metric, NodeState, RenderOptions, load_graph, prepare, to_dot
+from tfpgo.render import Metric, NodeState, RenderOptions, dot, load_graph, prepare, to_dot
 from tfpgo.render.colormap import ColorScale, colormap_rgb, text_color
 from tfpgo.render.graphml import write_graphml
 from tfpgo.render.metrics import format_ps, metric_value
@@ -150,3 +150,14 @@ def test_graphml_round_trip(tmp_path):
         int(attributes["color"][i : i + 2], 16) for i in (1, 3, 5)
     )
     assert {d["kind"] for _, _, d in loaded.edges(data=True)} == {"data", "control", "call"}
+
+
+def test_huge_graphs_label_only_the_hottest(monkeypatch):
+    monkeypatch.setattr(dot, "COMPACT_NODES", 10)
+    monkeypatch.setattr(dot, "COMPACT_LABELS", 2)
+    graph = prepare(load_graph(GRU_OP_GRAPH), RenderOptions(hot_k=1))
+    source = to_dot(graph, Metric.SELF, "sfdp")
+    boxes = [line for line in source.splitlines() if "shape=circle" not in line and "id=" in line]
+    assert len(boxes) == 2 and "gru/while" in boxes[0] + boxes[1]
+    assert source.count("shape=circle") == len(graph.nodes) - 2
+    assert "K=0.5" in source and "tooltip=" in source.split("shape=circle", 1)[1]

@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from tfpgo.render.colormap import ColorScale, colormap_hex
-from tfpgo.render.metrics import Metric, format_ps, format_value
+from tfpgo.render.metrics import Metric, format_ps, format_value, metric_value
 from tfpgo.render.model import EdgeKind, GraphKind, RenderGraph, RenderNode
 from tfpgo.render.style import (
     CRITICAL_COLOR,
@@ -27,6 +27,8 @@ from tfpgo.render.style import (
 )
 
 LEGEND_STEPS = 7
+COMPACT_NODES = 2500
+COMPACT_LABELS = 100
 _EDGE_STYLE = {
     EdgeKind.TIME: 'color="#9a9a9a"',
     EdgeKind.FLOW: 'color="#1f4e9a"',
@@ -122,12 +124,15 @@ _CLUSTER_STYLE = {
 }
 
 
-def _node_line(node: RenderNode, metric: Metric, scale: ColorScale) -> str:
+def _node_line(node: RenderNode, metric: Metric, scale: ColorScale, labeled: bool) -> str:
     style = node_style(node, metric, scale)
     styles = ["rounded", "filled"] + (["dashed"] if style.dashed else [])
+    label = chr(10).join(node_label_lines(node, metric)) if labeled else ""
+    shape = [] if labeled else ["shape=circle", "width=0.16", "fixedsize=true"]
     attributes = [
         f"id={quote(f'op{node.id}')}",
-        f"label={quote(chr(10).join(node_label_lines(node, metric)))}",
+        *shape,
+        f"label={quote(label)}",
         f"tooltip={quote(chr(10).join(node_tooltip_lines(node)))}",
         f'style="{",".join(styles)}"',
         f'fillcolor="{style.fill}"',
@@ -154,15 +159,24 @@ def _emit_cluster(
         lines.append(f"{indent}}}")
 
 
+def legend_size(graph: RenderGraph) -> float:
+    """Legend magnification: big drawings are viewed zoomed out, so their legend grows."""
+    return max(1.0, (len(graph.nodes) ** 0.5) / 25)
+
+
 def legend_html(graph: RenderGraph, metric: Metric, scale: ColorScale) -> str:
     """The color scale in human units plus a key to the marks, as an HTML label."""
+    magnify = legend_size(graph)
     title = _METRIC_TITLE[metric] + (" (log scale)" if scale.log else "")
     if graph.critical_path_ps:
         title += f" · critical path {format_ps(graph.critical_path_ps)}"
     cells, ticks = [], []
     for step in range(LEGEND_STEPS):
         position = step / (LEGEND_STEPS - 1)
-        cells.append(f'<TD BGCOLOR="{colormap_hex(position)}" WIDTH="64" HEIGHT="14"></TD>')
+        cells.append(
+            f'<TD BGCOLOR="{colormap_hex(position)}" WIDTH="{round(64 * magnify)}" '
+            f'HEIGHT="{round(14 * magnify)}"></TD>'
+        )
         ticks.append(f"<TD>{html(format_value(scale.value_at(position), metric))}</TD>")
     keys = (
         f'<TD BGCOLOR="{HOT_FILL}"><FONT COLOR="white"><B>hot</B></FONT></TD>'
@@ -189,6 +203,23 @@ def critical_edges(graph: RenderGraph) -> set[tuple[int, int]]:
     }
 
 
+def _labeled_nodes(graph: RenderGraph, metric: Metric) -> set[int]:
+    """Nodes drawn as labeled boxes: all of them, or in a huge graph the hottest.
+
+    Above COMPACT_NODES, ten thousand text boxes are unreadable at any zoom that
+    shows the graph and make overlap removal slow, so only hot nodes and the
+    COMPACT_LABELS hottest keep labels; the rest are colored dots whose tooltip
+    still carries every metric.
+    """
+    if len(graph.nodes) <= COMPACT_NODES:
+        return {node.id for node in graph.nodes}
+    timed = [node for node in graph.nodes if metric_value(node, metric) is not None]
+    timed.sort(key=lambda node: -(metric_value(node, metric) or 0.0))
+    return {node.id for node in timed[:COMPACT_LABELS]} | {
+        node.id for node in graph.nodes if node.hot
+    }
+
+
 def to_dot(graph: RenderGraph, metric: Metric, engine: str) -> str:
     """The DOT source of the picture; clusters only when `engine` is dot."""
     scale = color_scale(graph, metric)
@@ -196,14 +227,21 @@ def to_dot(graph: RenderGraph, metric: Metric, engine: str) -> str:
     lines = [
         "digraph tfpgo {",
         f"  graph [rankdir={rankdir}, labelloc=b, labeljust=l, fontname=Helvetica, "
-        f"fontsize=11, nodesep=0.25, ranksep=0.35, outputorder=edgesfirst, "
+        f"fontsize={round(11 * legend_size(graph))}, nodesep=0.25, ranksep=0.35, "
+        "outputorder=edgesfirst, "
         f"label={legend_html(graph, metric, scale)}];",
         '  node [shape=box, fontname=Helvetica, fontsize=10, margin="0.08,0.03"];',
         '  edge [arrowsize=0.6, color="#606060"];',
     ]
     if engine != "dot":
-        lines.append("  graph [overlap=prism, splines=false, sep=0.1];")
-    node_lines = {node.id: _node_line(node, metric, scale) for node in graph.nodes}
+        # Compact graphs (dots, see _labeled_nodes) get a larger spring length K:
+        # fewer initial overlaps halve the time prism spends removing them.
+        spread = ", K=0.5" if len(graph.nodes) > COMPACT_NODES else ""
+        lines.append(f"  graph [overlap=prism, splines=false, sep=0.1{spread}];")
+    labeled = _labeled_nodes(graph, metric)
+    node_lines = {
+        node.id: _node_line(node, metric, scale, node.id in labeled) for node in graph.nodes
+    }
     if engine == "dot":
         _emit_cluster(_cluster_tree(graph), lines, node_lines, [0], "  ")
     else:
