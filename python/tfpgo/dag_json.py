@@ -21,6 +21,7 @@ import numpy as np
 import tfpgo
 from tfpgo.cli import UserError, atomic_output_file
 from tfpgo.dag import EdgeKind, EventDag
+from tfpgo.documents import read_document
 from tfpgo.events import NO_STEP, EventTable, StepMarker, Track
 
 FORMAT = "tfpgo.event_dag"
@@ -124,20 +125,8 @@ class _ArrayWriter:
 
 def read_dag(path: Path) -> EventDag:
     """Reads `mlir_graph.json` back into an EventDag (UserError on bad input)."""
-    try:
-        document = json.loads(path.read_bytes())
-    except OSError as error:
-        raise UserError(f"{path}: cannot read: {error.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: invalid JSON ({error})") from None
-    meta = document.get("meta") if isinstance(document, dict) else None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise UserError(f"{path}: not a {FORMAT} document (meta.format is missing or different)")
-    if not isinstance(meta.get("version"), int) or meta["version"] > VERSION:
-        raise UserError(
-            f"{path}: {FORMAT} version {meta.get('version')!r} is newer than "
-            f"this reader ({VERSION}); update tfpgo"
-        )
+    document = read_document(path, FORMAT)
+    meta = document["meta"]
     try:
         return _dag_from_document(meta, document["nodes"], document["edges"])
     except (KeyError, TypeError, ValueError) as error:

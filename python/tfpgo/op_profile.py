@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from tfpgo.cli import UserError, atomic_output_file
+from tfpgo.documents import expect_format, read_json
 from tfpgo.events import NO_STEP, EventTable
 
 FORMAT = "tfpgo.op_profile"
@@ -91,14 +92,7 @@ class OpProfile:
 
     @staticmethod
     def from_json(document: Any, origin: str = "<op profile>") -> OpProfile:
-        if not isinstance(document, dict) or document.get("format") != FORMAT:
-            raise UserError(f"{origin}: not a {FORMAT} document")
-        version = document.get("version")
-        if not isinstance(version, int) or version > VERSION:
-            raise UserError(
-                f"{origin}: {FORMAT} version {version!r} is newer than this "
-                f"reader (version {VERSION}); update tfpgo"
-            )
+        expect_format(origin, document, FORMAT)
         try:
             ops = tuple(
                 OpStats(
@@ -122,13 +116,7 @@ class OpProfile:
 
     @staticmethod
     def read(path: Path) -> OpProfile:
-        try:
-            document = json.loads(path.read_text())
-        except OSError as error:
-            raise UserError(f"{path}: cannot read: {error.strerror}") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise UserError(f"{path}: invalid JSON ({error})") from None
-        return OpProfile.from_json(document, str(path))
+        return OpProfile.from_json(read_json(path), str(path))
 
 
 def _plain(value: Any) -> Any:

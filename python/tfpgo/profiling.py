@@ -21,7 +21,6 @@ from pathlib import Path
 from tfpgo.cli import UserError
 from tfpgo.models import ModelCase
 
-
 # Only the conversion from the executor graph to functional tf ops. TF's default
 # export pipeline (tf-standard-pipeline) canonicalizes: it merges duplicate
 # ReadVariableOps and rewrites e.g. Sub+Square into SquaredDifference, so ops that

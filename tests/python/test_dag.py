@@ -158,7 +158,7 @@ def test_read_dag_rejects_other_documents(tmp_path):
     with pytest.raises(UserError, match=r"not a tfpgo\.event_dag document"):
         read_dag(path)
     path.write_text('{"meta": {"format": "tfpgo.event_dag", "version": 9}}')
-    with pytest.raises(UserError, match="newer than this reader"):
+    with pytest.raises(UserError, match="is newer than this tool reads"):
         read_dag(path)
     path.write_text('{"meta": {"format": "tfpgo.event_dag", "version": 1}, "nodes": [{}]}')
     with pytest.raises(UserError, match="malformed"):

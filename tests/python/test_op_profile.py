@@ -94,7 +94,7 @@ def test_json_round_trip_and_version_check(tmp_path):
     assert selfs == sorted(selfs, reverse=True)
     document["version"] = 2
     path.write_text(json.dumps(document))
-    with pytest.raises(UserError, match="newer than this reader"):
+    with pytest.raises(UserError, match="is newer than this tool reads"):
         OpProfile.read(path)
     path.write_text("[1, 2]")
     with pytest.raises(UserError, match=r"not a tfpgo\.op_profile document"):

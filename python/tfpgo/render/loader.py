@@ -14,12 +14,12 @@ sum of `self` of all events.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from tfpgo.cli import UserError
+from tfpgo.documents import document_header, read_json
 from tfpgo.render.model import (
     EdgeKind,
     GraphKind,
@@ -30,42 +30,7 @@ from tfpgo.render.model import (
     Timing,
 )
 
-SUPPORTED_VERSION = 1
 OP_PROFILE_FORMAT = "tfpgo.op_profile"
-
-
-def read_json(path: Path) -> Any:
-    """Parses a JSON file, turning every I/O or syntax problem into a UserError."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UserError(f"{path}: cannot read: {error}") from None
-    except json.JSONDecodeError as error:
-        raise UserError(f"{path}: not valid JSON ({error})") from None
-
-
-def document_format(path: Path, document: Any) -> tuple[str, int]:
-    """Returns (format, version) from `meta` (event DAG) or the top level (others)."""
-    if not isinstance(document, dict):
-        raise UserError(f"{path}: expected a JSON object, got {type(document).__name__}")
-    header = document.get("meta") if isinstance(document.get("meta"), dict) else document
-    fmt, version = header.get("format"), header.get("version")
-    if not isinstance(fmt, str):
-        raise UserError(
-            f"{path}: no 'format' field; expected an event DAG (mlir_graph.json), "
-            "an op graph (op_graph.json) or an op profile (see docs/formats.md)"
-        )
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise UserError(f"{path}: '{fmt}' document without an integer 'version'")
-    if version > SUPPORTED_VERSION:
-        raise UserError(
-            f"{path}: {fmt} version {version} is newer than this tool reads "
-            f"({SUPPORTED_VERSION}); update tfpgo"
-        )
-    return fmt, version
 
 
 def field(
@@ -94,7 +59,7 @@ def list_field(path: Path, document: dict, key: str) -> list:
 def load_graph(path: Path) -> RenderGraph:
     """Loads either graph document, detected by its format field."""
     document = read_json(path)
-    fmt, _ = document_format(path, document)
+    fmt, _ = document_header(path, document)
     if fmt == GraphKind.EVENT_DAG.value:
         return _load_event_dag(path, document)
     if fmt == GraphKind.OP_GRAPH.value:

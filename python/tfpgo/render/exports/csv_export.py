@@ -14,14 +14,8 @@ from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 from tfpgo.cli import UserError, atomic_output_file
-from tfpgo.render.loader import (
-    OP_PROFILE_FORMAT,
-    document_format,
-    field,
-    list_field,
-    load_graph,
-    read_json,
-)
+from tfpgo.documents import document_header, read_json
+from tfpgo.render.loader import OP_PROFILE_FORMAT, field, list_field, load_graph
 from tfpgo.render.model import GraphKind, RenderGraph
 
 
@@ -140,7 +134,7 @@ def _rows_from_graph(graph: RenderGraph) -> list[OpRow]:
 def op_profile_rows(path: Path) -> list[OpRow]:
     """Rows from op_profile.json, op_graph.json or mlir_graph.json, hottest first."""
     document = read_json(path)
-    fmt, _ = document_format(path, document)
+    fmt, _ = document_header(path, document)
     if fmt == OP_PROFILE_FORMAT:
         rows = _rows_from_op_profile(path, document)
     elif fmt in {kind.value for kind in GraphKind}:

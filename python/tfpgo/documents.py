@@ -1,0 +1,68 @@
+"""Reading tfpgo's versioned JSON documents (docs/formats.md), one way for all.
+
+Every interchange file names its `format` and `version` (at the top level, or in
+`meta` for the event DAG). Readers parse it here, so a missing file, bad JSON, a
+different document or a newer version give the same one-line errors everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tfpgo.cli import UserError
+
+SUPPORTED_VERSION = 1
+
+
+def read_json(path: Path) -> Any:
+    """Parses a JSON file, turning every I/O or syntax problem into a UserError."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except OSError as error:
+        raise UserError(f"{path}: cannot read: {error.strerror or error}") from None
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(f"{path}: not valid JSON ({error})") from None
+
+
+def document_header(path: Path | str, document: Any) -> tuple[str, int]:
+    """Returns (format, version) from `meta` (event DAG) or the top level (others)."""
+    if not isinstance(document, dict):
+        raise UserError(f"{path}: expected a JSON object, got {type(document).__name__}")
+    header = document.get("meta") if isinstance(document.get("meta"), dict) else document
+    fmt, version = header.get("format"), header.get("version")
+    if not isinstance(fmt, str):
+        raise UserError(
+            f"{path}: no 'format' field; expected an event DAG (mlir_graph.json), "
+            "an op graph (op_graph.json) or an op profile (see docs/formats.md)"
+        )
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UserError(f"{path}: '{fmt}' document without an integer 'version'")
+    if version > SUPPORTED_VERSION:
+        raise UserError(
+            f"{path}: {fmt} version {version} is newer than this tool reads "
+            f"({SUPPORTED_VERSION}); update tfpgo"
+        )
+    return fmt, version
+
+
+def expect_format(path: Path | str, document: Any, expected: str) -> None:
+    """Checks that `document` is a supported version of the `expected` format."""
+    if not isinstance(document, dict):
+        kind = type(document).__name__
+        raise UserError(f"{path}: not a {expected} document (a JSON {kind}, not an object)")
+    fmt, _ = document_header(path, document)
+    if fmt != expected:
+        raise UserError(f"{path}: a {fmt} document, not a {expected} document")
+
+
+def read_document(path: Path, expected: str) -> dict[str, Any]:
+    """Reads a JSON file that must be a supported version of `expected`."""
+    document = read_json(path)
+    expect_format(path, document, expected)
+    return document
