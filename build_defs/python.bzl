@@ -15,3 +15,17 @@ def tfpgo_pytest(name, srcs, deps = [], data = [], size = "medium", tags = [], *
         srcs_version = "PY3",
         **kwargs
     )
+
+def tfpgo_py_binary(name, main, data = [], tags = [], visibility = None):
+    """A py_binary over the tfpgo package whose entry point is the file `main`."""
+    native.py_binary(
+        name = name,
+        srcs = [main],
+        main = main,
+        data = data,
+        tags = tags,
+        visibility = visibility,
+        python_version = "PY3",
+        srcs_version = "PY3",
+        deps = ["//python:tfpgo", "@local_python//:requirements"],
+    )
