@@ -67,7 +67,7 @@ class FlowOptions:
     from_trace: Path | None = None
     mlir: Path | None = None
     formats: tuple[str, ...] = ("svg", "png")
-    dag_top: int = 150
+    picture_nodes: int = 150
     min_coverage: float = 0.9
 
 
@@ -244,15 +244,30 @@ def _verify_in_tensorflow(annotated: Path) -> None:
 
 def _render(options: FlowOptions, out: Path) -> list[tuple[str, str]]:
     """Both pictures in every requested format (one Graphviz layout per graph), and
-    the exports: Model Explorer node data, Perfetto trace events, the CSV."""
-    drawings = (
-        ("op_graph", out / "op_graph.json", RenderOptions()),
-        ("event_dag", out / "mlir_graph.json", RenderOptions(top=options.dag_top)),
-    )
-    for stem, source, render_options in drawings:
-        drawn = prepare(load_graph(source), render_options)
+    the exports: Model Explorer node data, Perfetto trace events, the CSV.
+
+    A graph larger than `options.picture_nodes` is drawn as its hottest
+    `picture_nodes` nodes (and the paths between them): a picture of thousands of
+    nodes shows nothing; the full graphs stay in the JSON/GraphML files.
+    """
+    captions = {
+        "op_graph": "op graph, colored by self time; hot ops red",
+        "event_dag": "event DAG, colored by time; critical path in purple",
+    }
+    pictures = []
+    picture = next((fmt for fmt in ("svg", "png") if fmt in options.formats), None)
+    for stem, source in (("op_graph", "op_graph.json"), ("event_dag", "mlir_graph.json")):
+        graph = load_graph(out / source)
+        caption = captions[stem]
+        top = None
+        if len(graph.nodes) > options.picture_nodes:
+            top = options.picture_nodes
+            caption += f" ({top} hottest of {len(graph.nodes)} nodes)"
+        render_options = RenderOptions(top=top)
         paths = [out / f"{stem}.{fmt}" for fmt in options.formats]
-        write_pictures(drawn, render_options, paths)
+        write_pictures(prepare(graph, render_options), render_options, paths)
+        if picture is not None:
+            pictures.append((caption, f"{stem}.{picture}"))
     plot_graph(
         out / "op_graph.json",
         None,
@@ -269,13 +284,7 @@ def _render(options: FlowOptions, out: Path) -> list[tuple[str, str]]:
             op_profile=out / "op_profile.json",
         ),
     )
-    picture = next((fmt for fmt in ("svg", "png") if fmt in options.formats), None)
-    if picture is None:
-        return []
-    return [
-        ("op graph, colored by self time; hot ops red", f"op_graph.{picture}"),
-        (f"event DAG, {options.dag_top} hottest events; critical path", f"event_dag.{picture}"),
-    ]
+    return pictures
 
 
 def _report(out: Path, run_info, profile: OpProfile, attribution, pictures) -> None:
