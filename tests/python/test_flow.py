@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tfpgo import flow
+from tfpgo import flow_cli
 from tfpgo.cli import run_main
 from tfpgo.op_profile import OpProfile
 
@@ -47,7 +47,7 @@ def _pgo_binary() -> Path | None:
 
 def _run(tmp_path: Path, *args: str) -> tuple[int, Path]:
     out = tmp_path / "out"
-    status = run_main(flow.main, ["--output-dir", str(out), "--steps", "2", *args], prog="pgo")
+    status = run_main(flow_cli.main, ["--output-dir", str(out), "--steps", "2", *args], prog="pgo")
     return status, out
 
 
@@ -146,7 +146,7 @@ def test_trace_of_another_model_fails_cleanly(rnn_run, train_run, tmp_path, caps
     out.mkdir()
     (out / "keep.txt").write_text("previous run")
     status = run_main(
-        flow.main,
+        flow_cli.main,
         [
             "--output-dir",
             str(out),
