@@ -128,6 +128,57 @@ def test_rnn_annotations_land_inside_the_while_body_and_cond(rnn_run):
     assert f"count = {less.count} : i64" in cond
 
 
+HOOK_FILE = """
+import tensorflow as tf
+
+
+@tf.function
+def attention_scores(queries, keys):
+    return tf.nn.softmax(tf.matmul(queries, keys, transpose_b=True))
+
+
+def tfpgo_model(batch_size):
+    queries = tf.random.normal([batch_size, 64, 32])
+    keys = tf.random.normal([batch_size, 64, 32])
+    return attention_scores, (queries, keys)
+"""
+
+
+@pytest.fixture(scope="module")
+def user_models(tmp_path_factory):
+    """A SavedModel, a .keras file and a hook file, made the way users make them."""
+    import keras
+
+    root = tmp_path_factory.mktemp("user_models")
+    model = keras.Sequential(
+        [keras.Input((16,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(8)]
+    )
+    model.export(str(root / "saved_model"), verbose=False)
+    model.save(root / "model.keras")
+    (root / "hook.py").write_text(HOOK_FILE)
+    return root
+
+
+@pytest.mark.parametrize("name", ["saved_model", "model.keras", "hook.py"])
+def test_user_models_run_the_whole_flow(user_models, name, tmp_path):
+    status, out = _run(tmp_path, "--model", str(user_models / name), "--batch-size", "4")
+    assert status == 0
+    report = (out / "report.md").read_text()
+    coverage = float(re.search(r"\*\*attribution\*\*: ([\d.]+)%", report).group(1))
+    assert coverage >= 99.0
+    assert "profiler_data = {count" in (out / "model.annotated.mlir").read_text()
+
+
+def test_hook_file_without_the_hook_is_one_line(tmp_path, capsys):
+    broken = tmp_path / "no_hook.py"
+    broken.write_text("x = 1\n")
+    status, out = _run(tmp_path, "--model", str(broken))
+    assert status == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("pgo: error: ") and "tfpgo_model" in last
+    assert not out.exists()
+
+
 def test_from_trace_reuses_a_profile(rnn_run, tmp_path):
     status, out = _run(
         tmp_path,
