@@ -52,6 +52,24 @@ llvm::StringRef DropFrameIndex(llvm::StringRef name) {
   return rest;
 }
 
+/// Grappler names a node it creates after the node it replaces, under a scope
+/// named after the optimizer: `<scope>/ArithmeticOptimizer/AddOpsRewrite_<node>`
+/// (and `..._Leaf_<k>_<node>` for the leaves of a rewritten add tree). Splits
+/// such a name into `<scope>` and `<Stage>_<node>`; false for other names.
+bool SplitGrapplerRewrite(llvm::StringRef name, llvm::StringRef &scope,
+                          llvm::StringRef &rewritten) {
+  constexpr llvm::StringLiteral kOptimizer = "Optimizer/";
+  size_t optimizer = name.rfind(kOptimizer);
+  if (optimizer == llvm::StringRef::npos)
+    return false;
+  rewritten = name.drop_front(optimizer + kOptimizer.size());
+  if (rewritten.contains('/') || !rewritten.contains('_'))
+    return false;
+  size_t scope_end = name.rfind('/', optimizer);
+  scope = scope_end == llvm::StringRef::npos ? "" : name.take_front(scope_end);
+  return true;
+}
+
 } // namespace
 
 llvm::StringRef GetNodeName(Location loc) {
@@ -131,6 +149,26 @@ Operation *RuntimeNameResolver::ResolveIn(Operation *function,
         return inner;
     if (slash == 0)
       break;
+  }
+  return ResolveGrapplerRewrite(function, name, depth);
+}
+
+Operation *RuntimeNameResolver::ResolveGrapplerRewrite(Operation *function,
+                                                       llvm::StringRef name,
+                                                       unsigned depth) {
+  llvm::StringRef scope, rewritten;
+  if (!SplitGrapplerRewrite(name, scope, rewritten))
+    return nullptr;
+  // The stage prefix has no fixed shape (`AddOpsRewrite_`,
+  // `AddOpsRewrite_Leaf_1_`): try every suffix after an underscore, longest
+  // first, inside the same scope.
+  for (size_t underscore = rewritten.find('_');
+       underscore != llvm::StringRef::npos;
+       underscore = rewritten.find('_', underscore + 1)) {
+    llvm::StringRef node = rewritten.drop_front(underscore + 1);
+    std::string candidate = scope.empty() ? node.str() : (scope + "/" + node).str();
+    if (Operation *op = ResolveIn(function, candidate, depth + 1))
+      return op;
   }
   return nullptr;
 }

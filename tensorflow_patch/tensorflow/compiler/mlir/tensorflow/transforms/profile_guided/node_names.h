@@ -48,7 +48,10 @@ llvm::StringRef GetNodeName(Operation *op);
 ///   `p/n`                                callee of call op `p` (inlined)
 /// For region-based control flow (WhileRegion, IfRegion, CaseRegion) the
 /// inner name resolves in the enclosing function, which holds the region ops.
-/// The `_<k>` component is optional. Indexes are built lazily per function.
+/// The `_<k>` component is optional. Nodes Grappler created while rewriting
+/// a node resolve to that node:
+///   `s/ArithmeticOptimizer/AddOpsRewrite_n`, `..._Leaf_<j>_n`   node `s/n`
+/// Indexes are built lazily per function.
 class RuntimeNameResolver {
 public:
   explicit RuntimeNameResolver(ModuleOp module);
@@ -66,6 +69,9 @@ private:
                        unsigned depth);
   Operation *ResolveThrough(Operation *function, Operation *op,
                             llvm::StringRef rest, unsigned depth);
+  /// Resolves a node Grappler created for `<scope>/<node>` to that node.
+  Operation *ResolveGrapplerRewrite(Operation *function, llvm::StringRef name,
+                                    unsigned depth);
   Operation *LookupFunction(Operation *op, llvm::StringRef attr_name,
                             int index = -1);
 
