@@ -79,7 +79,16 @@ def test_flow_writes_every_output(run, request):
     assert not [path for path in out.parent.iterdir() if path.name.startswith(".out")]
 
 
-@pytest.mark.parametrize("run", ["rnn_run", "train_run"])
+@pytest.fixture(scope="module")
+def transformer_train_run(tmp_path_factory):
+    """Attention, LayerNorm (Grappler rewrites its add tree) and their gradients."""
+    tmp = tmp_path_factory.mktemp("transformer")
+    status, out = _run(tmp, "--model", "transformer", "--mode", "train", "--batch-size", "4")
+    assert status == 0
+    return out
+
+
+@pytest.mark.parametrize("run", ["rnn_run", "train_run", "transformer_train_run"])
 def test_hot_ops_carry_profiler_data_and_coverage_is_complete(run, request):
     out = request.getfixturevalue(run)
     annotated = (out / "model.annotated.mlir").read_text()
