@@ -150,7 +150,12 @@ def fit_exponent(sizes: Sequence[float], seconds: Sequence[float]) -> float:
 
 
 def tfpgo_opt() -> Path:
-    """tfpgo-opt from the runfiles of a `bazel run` target, else the work tree's bazel-bin."""
+    """$TFPGO_OPT, else tfpgo-opt from a `bazel run` target's runfiles, else bazel-bin.
+
+    $TFPGO_OPT pins one binary for a whole run while the work tree is rebuilt.
+    """
+    if override := os.environ.get("TFPGO_OPT"):
+        return Path(override)
     for variable in ("RUNFILES_DIR", "TEST_SRCDIR"):
         if root := os.environ.get(variable):
             candidate = Path(root, "tfpgo", "tools", "tfpgo-opt")
