@@ -60,7 +60,8 @@ def main() -> int:
     verdict = "met" if run.median_s <= GOAL_S else "MISSED"
     row = [flags, run.median_s, *medians.values(), rest, f"{run.peak_rss_mb:.0f}"]
     row.append(f"<= {GOAL_S:.0f} s {verdict}")
-    print(f"median of {args.repeat} runs; coverage {documents[-1]['coverage']:.2%}")
+    runs = f"{args.repeat} run" + ("s" if args.repeat > 1 else "")
+    print(f"median of {runs}; coverage {documents[-1]['coverage']:.2%}")
     print(harness.markdown_table(header, [row]))
     return 0 if run.median_s <= GOAL_S else 1
 
