@@ -96,12 +96,18 @@ def compare(
     return results
 
 
-def events_point(size: int, scratch: Path, repeat: int, xprof: bool) -> Point:
-    """Generates a trace of `size` events and times every contender on it."""
-    xplane, chrome = scratch / "synth.xplane.pb", scratch / "synth.trace.json"
+def events_point(size: int, scratch: Path, args: argparse.Namespace) -> Point:
+    """Generates a trace of `size` events and times every contender on it.
+
+    Chrome JSON is parsed whole (~1.5 GB per million events), so sizes above
+    --max-chrome-events skip it rather than exhaust a shared machine.
+    """
+    xplane = scratch / "synth.xplane.pb"
+    chrome = scratch / "synth.trace.json" if size <= args.max_chrome_events else None
     count = synth_xplane.generate(size, xplane, chrome)
-    results = compare(xplane, chrome, scratch, repeat, xprof)
-    chrome.unlink()
+    results = compare(xplane, chrome, scratch, args.repeat, not args.no_xprof)
+    if chrome:
+        chrome.unlink()
     return Point(count, xplane.stat().st_size / 1e6, results)
 
 
@@ -134,28 +140,31 @@ def ops_point(size: int, scratch: Path, repeat: int) -> Point:
     return Point(ops, mlir.stat().st_size / 1e6, results)
 
 
-def exponent(points: list[Point], label: str, in_process: bool) -> float:
-    """The fitted b of one contender's curve: wall time, or the time it reported itself."""
-    seconds = [
-        p.results[label].median_reported_s if in_process else p.results[label].median_s
-        for p in points
-    ]
-    return harness.fit_exponent([p.size for p in points], seconds)
+def exponent(points: list[Point], label: str, in_process: bool) -> float | None:
+    """The fitted b of one contender's curve (wall time, or the time it reported
+    itself) over the sizes it ran at; None below two sizes."""
+    measured = [(p.size, p.results[label]) for p in points if label in p.results]
+    if len(measured) < 2:
+        return None
+    seconds = [m.median_reported_s if in_process else m.median_s for _, m in measured]
+    return harness.fit_exponent([size for size, _ in measured], seconds)
 
 
-def _listing(values: dict[str, float]) -> str:
-    return ", ".join(f"{label} {value:.2f}" for label, value in values.items())
+def _listing(values: dict[str, float | None]) -> str:
+    return ", ".join(f"{label} {value:.2f}" for label, value in values.items() if value is not None)
 
 
 def report(title: str, unit: str, points: list[Point], baselines: dict[str, str]) -> str:
     """The curve as a markdown table, ratios to the baselines, and fitted exponents."""
-    labels = list(points[0].results)
+    labels = list(dict.fromkeys(label for p in points for label in p.results))
     header = [unit, "MB", *(f"{label} s / MB RSS" for label in labels)]
     header += [f"{theirs} / {ours}" for theirs, ours in baselines.items()]
     rows = []
     for point in points:
         row: list[object] = [f"{point.size:,}", f"{point.file_mb:.1f}"]
-        row += [f"{m.median_s:.2f} / {m.peak_rss_mb:.0f}" for m in point.results.values()]
+        for label in labels:
+            m = point.results.get(label)
+            row.append(f"{m.median_s:.2f} / {m.peak_rss_mb:.0f}" if m else "—")
         row += [
             f"{point.results[theirs].median_s / point.results[ours].median_s:.2f}x"
             for theirs, ours in baselines.items()
@@ -179,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--min-events", type=int, default=100_000)
     parser.add_argument("--max-events", type=int, default=1_000_000, help="up to 10000000")
+    parser.add_argument(
+        "--max-chrome-events",
+        type=int,
+        default=3_000_000,
+        help="time the Chrome JSON input only up to this size (memory)",
+    )
     parser.add_argument("--min-ops", type=int, default=10_000)
     parser.add_argument("--max-ops", type=int, default=100_000, help="up to 1000000")
     parser.add_argument("--repeat", type=int, default=3)
@@ -196,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
 def events_curve(args: argparse.Namespace, scratch: Path) -> tuple[str, list[Point]]:
     points = []
     for size in ladder(args.min_events, args.max_events):
-        points.append(events_point(size, scratch, args.repeat, not args.no_xprof))
+        points.append(events_point(size, scratch, args))
         print(report("events (progress)", "events", points[-1:], {}), flush=True)
     baselines = {} if args.no_xprof else XPROF_BASELINES
     return report("trace_reader vs xprof", "events", points, baselines), points
