@@ -156,13 +156,27 @@ body { font-family: sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; font-size: 0.9em; }
 th { background: #f3f3f3; }
-img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
+img, figure svg { max-width: 100%; height: auto; border: 1px solid #ddd; margin: 0.5em 0; }
 code { background: #f6f6f6; }
 """
 
 
-def to_html(inputs: ReportInputs) -> str:
+def _svg_element(document: str) -> str:
+    """The <svg> element of an SVG file, for embedding in HTML (no XML prolog)."""
+    return document[document.index("<svg") :]
+
+
+def _figure(caption: str, name: str, svg: str | None) -> str:
     esc = html.escape
+    picture = _svg_element(svg) if svg else f"<img src='{esc(name)}' alt='{esc(caption)}'>"
+    return f"<figure>{picture}<figcaption>{esc(caption)}</figcaption></figure>"
+
+
+def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
+    """The HTML report; SVG pictures given in `svgs` (name -> file text) are
+    embedded, so their tooltips work on hover and the page stands alone."""
+    esc = html.escape
+    svgs = svgs or {}
     summary = "".join(
         f"<li><b>{esc(key)}</b>: {esc(value)}</li>" for key, value in _summary_rows(inputs)
     )
@@ -183,11 +197,7 @@ def to_html(inputs: ReportInputs) -> str:
         )
         parts.append(f"<h2>Unresolved runtime names</h2><ul>{items}</ul>")
     parts.append("<h2>Pictures</h2>")
-    parts += [
-        f"<figure><img src='{esc(name)}' alt='{esc(caption)}'>"
-        f"<figcaption>{esc(caption)}</figcaption></figure>"
-        for caption, name in inputs.pictures
-    ]
+    parts += [_figure(caption, name, svgs.get(name)) for caption, name in inputs.pictures]
     files = "".join(
         f"<li><a href='{esc(name)}'><code>{esc(name)}</code></a>: {esc(what)}</li>"
         for name, what in inputs.files
@@ -201,6 +211,11 @@ def write_reports(inputs: ReportInputs, directory: Path) -> tuple[Path, Path]:
     markdown, page = directory / "report.md", directory / "report.html"
     with atomic_output_file(markdown) as handle:
         handle.write(to_markdown(inputs))
+    svgs = {
+        name: (directory / name).read_text()
+        for _, name in inputs.pictures
+        if name.endswith(".svg") and (directory / name).is_file()
+    }
     with atomic_output_file(page) as handle:
-        handle.write(to_html(inputs))
+        handle.write(to_html(inputs, svgs))
     return markdown, page

@@ -76,6 +76,10 @@ def test_flow_writes_every_output(run, request):
     out = request.getfixturevalue(run)
     assert EXPECTED_FILES.issubset(path.name for path in out.iterdir())
     assert list((out / "profile" / "plugins" / "profile").glob("*/*.xplane.pb"))
+    page = (out / "report.html").read_text()
+    # Both SVGs are embedded (tooltips on hover, a page that stands alone).
+    assert page.count("<svg") == 2 and "<?xml" not in page
+    assert "<title>" in page.split("<h2>Pictures</h2>")[1]
     assert not [path for path in out.parent.iterdir() if path.name.startswith(".out")]
 
 
