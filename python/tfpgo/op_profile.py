@@ -253,8 +253,10 @@ def non_op_time(table: EventTable, op_rows: np.ndarray) -> int:
             windows = [(int(table.start_ps[rows].min()), int(table.end_ps[rows].max()))]
         ops = op_rows[on_host[op_rows]]
         covered = _union(table.start_ps[ops], table.end_ps[ops])
-        for start, end in windows:
-            total += (end - start) - _overlap(covered, start, end)
+        window_starts = np.array([start for start, _ in windows], dtype=np.int64)
+        window_ends = np.array([end for _, end in windows], dtype=np.int64)
+        total += int((window_ends - window_starts).sum())
+        total -= _overlap(covered, window_starts, window_ends)
     return total
 
 
@@ -273,9 +275,23 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return starts[new], merged_end
 
 
-def _overlap(union: tuple[np.ndarray, np.ndarray], start: int, end: int) -> int:
+def _overlap(
+    union: tuple[np.ndarray, np.ndarray], window_starts: np.ndarray, window_ends: np.ndarray
+) -> int:
+    """Total length of `union` (disjoint sorted intervals) inside the windows.
+
+    Binary search plus prefix sums: O((windows) log n) rather than a scan of
+    every interval per window, which grew with steps × events on long profiles.
+    """
     starts, ends = union
     if starts.size == 0:
         return 0
-    clipped = np.minimum(ends, end) - np.maximum(starts, start)
-    return int(clipped[clipped > 0].sum())
+    prefix = np.concatenate(([0], np.cumsum(ends - starts)))
+    first = np.searchsorted(ends, window_starts, side="right")  # first interval ending inside
+    stop = np.searchsorted(starts, window_ends, side="left")  # intervals starting before end
+    hit = first < stop
+    first, stop = first[hit], stop[hit]
+    inside = prefix[stop] - prefix[first]
+    inside -= np.maximum(0, window_starts[hit] - starts[first])  # clip the first interval
+    inside -= np.maximum(0, ends[stop - 1] - window_ends[hit])  # clip the last interval
+    return int(inside.sum())

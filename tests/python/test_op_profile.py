@@ -134,3 +134,25 @@ def test_agrees_with_xprof_framework_op_stats(tmp_path, model):
         op = ours[name]
         assert op.total_ps / 1e6 == pytest.approx(total_us, rel=1e-3), name
         assert op.self_ps / 1e6 == pytest.approx(self_us, rel=1e-3), name
+
+
+def test_overlap_with_windows_matches_a_brute_force_count():
+    """The binary-search overlap equals counting covered picoseconds one by one."""
+    from tfpgo.op_profile import _overlap, _union
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        count = int(rng.integers(0, 30))
+        starts = rng.integers(0, 500, count)
+        ends = starts + rng.integers(0, 60, count)
+        window_starts = np.sort(rng.integers(0, 550, 4))
+        window_ends = window_starts + rng.integers(0, 120, 4)
+        covered = np.zeros(700, dtype=bool)
+        for start, end in zip(starts, ends, strict=True):
+            covered[start:end] = True
+        expected = sum(
+            int(covered[start:end].sum())
+            for start, end in zip(window_starts, window_ends, strict=True)
+        )
+        union = _union(starts.astype(np.int64), ends.astype(np.int64))
+        assert _overlap(union, window_starts, window_ends) == expected
