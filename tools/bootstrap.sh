@@ -12,7 +12,7 @@ set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 apt_packages=(
-  bazel-bootstrap graphviz chromium git
+  bazel-bootstrap graphviz chromium git time
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   python3 python3-venv python3-pip
 )
