@@ -127,7 +127,7 @@ module {}
 module {}
 
 //--- not_json.mlir
-// expected-error@+1 {{not_json.json': not JSON}}
+// expected-error@+1 {{not_json.json': not JSON: line 2, column 1: unexpected end of input}}
 module {}
 
 //--- wrong_format.mlir

@@ -21,9 +21,9 @@ constexpr llvm::StringLiteral kTs = "ts", kDur = "dur", kCount = "count",
                               kMax = "max", kP50 = "p50", kP95 = "p95",
                               kShare = "share", kFusedInto = "fused_into";
 
-/// Reads the i64 field `name` of `dict` into `out`; false if absent.
-bool ReadInt(DictionaryAttr dict, llvm::StringRef name, int64_t &out) {
-  auto attr = llvm::dyn_cast_or_null<IntegerAttr>(dict.get(name));
+/// Reads `value` as an i64 into `out`; false if it is not one.
+bool ReadInt(Attribute value, int64_t &out) {
+  auto attr = llvm::dyn_cast<IntegerAttr>(value);
   if (!attr || !attr.getType().isInteger(64))
     return false;
   out = attr.getInt();
@@ -32,23 +32,50 @@ bool ReadInt(DictionaryAttr dict, llvm::StringRef name, int64_t &out) {
 
 } // namespace
 
+ProfilerDataEncoder::ProfilerDataEncoder(MLIRContext *context)
+    : attr_name_(StringAttr::get(context, kProfilerDataAttrName)),
+      count_(StringAttr::get(context, kCount)),
+      dur_(StringAttr::get(context, kDur)),
+      fused_into_(StringAttr::get(context, kFusedInto)),
+      max_(StringAttr::get(context, kMax)),
+      min_(StringAttr::get(context, kMin)),
+      p50_(StringAttr::get(context, kP50)),
+      p95_(StringAttr::get(context, kP95)),
+      self_(StringAttr::get(context, kSelf)),
+      share_(StringAttr::get(context, kShare)),
+      total_(StringAttr::get(context, kTotal)),
+      ts_(StringAttr::get(context, kTs)) {}
+
+DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
+  MLIRContext *context = attr_name_.getContext();
+  if (data.IsFused())
+    return DictionaryAttr::getWithSorted(
+        context, {{fused_into_, StringAttr::get(context, data.fused_into)}});
+  Type i64 = IntegerType::get(context, 64);
+  auto integer = [&](int64_t value) { return IntegerAttr::get(i64, value); };
+  // Already in sorted order: skips DictionaryAttr's sort and duplicate check.
+  NamedAttribute fields[] = {
+      {count_, integer(data.count)},
+      {dur_, integer(data.dur)},
+      {max_, integer(data.max)},
+      {min_, integer(data.min)},
+      {p50_, integer(data.p50)},
+      {p95_, integer(data.p95)},
+      {self_, integer(data.self)},
+      {share_, FloatAttr::get(Float64Type::get(context), data.share)},
+      {total_, integer(data.total)},
+      {ts_, integer(data.ts)},
+  };
+  return DictionaryAttr::getWithSorted(context, fields);
+}
+
+void ProfilerDataEncoder::SetAttr(Operation *op,
+                                  const ProfilerData &data) const {
+  op->setAttr(attr_name_, Encode(data));
+}
+
 DictionaryAttr ProfilerData::ToAttr(MLIRContext *context) const {
-  Builder b(context);
-  if (IsFused())
-    return b.getDictionaryAttr(
-        {b.getNamedAttr(kFusedInto, b.getStringAttr(fused_into))});
-  return b.getDictionaryAttr({
-      b.getNamedAttr(kTs, b.getI64IntegerAttr(ts)),
-      b.getNamedAttr(kDur, b.getI64IntegerAttr(dur)),
-      b.getNamedAttr(kCount, b.getI64IntegerAttr(count)),
-      b.getNamedAttr(kTotal, b.getI64IntegerAttr(total)),
-      b.getNamedAttr(kSelf, b.getI64IntegerAttr(self)),
-      b.getNamedAttr(kMin, b.getI64IntegerAttr(min)),
-      b.getNamedAttr(kMax, b.getI64IntegerAttr(max)),
-      b.getNamedAttr(kP50, b.getI64IntegerAttr(p50)),
-      b.getNamedAttr(kP95, b.getI64IntegerAttr(p95)),
-      b.getNamedAttr(kShare, b.getF64FloatAttr(share)),
-  });
+  return ProfilerDataEncoder(context).Encode(*this);
 }
 
 std::optional<ProfilerData> ProfilerData::FromAttr(DictionaryAttr attr) {
@@ -61,19 +88,40 @@ std::optional<ProfilerData> ProfilerData::FromAttr(DictionaryAttr attr) {
     data.fused_into = fused.getValue().str();
     return data;
   }
-  auto share = llvm::dyn_cast_or_null<FloatAttr>(attr.get(kShare));
-  if (!share || !ReadInt(attr, kTs, data.ts) ||
-      !ReadInt(attr, kDur, data.dur) || !ReadInt(attr, kCount, data.count) ||
-      !ReadInt(attr, kTotal, data.total) || !ReadInt(attr, kSelf, data.self) ||
-      !ReadInt(attr, kMin, data.min) || !ReadInt(attr, kMax, data.max) ||
-      !ReadInt(attr, kP50, data.p50) || !ReadInt(attr, kP95, data.p95))
+  // One pass over the fields (a lookup per field cost five times as much);
+  // unknown fields are ignored, every known one must be present and typed.
+  std::pair<llvm::StringRef, int64_t *> ints[] = {
+      {kCount, &data.count}, {kDur, &data.dur},     {kMax, &data.max},
+      {kMin, &data.min},     {kP50, &data.p50},     {kP95, &data.p95},
+      {kSelf, &data.self},   {kTotal, &data.total}, {kTs, &data.ts}};
+  unsigned found = 0;
+  bool has_share = false;
+  for (NamedAttribute field : attr) {
+    llvm::StringRef name = field.getName().getValue();
+    if (name == kShare) {
+      auto share = llvm::dyn_cast<FloatAttr>(field.getValue());
+      if (!share)
+        return std::nullopt;
+      data.share = share.getValueAsDouble();
+      has_share = true;
+      continue;
+    }
+    for (auto &[key, slot] : ints) {
+      if (name != key)
+        continue;
+      if (!ReadInt(field.getValue(), *slot))
+        return std::nullopt;
+      ++found;
+      break;
+    }
+  }
+  if (!has_share || found != std::size(ints))
     return std::nullopt;
-  data.share = share.getValueAsDouble();
   return data;
 }
 
 void SetProfilerDataAttr(Operation *op, const ProfilerData &data) {
-  op->setAttr(kProfilerDataAttrName, data.ToAttr(op->getContext()));
+  ProfilerDataEncoder(op->getContext()).SetAttr(op, data);
 }
 
 std::optional<ProfilerData> ReadProfilerDataAttr(Operation *op) {
@@ -97,6 +145,13 @@ void AttachProfilerData(Operation *op, const ProfilerData &data) {
   SetProfilerDataAttr(op, data);
 }
 
+void AttachProfilerData(Operation *op, const ProfilerData &data,
+                        const ProfilerDataEncoder &encoder) {
+  if (auto iface = llvm::dyn_cast<ProfilerAnnotationsInterface>(op))
+    return iface.AttachProfilerData(data);
+  encoder.SetAttr(op, data);
+}
+
 std::optional<ProfilerData> GetProfilerData(Operation *op) {
   if (auto iface = llvm::dyn_cast<ProfilerAnnotationsInterface>(op))
     return iface.GetProfilerData();
@@ -110,9 +165,13 @@ bool HasProfilerData(Operation *op) {
 }
 
 bool RemoveProfileAnnotations(Operation *op) {
-  bool had_data = static_cast<bool>(op->removeAttr(kProfilerDataAttrName));
-  bool had_hot = static_cast<bool>(op->removeAttr(kProfilerHotAttrName));
-  return had_data || had_hot;
+  bool removed = false;
+  // Looking first spares unannotated ops (most of them) an attribute
+  // dictionary rebuild each.
+  for (llvm::StringRef name : {kProfilerDataAttrName, kProfilerHotAttrName})
+    if (op->getAttr(name))
+      removed |= static_cast<bool>(op->removeAttr(name));
+  return removed;
 }
 
 } // namespace TF

@@ -22,11 +22,11 @@
 #include <optional>
 #include <string>
 
-#include "llvm/ADT/StringRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace mlir {
 namespace TF {
@@ -40,15 +40,15 @@ inline constexpr llvm::StringLiteral kProfilerHotAttrName = "profiler_hot";
 /// that was attributed to it. Times are picoseconds from the profile start.
 /// An op whose work a fused kernel did carries only `fused_into`.
 struct ProfilerData {
-  int64_t ts = 0;    ///< First start.
-  int64_t dur = 0;   ///< Mean duration (total / count, rounded).
-  int64_t count = 0; ///< Number of executions.
-  int64_t total = 0; ///< Sum of durations.
-  int64_t self = 0;  ///< Sum of durations minus nested op time.
-  int64_t min = 0;   ///< Shortest execution.
-  int64_t max = 0;   ///< Longest execution.
-  int64_t p50 = 0;   ///< Nearest-rank median duration.
-  int64_t p95 = 0;   ///< Nearest-rank 95th percentile duration.
+  int64_t ts = 0;     ///< First start.
+  int64_t dur = 0;    ///< Mean duration (total / count, rounded).
+  int64_t count = 0;  ///< Number of executions.
+  int64_t total = 0;  ///< Sum of durations.
+  int64_t self = 0;   ///< Sum of durations minus nested op time.
+  int64_t min = 0;    ///< Shortest execution.
+  int64_t max = 0;    ///< Longest execution.
+  int64_t p50 = 0;    ///< Nearest-rank median duration.
+  int64_t p95 = 0;    ///< Nearest-rank 95th percentile duration.
   double share = 0.0; ///< self / sum of self over all annotated ops.
   /// Node name of the kernel that executed this op's work; when non-empty
   /// the timing fields are unused.
@@ -63,6 +63,25 @@ struct ProfilerData {
   /// Decodes a `profiler_data` dictionary; std::nullopt if a field is
   /// missing or has the wrong type.
   static std::optional<ProfilerData> FromAttr(DictionaryAttr attr);
+};
+
+/// Builds `profiler_data` dictionaries with every name looked up once. A pass
+/// that annotates many ops keeps one for its run: looking up eleven field
+/// names per op cost as much as building the dictionary.
+class ProfilerDataEncoder {
+public:
+  explicit ProfilerDataEncoder(MLIRContext *context);
+
+  /// Encodes `data` as the documented `profiler_data` dictionary.
+  DictionaryAttr Encode(const ProfilerData &data) const;
+  /// Sets `op`'s `profiler_data` attribute to `data`.
+  void SetAttr(Operation *op, const ProfilerData &data) const;
+
+private:
+  StringAttr attr_name_;
+  /// Field names, in the order DictionaryAttr sorts them.
+  StringAttr count_, dur_, fused_into_, max_, min_, p50_, p95_, self_, share_,
+      total_, ts_;
 };
 
 /// Attribute-level helpers shared by the trait and the fallback path.
@@ -82,8 +101,7 @@ namespace TF {
 /// Implements ProfilerAnnotationsInterface for the op it is attached to by
 /// storing the data as attributes of `this->getOperation()`.
 template <typename ConcreteType>
-class ProfileAnnotation
-    : public TraitBase<ConcreteType, ProfileAnnotation> {
+class ProfileAnnotation : public TraitBase<ConcreteType, ProfileAnnotation> {
 public:
   /// Stores `data` as the op's `profiler_data` attribute.
   void AttachProfilerData(const ::mlir::TF::ProfilerData &data) {
@@ -112,6 +130,9 @@ bool IsProfileAnnotatable(Operation *op);
 
 /// Interface-or-fallback entry points used by the passes.
 void AttachProfilerData(Operation *op, const ProfilerData &data);
+/// As above; the fallback path encodes with `encoder`.
+void AttachProfilerData(Operation *op, const ProfilerData &data,
+                        const ProfilerDataEncoder &encoder);
 std::optional<ProfilerData> GetProfilerData(Operation *op);
 bool HasProfilerData(Operation *op);
 

@@ -18,15 +18,15 @@
 #include <string>
 #include <vector>
 
-#include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringRef.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/node_names.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_profile_reader.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace mlir {
 namespace TF {
@@ -50,7 +50,7 @@ struct OpTiming {
   int64_t max = 0;
   std::vector<int64_t> durations;
   /// Kernel types under which the op ran (may name a fused kernel).
-  llvm::SmallVector<std::string, 1> kernel_types;
+  llvm::SmallVector<llvm::StringRef, 1> kernel_types;
 
   void Add(const OpProfileEntry &entry) {
     ts = std::min(ts, entry.first_start_ps);
@@ -61,14 +61,16 @@ struct OpTiming {
     max = std::max(max, entry.max_ps);
     durations.insert(durations.end(), entry.durations_ps.begin(),
                      entry.durations_ps.end());
-    for (const std::string &type : entry.op_types)
+    for (llvm::StringRef type : entry.op_types)
       if (!llvm::is_contained(kernel_types, type))
         kernel_types.push_back(type);
   }
 
   /// Returns the documented record; `durations` gets sorted.
   ProfilerData ToProfilerData(int64_t all_self) {
-    std::sort(durations.begin(), durations.end());
+    // Usually one entry, whose durations are sorted already.
+    if (!std::is_sorted(durations.begin(), durations.end()))
+      std::sort(durations.begin(), durations.end());
     const int64_t n = static_cast<int64_t>(durations.size());
     ProfilerData data;
     data.ts = ts;
@@ -166,9 +168,9 @@ AnnotateOperationsProfilePass::Attribute(const OpProfile &profile) {
     unattributedSelfPs += entry.self_ps;
     if (reportUnresolved)
       // Free emitRemark: Operation::emitRemark would print the whole module.
-      emitRemark(module.getLoc()) << "profile entry '" << entry.name << "' ("
-                          << entry.self_ps << " ps self) matches no "
-                          << (op ? "annotatable op" : "op");
+      emitRemark(module.getLoc())
+          << "profile entry '" << entry.name << "' (" << entry.self_ps
+          << " ps self) matches no " << (op ? "annotatable op" : "op");
   }
   return timings;
 }
@@ -176,9 +178,10 @@ AnnotateOperationsProfilePass::Attribute(const OpProfile &profile) {
 void AnnotateOperationsProfilePass::runOnOperation() {
   ModuleOp module = getOperation();
   if (pathToProfile.empty()) {
-    emitError(module.getLoc(), "tf-annotate-operations-profile needs "
-                     "'path-to-profile': the op_profile.json written by the "
-                     "trace reader");
+    emitError(module.getLoc(),
+              "tf-annotate-operations-profile needs "
+              "'path-to-profile': the op_profile.json written by the "
+              "trace reader");
     return signalPassFailure();
   }
   llvm::Expected<OpProfile> profile = ReadOpProfile(pathToProfile);
@@ -188,16 +191,17 @@ void AnnotateOperationsProfilePass::runOnOperation() {
   }
 
   llvm::MapVector<Operation *, OpTiming> timings = Attribute(*profile);
-  llvm::MapVector<Operation *, std::string> fused;
+  // Node names are StringAttr data owned by the context.
+  llvm::MapVector<Operation *, llvm::StringRef> fused;
   for (auto &[op, timing] : timings) {
     llvm::StringRef op_type = op->getName().stripDialect();
-    for (const std::string &kernel_type : timing.kernel_types) {
+    for (llvm::StringRef kernel_type : timing.kernel_types) {
       llvm::StringRef base = FusedBaseType(kernel_type, op_type);
       if (base.empty())
         continue;
       for (Operation *producer : FindFusedProducers(op, base))
         if (!timings.count(producer) && IsProfileAnnotatable(producer))
-          fused.insert({producer, GetNodeName(op).str()});
+          fused.insert({producer, GetNodeName(op)});
     }
   }
 
@@ -206,14 +210,15 @@ void AnnotateOperationsProfilePass::runOnOperation() {
   int64_t all_self = 0;
   for (auto &entry : timings)
     all_self += entry.second.self;
+  ProfilerDataEncoder encoder(module.getContext());
   for (auto &[op, timing] : timings) {
-    AttachProfilerData(op, timing.ToProfilerData(all_self));
+    AttachProfilerData(op, timing.ToProfilerData(all_self), encoder);
     ++numAnnotatedOps;
   }
   for (auto &[op, node] : fused) {
     ProfilerData data;
-    data.fused_into = node.empty() ? std::string("<unnamed>") : node;
-    AttachProfilerData(op, data);
+    data.fused_into = node.empty() ? llvm::StringRef("<unnamed>") : node;
+    AttachProfilerData(op, data, encoder);
     ++numFusedOps;
   }
   if (reportUnresolved) {
@@ -223,8 +228,7 @@ void AnnotateOperationsProfilePass::runOnOperation() {
     emitRemark(module.getLoc())
         << "annotated " << timings.size() << " ops and " << fused.size()
         << " fused ops from " << profile->ops.size() << " profile entries; "
-        << all_self << " of " << all_entries_self
-        << " ps self time attributed";
+        << all_self << " of " << all_entries_self << " ps self time attributed";
   }
 }
 

@@ -15,10 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/raw_ostream.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/SymbolTable.h"
@@ -27,6 +23,10 @@
 #include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/node_names.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace mlir {
 namespace TF {
@@ -92,6 +92,8 @@ public:
   size_t NumEdges() const { return edges_.size(); }
 
   void Write(llvm::raw_ostream &os) const {
+    // The document runs to tens of MB: write it in large chunks.
+    os.SetBufferSize(1 << 20);
     llvm::json::OStream json(os, /*IndentSize=*/1);
     json.object([&] {
       json.attribute("format", "tfpgo.op_graph");
@@ -154,9 +156,8 @@ private:
   /// A call edge goes to the first op of the callee's entry block.
   void AddCallEdge(int64_t from, FlatSymbolRefAttr symbol,
                    llvm::StringRef attr) {
-    auto callee =
-        llvm::dyn_cast_or_null<FunctionOpInterface>(symbols_.lookup(
-            symbol.getValue()));
+    auto callee = llvm::dyn_cast_or_null<FunctionOpInterface>(
+        symbols_.lookup(symbol.getValue()));
     if (!callee || callee.isExternal() || callee.front().empty())
       return;
     edges_.push_back({from, ids_.lookup(&callee.front().front()),
@@ -172,27 +173,30 @@ private:
     if (IsProfileAnnotatable(op))
       data = GetProfilerData(op);
     auto hot = op->getAttrOfType<IntegerAttr>(kProfilerHotAttrName);
-    json.object([&] {
-      json.attribute("id", static_cast<int64_t>(id));
-      json.attribute("op", op->getName().getStringRef());
-      json.attribute("name", name.empty() ? llvm::json::Value(nullptr)
-                                          : llvm::json::Value(name));
-      json.attribute("function", node_functions_[id]);
-      json.attribute("parent", parent_it == ids_.end()
-                                   ? llvm::json::Value(nullptr)
-                                   : llvm::json::Value(parent_it->second));
-      json.attributeBegin("profiler_data");
-      if (data && !data->IsFused())
-        WriteProfilerData(json, *data);
+    // Values are written in place: a json::Value per field would allocate.
+    auto optional = [&](llvm::StringRef key, bool present, auto write) {
+      json.attributeBegin(key);
+      if (present)
+        write();
       else
         json.value(nullptr);
       json.attributeEnd();
-      json.attribute("fused_into", data && data->IsFused()
-                                       ? llvm::json::Value(data->fused_into)
-                                       : llvm::json::Value(nullptr));
+    };
+    bool measured = data && !data->IsFused();
+    json.object([&] {
+      json.attribute("id", static_cast<int64_t>(id));
+      json.attribute("op", op->getName().getStringRef());
+      optional("name", !name.empty(), [&] { json.value(name); });
+      json.attribute("function", node_functions_[id]);
+      optional("parent", parent_it != ids_.end(),
+               [&] { json.value(parent_it->second); });
+      optional("profiler_data", measured,
+               [&] { WriteProfilerData(json, *data); });
+      optional("fused_into", data && data->IsFused(),
+               [&] { json.value(data->fused_into); });
       json.attribute("hot", static_cast<bool>(hot));
-      json.attribute("hot_rank", hot ? llvm::json::Value(hot.getInt())
-                                     : llvm::json::Value(nullptr));
+      optional("hot_rank", static_cast<bool>(hot),
+               [&] { json.value(hot.getInt()); });
     });
   }
 
@@ -241,18 +245,18 @@ public:
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (output.empty()) {
-      emitError(module.getLoc(), "tf-profile-export-op-graph needs 'output': the path "
-                       "of the op_graph.json to write");
+      emitError(module.getLoc(),
+                "tf-profile-export-op-graph needs 'output': the path "
+                "of the op_graph.json to write");
       return signalPassFailure();
     }
     OpGraph graph(module);
     // writeToOutput writes a temporary file and renames it into place, so a
     // failed run leaves no half-written document behind.
-    llvm::Error error =
-        llvm::writeToOutput(output, [&](llvm::raw_ostream &os) {
-          graph.Write(os);
-          return llvm::Error::success();
-        });
+    llvm::Error error = llvm::writeToOutput(output, [&](llvm::raw_ostream &os) {
+      graph.Write(os);
+      return llvm::Error::success();
+    });
     if (error) {
       // The error text already names the file.
       emitError(module.getLoc())
@@ -261,6 +265,8 @@ public:
     }
     numNodes += graph.NumNodes();
     numEdges += graph.NumEdges();
+    // The IR is unchanged, which also spares the module a re-verification.
+    markAllAnalysesPreserved();
   }
 };
 

@@ -44,7 +44,9 @@ public:
     ModuleOp module = getOperation();
     std::vector<Candidate> candidates;
     module.walk([&](Operation *op) {
-      op->removeAttr(kProfilerHotAttrName);
+      // Looking first spares most ops an attribute dictionary rebuild.
+      if (op->getAttr(kProfilerHotAttrName))
+        op->removeAttr(kProfilerHotAttrName);
       if (!IsProfileAnnotatable(op))
         return;
       std::optional<ProfilerData> data = GetProfilerData(op);
@@ -52,10 +54,9 @@ public:
         candidates.push_back({op, data->self, data->share});
     });
     // Stable: equal self times keep IR order, so ranks are deterministic.
-    std::stable_sort(candidates.begin(), candidates.end(),
-                     [](const Candidate &a, const Candidate &b) {
-                       return a.self > b.self;
-                     });
+    std::stable_sort(
+        candidates.begin(), candidates.end(),
+        [](const Candidate &a, const Candidate &b) { return a.self > b.self; });
     if (topK > 0 && candidates.size() > topK)
       candidates.resize(topK);
     Builder builder(module.getContext());

@@ -6,8 +6,8 @@
 
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/node_names.h"
 
-#include "llvm/ADT/STLExtras.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
 
 namespace mlir {
 namespace TF {
@@ -53,9 +53,10 @@ llvm::StringRef DropFrameIndex(llvm::StringRef name) {
 }
 
 /// Grappler names a node it creates after the node it replaces, under a scope
-/// named after the optimizer: `<scope>/ArithmeticOptimizer/AddOpsRewrite_<node>`
-/// (and `..._Leaf_<k>_<node>` for the leaves of a rewritten add tree). Splits
-/// such a name into `<scope>` and `<Stage>_<node>`; false for other names.
+/// named after the optimizer:
+/// `<scope>/ArithmeticOptimizer/AddOpsRewrite_<node>` (and
+/// `..._Leaf_<k>_<node>` for the leaves of a rewritten add tree). Splits such a
+/// name into `<scope>` and `<Stage>_<node>`; false for other names.
 bool SplitGrapplerRewrite(llvm::StringRef name, llvm::StringRef &scope,
                           llvm::StringRef &rewritten) {
   constexpr llvm::StringLiteral kOptimizer = "Optimizer/";
@@ -99,6 +100,9 @@ RuntimeNameResolver::IndexOf(Operation *function) {
   if (index)
     return *index;
   index = std::make_unique<FunctionIndex>();
+  index->reserve(function->getRegion(0).empty()
+                     ? 0
+                     : function->getRegion(0).front().getOperations().size());
   // No per-location cache: every op of an export has its own location, and
   // the name sits near the top of it (callee first), so lookups are cheap.
   function->walk([&](Operation *op) {
@@ -166,7 +170,8 @@ Operation *RuntimeNameResolver::ResolveGrapplerRewrite(Operation *function,
        underscore != llvm::StringRef::npos;
        underscore = rewritten.find('_', underscore + 1)) {
     llvm::StringRef node = rewritten.drop_front(underscore + 1);
-    std::string candidate = scope.empty() ? node.str() : (scope + "/" + node).str();
+    std::string candidate =
+        scope.empty() ? node.str() : (scope + "/" + node).str();
     if (Operation *op = ResolveIn(function, candidate, depth + 1))
       return op;
   }

@@ -16,14 +16,13 @@
 
 #include <memory>
 
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringRef.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace mlir {
 namespace TF {
@@ -61,8 +60,10 @@ public:
   Operation *Resolve(llvm::StringRef runtime_name);
 
 private:
-  /// Node name -> op of one function (the first op carrying the name).
-  using FunctionIndex = llvm::StringMap<Operation *>;
+  /// Node name -> op of one function (the first op carrying the name). The
+  /// names are StringAttr data owned by the context, so the map keeps no
+  /// copies (a StringMap allocated one per op).
+  using FunctionIndex = llvm::DenseMap<llvm::StringRef, Operation *>;
 
   const FunctionIndex &IndexOf(Operation *function);
   Operation *ResolveIn(Operation *function, llvm::StringRef name,

@@ -3,124 +3,295 @@
 // Licensed under the Apache License v2.0.
 //
 //===----------------------------------------------------------------------===//
+//
+// Reads the document with a JsonCursor in one pass. Keys may come in any
+// order, so each entry's fields are collected first and checked once the
+// entry is complete, in a fixed order; the first problem wins, but a syntax
+// error anywhere in the text wins over it (it is reported as `not JSON`).
+//
+//===----------------------------------------------------------------------===//
 
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_profile_reader.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <utility>
 
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/json_cursor.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/StringSaver.h"
 
 namespace mlir {
 namespace TF {
 namespace {
 
+using Kind = JsonCursor::Kind;
+
 llvm::Error Invalid(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// Reads the non-negative integer `key` of `object` (`where` names it).
-llvm::Error ReadCount(const llvm::json::Object &object, llvm::StringRef key,
-                      const llvm::Twine &where, int64_t &out) {
-  std::optional<int64_t> value = object.getInteger(key);
-  if (!value || *value < 0)
-    return Invalid(where + ": '" + key + "' must be a non-negative integer");
-  out = *value;
-  return llvm::Error::success();
+/// One `ops[i]` object as read; nullopt/false marks a missing or mistyped
+/// field.
+struct RawEntry {
+  std::optional<llvm::StringRef> name;
+  bool op_types_ok = false;
+  llvm::SmallVector<llvm::StringRef, 1> op_types;
+  std::optional<int64_t> count, total_ps, self_ps, min_ps, max_ps,
+      first_start_ps;
+  bool durations_is_array = false;
+  bool durations_ok = false;
+};
+
+class OpProfileParser {
+public:
+  explicit OpProfileParser(llvm::StringRef text)
+      : cursor_(text), saver_(*profile_.storage) {}
+
+  llvm::Expected<OpProfile> Parse();
+
+private:
+  void ReadTotals();
+  void ReadOps();
+  void ReadEntry(size_t position);
+  /// Checks a complete entry; returns the problem, or "" if there is none.
+  std::string Check(const RawEntry &raw, size_t position) const;
+
+  /// The next value as an integer, or nullopt (value skipped) if it is none.
+  std::optional<int64_t> ReadIntegerField();
+  /// The next value as a string (copied into the profile), or nullopt.
+  std::optional<llvm::StringRef> ReadStringField();
+  /// Reads an array of strings into `out`; false if it is not one.
+  bool ReadStringArray(llvm::SmallVectorImpl<llvm::StringRef> &out);
+  /// Reads `durations_ps` into `durations_`.
+  void ReadDurations(RawEntry &raw);
+
+  JsonCursor cursor_;
+  OpProfile profile_;
+  llvm::StringSaver saver_;
+  /// The first problem found in `ops`, reported once the text is known to
+  /// be valid JSON.
+  std::string ops_problem_;
+  llvm::SmallVector<int64_t, 16> durations_;
+};
+
+std::optional<int64_t> OpProfileParser::ReadIntegerField() {
+  if (cursor_.Peek() == Kind::kNumber)
+    return cursor_.ReadInteger();
+  cursor_.SkipValue();
+  return std::nullopt;
 }
 
-llvm::Expected<OpProfileEntry> ParseEntry(const llvm::json::Value &value,
-                                          size_t position) {
+std::optional<llvm::StringRef> OpProfileParser::ReadStringField() {
+  if (cursor_.Peek() != Kind::kString) {
+    cursor_.SkipValue();
+    return std::nullopt;
+  }
+  std::optional<llvm::StringRef> text = cursor_.ReadString();
+  if (!text)
+    return std::nullopt;
+  return saver_.save(*text);
+}
+
+bool OpProfileParser::ReadStringArray(
+    llvm::SmallVectorImpl<llvm::StringRef> &out) {
+  out.clear();
+  if (cursor_.Peek() != Kind::kArray) {
+    cursor_.SkipValue();
+    return false;
+  }
+  bool all_strings = true;
+  cursor_.BeginArray();
+  while (cursor_.NextElement()) {
+    std::optional<llvm::StringRef> text = ReadStringField();
+    if (text)
+      out.push_back(*text);
+    all_strings &= text.has_value();
+  }
+  return all_strings;
+}
+
+void OpProfileParser::ReadDurations(RawEntry &raw) {
+  durations_.clear();
+  raw.durations_is_array = cursor_.Peek() == Kind::kArray;
+  raw.durations_ok = raw.durations_is_array;
+  if (!raw.durations_is_array) {
+    cursor_.SkipValue();
+    return;
+  }
+  cursor_.BeginArray();
+  while (cursor_.NextElement()) {
+    std::optional<int64_t> ps = ReadIntegerField();
+    if (ps && *ps >= 0)
+      durations_.push_back(*ps);
+    else
+      raw.durations_ok = false;
+  }
+}
+
+std::string OpProfileParser::Check(const RawEntry &raw, size_t position) const {
   std::string where = "ops[" + std::to_string(position) + "]";
-  const llvm::json::Object *object = value.getAsObject();
-  if (!object)
-    return Invalid(where + " is not an object");
-  OpProfileEntry entry;
-  std::optional<llvm::StringRef> name = object->getString("name");
-  if (!name || name->empty())
-    return Invalid(where + ": 'name' must be a non-empty string");
-  entry.name = name->str();
-  where += " ('" + entry.name + "')";
-  const llvm::json::Array *op_types = object->getArray("op_types");
-  if (!op_types)
-    return Invalid(where + ": 'op_types' must be an array of strings");
-  for (const llvm::json::Value &type : *op_types) {
-    std::optional<llvm::StringRef> text = type.getAsString();
-    if (!text)
-      return Invalid(where + ": 'op_types' must be an array of strings");
-    entry.op_types.push_back(text->str());
+  if (!raw.name || raw.name->empty())
+    return where + ": 'name' must be a non-empty string";
+  where += " ('" + raw.name->str() + "')";
+  if (!raw.op_types_ok)
+    return where + ": 'op_types' must be an array of strings";
+  std::pair<llvm::StringRef, const std::optional<int64_t> &> counts[] = {
+      {"count", raw.count},     {"total_ps", raw.total_ps},
+      {"self_ps", raw.self_ps}, {"min_ps", raw.min_ps},
+      {"max_ps", raw.max_ps},   {"first_start_ps", raw.first_start_ps},
+  };
+  for (const auto &[key, value] : counts)
+    if (!value || *value < 0)
+      return where + ": '" + key.str() + "' must be a non-negative integer";
+  if (!raw.durations_is_array)
+    return where + ": 'durations_ps' must be an array of integers";
+  if (!raw.durations_ok)
+    return where + ": 'durations_ps' must hold non-negative integers";
+  if (static_cast<int64_t>(durations_.size()) != *raw.count || !*raw.count)
+    return where + ": 'durations_ps' must hold 'count' (" +
+           std::to_string(*raw.count) + " > 0) durations";
+  if (!std::is_sorted(durations_.begin(), durations_.end()))
+    return where + ": 'durations_ps' must be sorted ascending";
+  return "";
+}
+
+void OpProfileParser::ReadEntry(size_t position) {
+  // After the first problem only the syntax still matters.
+  if (!ops_problem_.empty() || cursor_.Peek() != Kind::kObject) {
+    if (ops_problem_.empty())
+      ops_problem_ = "ops[" + std::to_string(position) + "] is not an object";
+    cursor_.SkipValue();
+    return;
   }
-  if (llvm::Error error = ReadCount(*object, "count", where, entry.count))
-    return std::move(error);
-  if (llvm::Error error = ReadCount(*object, "total_ps", where, entry.total_ps))
-    return std::move(error);
-  if (llvm::Error error = ReadCount(*object, "self_ps", where, entry.self_ps))
-    return std::move(error);
-  if (llvm::Error error = ReadCount(*object, "min_ps", where, entry.min_ps))
-    return std::move(error);
-  if (llvm::Error error = ReadCount(*object, "max_ps", where, entry.max_ps))
-    return std::move(error);
-  if (llvm::Error error =
-          ReadCount(*object, "first_start_ps", where, entry.first_start_ps))
-    return std::move(error);
-  const llvm::json::Array *durations = object->getArray("durations_ps");
-  if (!durations)
-    return Invalid(where + ": 'durations_ps' must be an array of integers");
-  for (const llvm::json::Value &duration : *durations) {
-    std::optional<int64_t> ps = duration.getAsInteger();
-    if (!ps || *ps < 0)
-      return Invalid(where + ": 'durations_ps' must hold non-negative integers");
-    entry.durations_ps.push_back(*ps);
+  RawEntry raw;
+  durations_.clear();
+  cursor_.BeginObject();
+  for (llvm::StringRef key; cursor_.NextKey(key);) {
+    if (key == "name")
+      raw.name = ReadStringField();
+    else if (key == "op_types")
+      raw.op_types_ok = ReadStringArray(raw.op_types);
+    else if (key == "count")
+      raw.count = ReadIntegerField();
+    else if (key == "total_ps")
+      raw.total_ps = ReadIntegerField();
+    else if (key == "self_ps")
+      raw.self_ps = ReadIntegerField();
+    else if (key == "min_ps")
+      raw.min_ps = ReadIntegerField();
+    else if (key == "max_ps")
+      raw.max_ps = ReadIntegerField();
+    else if (key == "first_start_ps")
+      raw.first_start_ps = ReadIntegerField();
+    else if (key == "durations_ps")
+      ReadDurations(raw);
+    else
+      cursor_.SkipValue();
   }
-  if (static_cast<int64_t>(entry.durations_ps.size()) != entry.count ||
-      entry.count == 0)
-    return Invalid(where + ": 'durations_ps' must hold 'count' (" +
-                   llvm::Twine(entry.count) + " > 0) durations");
-  if (!std::is_sorted(entry.durations_ps.begin(), entry.durations_ps.end()))
-    return Invalid(where + ": 'durations_ps' must be sorted ascending");
-  return entry;
+  if (!cursor_.ok())
+    return;
+  ops_problem_ = Check(raw, position);
+  if (!ops_problem_.empty())
+    return;
+  OpProfileEntry &entry = profile_.ops.emplace_back();
+  entry.name = *raw.name;
+  entry.op_types = std::move(raw.op_types);
+  entry.count = *raw.count;
+  entry.total_ps = *raw.total_ps;
+  entry.self_ps = *raw.self_ps;
+  entry.min_ps = *raw.min_ps;
+  entry.max_ps = *raw.max_ps;
+  entry.first_start_ps = *raw.first_start_ps;
+  int64_t *durations = profile_.storage->Allocate<int64_t>(durations_.size());
+  std::copy(durations_.begin(), durations_.end(), durations);
+  entry.durations_ps = llvm::ArrayRef<int64_t>(durations, durations_.size());
+}
+
+void OpProfileParser::ReadOps() {
+  profile_.ops.clear();
+  ops_problem_.clear();
+  cursor_.BeginArray();
+  for (size_t position = 0; cursor_.NextElement(); ++position)
+    ReadEntry(position);
+}
+
+void OpProfileParser::ReadTotals() {
+  profile_.op_self_ps = 0;
+  if (cursor_.Peek() != Kind::kObject) {
+    cursor_.SkipValue();
+    return;
+  }
+  cursor_.BeginObject();
+  for (llvm::StringRef key; cursor_.NextKey(key);) {
+    if (key == "op_self_ps")
+      profile_.op_self_ps = ReadIntegerField().value_or(0);
+    else
+      cursor_.SkipValue();
+  }
+}
+
+llvm::Expected<OpProfile> OpProfileParser::Parse() {
+  std::optional<std::string> format;
+  std::optional<int64_t> version;
+  bool has_ops = false;
+  bool is_object = cursor_.Peek() == Kind::kObject;
+  if (!is_object) {
+    cursor_.SkipValue();
+  } else {
+    cursor_.BeginObject();
+    for (llvm::StringRef key; cursor_.NextKey(key);) {
+      if (key == "format") {
+        std::optional<llvm::StringRef> text = ReadStringField();
+        format = text ? std::optional<std::string>(text->str()) : std::nullopt;
+      } else if (key == "version") {
+        version = ReadIntegerField();
+      } else if (key == "totals") {
+        ReadTotals();
+      } else if (key == "ops" && cursor_.Peek() == Kind::kArray) {
+        has_ops = true;
+        ReadOps();
+      } else {
+        has_ops &= key != "ops";
+        cursor_.SkipValue();
+      }
+    }
+  }
+  if (!cursor_.Finish())
+    return Invalid("not JSON: " + llvm::toString(cursor_.TakeError()));
+  if (!is_object)
+    return Invalid("the document is not a JSON object");
+  if (!format || *format != "tfpgo.op_profile")
+    return Invalid("'format' is not \"tfpgo.op_profile\"; pass the "
+                   "op_profile.json written by the trace reader");
+  if (!version || *version < 1 || *version > kOpProfileVersion)
+    return Invalid("unsupported 'version' (this reader knows 1 to " +
+                   llvm::Twine(kOpProfileVersion) + ")");
+  if (!has_ops)
+    return Invalid("'ops' must be an array");
+  if (!ops_problem_.empty())
+    return Invalid(ops_problem_);
+  return std::move(profile_);
 }
 
 } // namespace
 
 llvm::Expected<OpProfile> ParseOpProfile(llvm::StringRef json_text) {
-  llvm::Expected<llvm::json::Value> document = llvm::json::parse(json_text);
-  if (!document)
-    return Invalid("not JSON: " + llvm::toString(document.takeError()));
-  const llvm::json::Object *root = document->getAsObject();
-  if (!root)
-    return Invalid("the document is not a JSON object");
-  std::optional<llvm::StringRef> format = root->getString("format");
-  if (!format || *format != "tfpgo.op_profile")
-    return Invalid("'format' is not \"tfpgo.op_profile\"; pass the "
-                   "op_profile.json written by the trace reader");
-  std::optional<int64_t> version = root->getInteger("version");
-  if (!version || *version < 1 || *version > kOpProfileVersion)
-    return Invalid("unsupported 'version' (this reader knows 1 to " +
-                   llvm::Twine(kOpProfileVersion) + ")");
-  OpProfile profile;
-  if (const llvm::json::Object *totals = root->getObject("totals"))
-    profile.op_self_ps = totals->getInteger("op_self_ps").value_or(0);
-  const llvm::json::Array *ops = root->getArray("ops");
-  if (!ops)
-    return Invalid("'ops' must be an array");
-  profile.ops.reserve(ops->size());
-  for (size_t i = 0; i < ops->size(); ++i) {
-    llvm::Expected<OpProfileEntry> entry = ParseEntry((*ops)[i], i);
-    if (!entry)
-      return entry.takeError();
-    profile.ops.push_back(std::move(*entry));
-  }
-  return profile;
+  size_t bad_byte = 0;
+  if (!llvm::json::isUTF8(json_text, &bad_byte))
+    return Invalid("not JSON: invalid UTF-8 at byte " + llvm::Twine(bad_byte));
+  return OpProfileParser(json_text).Parse();
 }
 
 llvm::Expected<OpProfile> ReadOpProfile(llvm::StringRef path) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
-    return Invalid("cannot read '" + path + "': " + buffer.getError().message());
+    return Invalid("cannot read '" + path +
+                   "': " + buffer.getError().message());
   llvm::Expected<OpProfile> profile = ParseOpProfile((*buffer)->getBuffer());
   if (!profile)
     return Invalid("invalid op profile '" + path +
