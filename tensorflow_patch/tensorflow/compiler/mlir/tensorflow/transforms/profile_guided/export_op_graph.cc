@@ -53,13 +53,14 @@ llvm::StringRef EdgeKindName(EdgeKind kind) {
   return "data";
 }
 
-/// One edge; `callee`/`attr` are set for call edges only.
+/// One edge; `callee`/`attr` are set for call edges only. Both are
+/// StringAttr data owned by the context.
 struct Edge {
   int64_t from;
   int64_t to;
   EdgeKind kind;
-  std::string callee;
-  std::string attr;
+  llvm::StringRef callee;
+  llvm::StringRef attr;
 };
 
 /// Returns true for tf_executor control tokens, registered or not.
@@ -126,10 +127,12 @@ private:
       auto it = producer ? ids_.find(producer) : ids_.end();
       if (it == ids_.end())
         continue;
-      edges_.push_back({it->second, to,
+      edges_.push_back({it->second,
+                        to,
                         IsControlType(operand.getType()) ? EdgeKind::kControl
                                                          : EdgeKind::kData,
-                        "", ""});
+                        {},
+                        {}});
     }
     AddCallEdges(to, op->getAttrs());
     // Unregistered ops keep `<{f = @callee}>` in an opaque properties
@@ -161,7 +164,7 @@ private:
     if (!callee || callee.isExternal() || callee.front().empty())
       return;
     edges_.push_back({from, ids_.lookup(&callee.front().front()),
-                      EdgeKind::kCall, symbol.getValue().str(), attr.str()});
+                      EdgeKind::kCall, symbol.getValue(), attr});
   }
 
   void WriteNode(llvm::json::OStream &json, size_t id) const {
