@@ -1,8 +1,15 @@
 """Times tf-profile-guided-pipeline on a synthetic 100k-op module (run by hand).
 
-The goal: the pipeline (parse, annotate, mark hotspots, export the op graph,
-print) costs at most 1.3x an `mlir-opt` parse + print round trip of the same
-file, both with --allow-unregistered-dialect, measured side by side.
+The goal: the pipeline costs at most 1.3x an `mlir-opt` parse + print round trip
+of the same file, both with --allow-unregistered-dialect, measured side by side.
+
+Three configurations, each against the round trip with the same print flags:
+annotate + mark hotspots; the same plus the op_graph.json export; and the
+pipeline exactly as the flow runs it (`tfpgo.annotate`'s options: unresolved
+remarks, top-k, op-graph export, --mlir-print-debuginfo). Every contender runs
+in a fresh process (bench/harness.py: wall time, peak RSS from GNU time), and
+the repeats are interleaved round-robin so that load on a shared machine hits
+all contenders alike; the table shows medians.
 
 The module imitates a TF 2.21 export with show_debug_info: generic tf ops with
 `fused["<Op>:", callsite("<node>"(file) at ...)]` locations behind location
@@ -10,35 +17,25 @@ aliases, Dense blocks (MatMul -> BiasAdd -> Relu, run as one fused kernel),
 and While loops whose body functions run under `w/body/_1/<node>` names. The
 op profile names every executed op the way the runtime does.
 
-    bazel run //bench:bench_pipeline -- [--ops 100000] [--repeat 3]
+    bazel run //bench:bench_pipeline -- [--ops 100000] [--repeat 5] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-MLIR_OPT = "/usr/lib/llvm-22/bin/mlir-opt"
-T = "tensor<4x4xf32>"
+import harness
+
+from tfpgo.annotate import pipeline_spec
+
 LOOP_EVERY = 50  # one While (with a 4-op body) per this many Dense blocks
-
-
-def _tfpgo_opt() -> Path:
-    for variable in ("RUNFILES_DIR", "TEST_SRCDIR"):
-        if root := os.environ.get(variable):
-            candidate = Path(root, "tfpgo", "tools", "tfpgo-opt")
-            if candidate.exists():
-                return candidate
-    candidate = Path(sys.argv[0] + ".runfiles", "tfpgo", "tools", "tfpgo-opt")
-    return candidate if candidate.exists() else REPO / "bazel-bin/tools/tfpgo-opt"
+T = "tensor<4x4xf32>"
 
 
 class _Module:
@@ -136,45 +133,104 @@ def generate(target_ops: int, mlir_path: Path, profile_path: Path) -> int:
     return ops + blocks // LOOP_EVERY  # + the While's cond uses
 
 
-def _time(command: list[str], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+@dataclass(frozen=True)
+class Contender:
+    """One command line and the baseline (by label) it is compared with."""
+
+    label: str
+    command: tuple[str, ...]
+    baseline: str | None = None
+
+
+def contenders(mlir: Path, profile: Path, scratch: Path) -> list[Contender]:
+    """The round trips and the pipeline configurations, all on the same files."""
+    tool, unregistered = str(harness.tfpgo_opt()), "--allow-unregistered-dialect"
+    out, graph = str(scratch / "out.mlir"), scratch / "op_graph.json"
+    annotate = f"enable-profile=true path-to-profile={profile}"
+    flow = pipeline_spec(profile, graph, top_k=10, min_share=0.0)
+    debuginfo = "--mlir-print-debuginfo"
+
+    def ours(*flags: str) -> tuple[str, ...]:
+        return (tool, unregistered, *flags, str(mlir), "-o", out)
+
+    def base(*flags: str) -> tuple[str, ...]:
+        return (str(harness.MLIR_OPT), unregistered, *flags, str(mlir), "-o", out)
+
+    round_trip, round_trip_debug = "mlir-opt round trip", "mlir-opt round trip, debuginfo"
+    return [
+        Contender(round_trip, base()),
+        Contender(round_trip_debug, base(debuginfo)),
+        Contender(
+            "annotate + hotspots",
+            ours(f"--tf-profile-guided-pipeline={annotate}"),
+            round_trip,
+        ),
+        Contender(
+            "annotate + hotspots + op_graph.json",
+            ours(f"--tf-profile-guided-pipeline={annotate} op-graph-output={graph}"),
+            round_trip,
+        ),
+        Contender(
+            "as the flow runs it (+ remarks, debuginfo)",
+            ours(debuginfo, f"--tf-profile-guided-pipeline={flow}"),
+            round_trip_debug,
+        ),
+    ]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="also write the measurements here")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="tfpgo_bench_") as scratch:
-        mlir, profile, graph = (Path(scratch, n) for n in ("m.mlir", "p.json", "g.json"))
-        generate(args.ops, mlir, profile)
-        out = Path(scratch, "out.mlir")
-        base = [MLIR_OPT, "--allow-unregistered-dialect", str(mlir), "-o", str(out)]
-        options = f"enable-profile=true path-to-profile={profile}"
-        tool = [str(_tfpgo_opt()), "--allow-unregistered-dialect"]
-        ours = [*tool, f"--tf-profile-guided-pipeline={options}", str(mlir), "-o", str(out)]
-        export = f"--tf-profile-guided-pipeline={options} op-graph-output={graph}"
-        ours_export = [*tool, export, str(mlir), "-o", str(out)]
-        round_trip = _time(base, args.repeat)
-        pipeline_export = _time(ours_export, args.repeat)
-        pipeline = _time(ours, args.repeat)
-        text = out.read_text()
-        tf_ops = text.count('"tf.')
-        print(
-            f"module: {tf_ops} tf ops ({mlir.stat().st_size / 1e6:.1f} MB), "
-            f"{text.count('profiler_data')} annotated"
+    if args.repeat < 3:
+        parser.error("--repeat must be at least 3 (medians of fewer runs are noise)")
+    with tempfile.TemporaryDirectory(prefix="tfpgo_bench_") as directory:
+        scratch = Path(directory)
+        mlir, profile = scratch / "m.mlir", scratch / "p.json"
+        ops = generate(args.ops, mlir, profile)
+        runs = contenders(mlir, profile, scratch)
+        seconds: dict[str, list[float]] = {c.label: [] for c in runs}
+        peak: dict[str, float] = dict.fromkeys(seconds, 0.0)
+        load = [harness.machine()["load_avg_1m"]]
+        for _ in range(args.repeat):
+            for contender in runs:
+                wall, rss, _ = harness.run_once(contender.command)
+                seconds[contender.label].append(wall)
+                peak[contender.label] = max(peak[contender.label], rss)
+            load.append(harness.machine()["load_avg_1m"])
+        annotated = (scratch / "out.mlir").read_text().count("profiler_data")
+        megabytes = mlir.stat().st_size / 1e6
+    median = {label: statistics.median(values) for label, values in seconds.items()}
+    rows = [
+        [
+            c.label,
+            median[c.label],
+            f"{peak[c.label]:.0f}",
+            f"{median[c.label] / median[c.baseline]:.2f}x" if c.baseline else "—",
+            " ".join(f"{s:.2f}" for s in seconds[c.label]),
+        ]
+        for c in runs
+    ]
+    print(
+        f"module: {ops} ops ({megabytes:.1f} MB), {annotated} ops annotated; "
+        f"tfpgo-opt: {harness.tfpgo_opt()}; load average {min(load)}-{max(load)}"
+    )
+    print(
+        harness.markdown_table(
+            ["contender", "median s", "peak MB", "vs round trip", "runs s"], rows
         )
-        print(f"mlir-opt round trip:           {round_trip:.3f} s (median of {args.repeat})")
-        print(f"pipeline (annotate + hot):     {pipeline:.3f} s, ratio {pipeline / round_trip:.2f}")
-        print(
-            f"pipeline + op_graph.json:      {pipeline_export:.3f} s, "
-            f"ratio {pipeline_export / round_trip:.2f} (goal <= 1.30)"
-        )
+    )
+    if args.json:
+        document = {
+            "ops": ops,
+            "machine": harness.machine(),
+            "load": load,
+            "seconds": seconds,
+            "peak_mb": peak,
+        }
+        args.json.write_text(json.dumps(document, indent=1) + "\n")
     return 0
 
 
