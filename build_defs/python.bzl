@@ -29,3 +29,20 @@ def tfpgo_py_binary(name, main, data = [], tags = [], visibility = None):
         srcs_version = "PY3",
         deps = ["//python:tfpgo", "@local_python//:requirements"],
     )
+
+def tfpgo_bench(name, srcs = [], data = []):
+    """A benchmark binary `<name>.py` over bench/harness (plus `srcs` it imports).
+
+    Tagged manual: benchmarks run by hand (`bazel run //bench:<name>`), never as
+    part of `bazel test //...`.
+    """
+    native.py_binary(
+        name = name,
+        srcs = [name + ".py"] + srcs,
+        main = name + ".py",
+        data = data + ["//tools:tfpgo-opt"],
+        tags = ["manual"],
+        python_version = "PY3",
+        srcs_version = "PY3",
+        deps = [":harness"],
+    )

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from tfpgo.events import EventTable
+from tfpgo.events import Event, EventTable
 
 
 class DagEvents(enum.Enum):
@@ -131,7 +131,24 @@ class EventDag:
     def node(self, index: int) -> DagNode:
         """The typed record of node `index` (O(degree) per call after the first)."""
         indptr, targets = self.adjacency()
-        event = self.table.event(index)
+        return self._record(index, self.table.event(index), indptr, targets, self.critical_mask())
+
+    def nodes(self) -> list[DagNode]:
+        indptr, targets = self.adjacency()
+        critical = self.critical_mask()
+        return [
+            self._record(index, event, indptr, targets, critical)
+            for index, event in enumerate(self.table.events())
+        ]
+
+    def _record(
+        self,
+        index: int,
+        event: Event,
+        indptr: np.ndarray,
+        targets: np.ndarray,
+        critical: np.ndarray,
+    ) -> DagNode:
         return DagNode(
             index,
             event.name,
@@ -145,35 +162,9 @@ class EventDag:
             event.line,
             event.step,
             int(self.level[index]),
-            bool(self.critical_mask()[index]),
+            bool(critical[index]),
             dict(event.stats),
         )
-
-    def nodes(self) -> list[DagNode]:
-        indptr, targets = self.adjacency()
-        critical = self.critical_mask()
-        result = []
-        for index, event in enumerate(self.table.events()):
-            adj = tuple(targets[indptr[index] : indptr[index + 1]].tolist())
-            result.append(
-                DagNode(
-                    index,
-                    event.name,
-                    event.start_ps,
-                    event.duration_ps,
-                    adj,
-                    event.node,
-                    event.op_type,
-                    event.host,
-                    event.plane,
-                    event.line,
-                    event.step,
-                    int(self.level[index]),
-                    bool(critical[index]),
-                    dict(event.stats),
-                )
-            )
-        return result
 
     def edge_records(self) -> list[DagEdge]:
         return [

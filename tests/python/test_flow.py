@@ -55,20 +55,23 @@ def _hot_profiler_ops(annotated: str) -> list[str]:
     return [line for line in annotated.splitlines() if "profiler_hot = 1 " in line]
 
 
-@pytest.fixture(scope="module")
-def rnn_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rnn")
-    status, out = _run(tmp, "--model", "rnn", "--batch-size", "4")
+def _successful_run(tmp_path_factory, name: str, *args: str) -> Path:
+    status, out = _run(tmp_path_factory.mktemp(name), *args)
     assert status == 0
     return out
+
+
+@pytest.fixture(scope="module")
+def rnn_run(tmp_path_factory):
+    """A GRU: its steps run in a while loop (body/cond functions)."""
+    return _successful_run(tmp_path_factory, "rnn", "--model", "rnn", "--batch-size", "4")
 
 
 @pytest.fixture(scope="module")
 def train_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("train")
-    status, out = _run(tmp, "--model", "mlp", "--mode", "train", "--batch-size", "16")
-    assert status == 0
-    return out
+    return _successful_run(
+        tmp_path_factory, "train", "--model", "mlp", "--mode", "train", "--batch-size", "16"
+    )
 
 
 @pytest.mark.parametrize("run", ["rnn_run", "train_run"])
@@ -86,10 +89,16 @@ def test_flow_writes_every_output(run, request):
 @pytest.fixture(scope="module")
 def transformer_train_run(tmp_path_factory):
     """Attention, LayerNorm (Grappler rewrites its add tree) and their gradients."""
-    tmp = tmp_path_factory.mktemp("transformer")
-    status, out = _run(tmp, "--model", "transformer", "--mode", "train", "--batch-size", "4")
-    assert status == 0
-    return out
+    return _successful_run(
+        tmp_path_factory,
+        "transformer",
+        "--model",
+        "transformer",
+        "--mode",
+        "train",
+        "--batch-size",
+        "4",
+    )
 
 
 @pytest.mark.parametrize("run", ["rnn_run", "train_run", "transformer_train_run"])
