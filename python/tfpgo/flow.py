@@ -94,6 +94,10 @@ class Progress:
         print(f"[pgo {self.index}/{self.total}] {name}: done in {elapsed:.1f} s", file=self.stream)
         return result
 
+    def note(self, message: str) -> None:
+        """Progress inside the running stage (long stages: steps, trace reading)."""
+        print(f"[pgo {self.index}/{self.total}]   {message}", file=self.stream, flush=True)
+
 
 def run_flow(options: FlowOptions) -> FlowResult:
     """Runs every stage into a staging copy of `options.output_dir`."""
@@ -137,7 +141,12 @@ def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate
             trace_source=str(trace),
             module="model.mlir",
         )
-    profile = progress.stage("trace", f"reading {trace}", lambda: _read_trace(trace, out))
+
+    def note(message: str) -> None:  # name files where they will be, not in staging
+        progress.note(message.replace(str(out), str(options.output_dir)))
+
+    shown = options.output_dir / trace.relative_to(out) if trace.is_relative_to(out) else trace
+    profile = progress.stage("trace", f"reading {shown}", lambda: _read_trace(trace, out, note))
     attribution = progress.stage(
         "annotate",
         "tfpgo-opt --tf-profile-guided-pipeline",
@@ -179,7 +188,7 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
         "profile",
         f"{options.warmup} warmup + {options.steps} profiled steps",
         lambda: profiling.profile(
-            case, out / "profile", options.steps, options.warmup, options.levels
+            case, out / "profile", options.steps, options.warmup, options.levels, progress.note
         ),
     )
     module = out / "model.mlir"
@@ -201,11 +210,14 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
     return run.logdir, module, info
 
 
-def _read_trace(trace: Path, out: Path) -> OpProfile:
+def _read_trace(trace: Path, out: Path, note: Callable[[str], None]) -> OpProfile:
     from tfpgo import trace_reader
 
     result = trace_reader.run(
-        trace, dag_out=out / "mlir_graph.json", op_profile_out=out / "op_profile.json"
+        trace,
+        dag_out=out / "mlir_graph.json",
+        op_profile_out=out / "op_profile.json",
+        progress=note,
     )
     return result.op_profile
 

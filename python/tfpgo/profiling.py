@@ -15,6 +15,7 @@ from the trace, and the per-op profile would miss them.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,11 +66,13 @@ def profile(
     steps: int = 3,
     warmup: int = 2,
     levels: ProfilerLevels | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ProfileRun:
     """Runs `warmup` unprofiled and `steps` profiled steps of `case` into `logdir`.
 
     Each step's outputs are fetched to host before the next step starts, so
-    steps do not overlap and the per-step wall times are honest.
+    steps do not overlap and the per-step wall times are honest. `progress`
+    hears about every tenth of the profiled steps.
     """
     import tensorflow as tf
 
@@ -96,6 +99,8 @@ def profile(
                 start = time.perf_counter_ns()
                 _fetch(case.step())
                 walls.append(time.perf_counter_ns() - start)
+            if progress and (step + 1) % max(1, steps // 10) == 0:
+                progress(f"step {step + 1}/{steps}: {walls[-1] / 1e6:.1f} ms")
     finally:
         tf.profiler.experimental.stop()
     runs = sorted(set(profile_root.iterdir()) - before) if profile_root.is_dir() else []

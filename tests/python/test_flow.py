@@ -280,6 +280,9 @@ def test_readme_main_command_runs_the_default_model(tmp_path):
     assert done.stdout.strip().endswith("report.html")
     assert "report:" in done.stdout.strip().splitlines()[-1]
     assert EXPECTED_FILES.issubset(path.name for path in (tmp_path / "pgo_out").iterdir())
+    # Long stages report inside: the profiled steps, the trace reader's work.
+    assert re.search(r"\[pgo 2/8\]   step 5/5: [\d.]+ ms", done.stderr)
+    assert re.search(r"\[pgo 4/8\]   read [\d,]+ events", done.stderr)
     stages = re.findall(r"\[pgo \d/8\] (\w+): done in", done.stderr)
     assert stages == [
         "model",
