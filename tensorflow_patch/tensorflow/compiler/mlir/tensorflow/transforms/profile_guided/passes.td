@@ -31,7 +31,10 @@ def AnnotateOperationsProfilePass
     * `p/n` resolves `n` in the callee of the call op `p` (PartitionedCall,
       StatefulPartitionedCall, func.call: the runtime inlines callees);
     * region control flow (WhileRegion/IfRegion/CaseRegion) resolves the
-      inner name in the enclosing function, where the region ops live.
+      inner name in the enclosing function, where the region ops live;
+    * a node Grappler created while rewriting `s/n`
+      (`s/ArithmeticOptimizer/AddOpsRewrite_n`, `..._Leaf_<j>_n`) resolves
+      to `s/n`, the node it replaces.
     Resolution recurses, so nested loops and calls resolve too. Several
     runtime names landing on one op (loop iterations, call sites) are merged
     exactly: counts, totals and self times add, min/max/ts combine, p50/p95
