@@ -112,7 +112,8 @@ def events_point(size: int, scratch: Path, args: argparse.Namespace) -> Point:
 
 
 def file_point(xplane: Path, scratch: Path, repeat: int) -> Point:
-    """Every contender on a given (real) .xplane.pb; the size is trace_reader's event count."""
+    """Every contender on a given (real) .xplane.pb (bench_trace_reader); the size is
+    trace_reader's event count."""
     results = compare(xplane, None, scratch, repeat, xprof=True)
     events = int(results["trace_reader xplane"].outputs[-1].split()[0])
     return Point(events, xplane.stat().st_size / 1e6, results)
@@ -200,11 +201,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-xprof", action="store_true", help="time trace_reader alone")
     parser.add_argument("--only", choices=("events", "ops"), help="run one of the two curves")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
-    parser.add_argument(
-        "--xplane",
-        type=Path,
-        help="instead of the curves: trace_reader vs xprof on this (real) .xplane.pb",
-    )
     return parser
 
 
@@ -235,16 +231,10 @@ def main() -> int:
     sections, document = [], {"machine": machine, "events": [], "ops": []}
     with tempfile.TemporaryDirectory(prefix="tfpgo_scaling_") as work:
         scratch = Path(work)
-        if args.xplane:
-            point = file_point(user_path(str(args.xplane)), scratch, args.repeat)
-            title = f"trace_reader vs xprof on {args.xplane.name}"
-            sections.append(report(title, "events", [point], XPROF_BASELINES))
-            document["events"] = [point]
-        else:
-            for curve, key in ((events_curve, "events"), (ops_curve, "ops")):
-                if args.only in (None, key):
-                    section, document[key] = curve(args, scratch)
-                    sections.append(section)
+        for curve, key in ((events_curve, "events"), (ops_curve, "ops")):
+            if args.only in (None, key):
+                section, document[key] = curve(args, scratch)
+                sections.append(section)
     machine["load_avg_1m_after"] = harness.machine()["load_avg_1m"]
     print("\n".join(sections))
     if args.json:
