@@ -87,8 +87,9 @@ def annotate_module(
         check=False,
     )
     if done.returncode != 0:
-        errors = [line for line in done.stderr.splitlines() if "error:" in line]
-        detail = errors[0] if errors else done.stderr.strip().splitlines()[-1:]
+        lines = done.stderr.strip().splitlines()
+        errors = [line for line in lines if "error:" in line]
+        detail = errors[0] if errors else (lines[-1] if lines else f"exit status {done.returncode}")
         raise UserError(f"{module}: tfpgo-opt failed: {detail}")
     return parse_remarks(done.stderr)
 

@@ -8,6 +8,7 @@ the `a.json` the user sees.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import shutil
@@ -78,6 +79,22 @@ def atomic_output_dir(path: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def fraction(text: str) -> float:
+    """argparse type: a share between 0 and 1."""
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError("must be a fraction between 0 and 1 (0.05 = 5%)")
+    return value
 
 
 def run_main(

@@ -26,11 +26,9 @@ from tfpgo.models import DEFAULT_MODEL
 from tfpgo.op_profile import OpProfile
 from tfpgo.plot_graph import Exports, plot_graph
 from tfpgo.profiling import ProfilerLevels
-from tfpgo.render import RenderOptions, load_graph, prepare, write_pictures
+from tfpgo.render import PICTURE_FORMATS, RenderOptions, load_graph, prepare, write_pictures
 
 T = TypeVar("T")
-
-PICTURE_FORMATS = ("svg", "png", "dot", "graphml")
 
 # What each output file is; the report lists the ones a run produced.
 OUTPUT_FILES = {

@@ -15,17 +15,10 @@ import os
 import sys
 from collections.abc import Callable
 
-from tfpgo.cli import user_path
+from tfpgo.cli import positive_int, user_path
 from tfpgo.flow import FlowOptions, run_flow
 from tfpgo.models import BUILTIN_MODELS, DEFAULT_MODEL
 from tfpgo.profiling import ProfilerLevels
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def _level(top: int) -> Callable[[str], int]:
@@ -58,9 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="infer",
         help="profile inference or a training step (GradientTape + optimizer)",
     )
-    add("--steps", type=_positive, default=5, help="profiled steps (default 5)")
+    add("--steps", type=positive_int, default=5, help="profiled steps (default 5)")
     add("--warmup", type=int, default=2, help="unprofiled warmup steps first (default 2)")
-    add("--batch-size", type=_positive, default=32, help="batch size of the inputs (default 32)")
+    add("--batch-size", type=positive_int, default=32, help="batch size of the inputs (default 32)")
     add(
         "--host-tracer-level",
         type=_level(3),

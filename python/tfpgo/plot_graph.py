@@ -15,7 +15,7 @@ import argparse
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfpgo.cli import UserError, run_main, user_path
+from tfpgo.cli import UserError, fraction, positive_int, run_main, user_path
 from tfpgo.render import PICTURE_FORMATS, RenderOptions, load_graph, prepare, write_pictures
 from tfpgo.render.exports import (
     write_csv,
@@ -80,20 +80,6 @@ def plot_graph(
     return PlotResult(tuple(written), engine, len(drawn.nodes))
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError("must be a fraction between 0 and 1 (0.05 = 5%)")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="plot_graph",
@@ -133,19 +119,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--min-share",
-        type=_fraction,
+        type=fraction,
         metavar="F",
         help="also mark ops with at least this share of self time",
     )
     parser.add_argument(
         "--depth",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="collapse name scopes deeper than N into summary nodes",
     )
     parser.add_argument(
         "--top",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="draw only the N hottest nodes and the paths between them",
     )

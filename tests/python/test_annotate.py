@@ -69,3 +69,17 @@ def test_pipeline_spec_names_every_option():
 )
 def test_human_time_picks_the_largest_fitting_unit(ps, text):
     assert human_time(ps) == text
+
+
+def test_a_failing_driver_is_one_line_naming_its_last_words(tmp_path, monkeypatch):
+    driver = tmp_path / "fake-opt"
+    driver.write_text("#!/bin/sh\necho 'starting' >&2\necho 'Segmentation fault' >&2\nexit 139\n")
+    driver.chmod(0o755)
+    monkeypatch.setenv("TFPGO_OPT", str(driver))
+    module = tmp_path / "m.mlir"
+    module.write_text("module {}\n")
+    with pytest.raises(UserError) as failure:
+        annotate.annotate_module(
+            module, tmp_path / "p.json", tmp_path / "a.mlir", tmp_path / "g.json"
+        )
+    assert str(failure.value) == f"{module}: tfpgo-opt failed: Segmentation fault"
