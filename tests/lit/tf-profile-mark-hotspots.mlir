@@ -37,3 +37,24 @@ func.func @malformed(%x: tensor<f32>) -> tensor<f32> {
   %1 = "tf.B"(%0) {profiler_data = 3 : i64} : (tensor<f32>) -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// Fields this reader does not know (here sorting before, between and after
+// the known ones) are skipped; a record missing one known field (`ts`) is
+// not data.
+// CHECK-LABEL: func.func @decode
+// CHECK: "tf.Extra"{{.*}}profiler_hot = 1 : i64
+// CHECK: "tf.NoTs"(
+// CHECK-NOT: profiler_hot
+// CHECK: return
+// SHARE-LABEL: func.func @decode
+// SHARE: "tf.Extra"{{.*}}profiler_hot = 1 : i64
+// SHARE: "tf.NoTs"(
+// SHARE-NOT: profiler_hot
+// SHARE: return
+func.func @decode(%x: tensor<f32>) -> tensor<f32> {
+  %0 = "tf.Extra"(%x) {profiler_data = {a_note = "x", count = 1 : i64, dur = 5 : i64, max = 5 : i64, min = 5 : i64, note = 7 : i64, p50 = 5 : i64, p95 = 5 : i64, self = 5 : i64, share = 5.000000e-01 : f64, total = 5 : i64, ts = 0 : i64, zz = 1 : i64}} : (tensor<f32>) -> tensor<f32>
+  %1 = "tf.NoTs"(%0) {profiler_data = {count = 1 : i64, dur = 9 : i64, max = 9 : i64, min = 9 : i64, p50 = 9 : i64, p95 = 9 : i64, self = 9 : i64, share = 5.000000e-01 : f64, total = 9 : i64}} : (tensor<f32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}

@@ -88,34 +88,39 @@ std::optional<ProfilerData> ProfilerData::FromAttr(DictionaryAttr attr) {
     data.fused_into = fused.getValue().str();
     return data;
   }
-  // One pass over the fields (a lookup per field cost five times as much);
-  // unknown fields are ignored, every known one must be present and typed.
-  std::pair<llvm::StringRef, int64_t *> ints[] = {
-      {kCount, &data.count}, {kDur, &data.dur},     {kMax, &data.max},
-      {kMin, &data.min},     {kP50, &data.p50},     {kP95, &data.p95},
-      {kSelf, &data.self},   {kTotal, &data.total}, {kTs, &data.ts}};
-  unsigned found = 0;
-  bool has_share = false;
-  for (NamedAttribute field : attr) {
-    llvm::StringRef name = field.getName().getValue();
-    if (name == kShare) {
-      auto share = llvm::dyn_cast<FloatAttr>(field.getValue());
-      if (!share)
+  // DictionaryAttr keeps its fields sorted by name, and so does this list:
+  // one merge pass decodes them. Unknown fields are ignored, every known one
+  // must be present and typed.
+  struct Field {
+    llvm::StringRef name;
+    int64_t *slot; ///< nullptr for `share`, the only f64.
+  };
+  const Field fields[] = {
+      {kCount, &data.count}, {kDur, &data.dur},   {kMax, &data.max},
+      {kMin, &data.min},     {kP50, &data.p50},   {kP95, &data.p95},
+      {kSelf, &data.self},   {kShare, nullptr},   {kTotal, &data.total},
+      {kTs, &data.ts}};
+  size_t next = 0;
+  for (NamedAttribute entry : attr) {
+    if (next == std::size(fields))
+      break;
+    int order = entry.getName().getValue().compare(fields[next].name);
+    if (order < 0)
+      continue;
+    if (order > 0)
+      return std::nullopt;
+    const Field &field = fields[next++];
+    if (field.slot) {
+      if (!ReadInt(entry.getValue(), *field.slot))
         return std::nullopt;
-      data.share = share.getValueAsDouble();
-      has_share = true;
       continue;
     }
-    for (auto &[key, slot] : ints) {
-      if (name != key)
-        continue;
-      if (!ReadInt(field.getValue(), *slot))
-        return std::nullopt;
-      ++found;
-      break;
-    }
+    auto share = llvm::dyn_cast<FloatAttr>(entry.getValue());
+    if (!share)
+      return std::nullopt;
+    data.share = share.getValueAsDouble();
   }
-  if (!has_share || found != std::size(ints))
+  if (next != std::size(fields))
     return std::nullopt;
   return data;
 }

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -39,6 +40,24 @@ namespace {
 /// How far back from a fused kernel's op its base op may be (Conv2D ->
 /// BiasAdd -> Add -> Relu is the longest remapper pattern).
 constexpr int kMaxFusionDepth = 4;
+
+/// Significant digits `share` keeps: enough to rank and to read (the exact
+/// figures are the i64 fields). MLIR prints such a double from its 6-digit
+/// form at once; a full-precision one fails that form's round trip check
+/// and costs the printer a third, shortest-form conversion.
+constexpr int kShareDigits = 6;
+
+/// Returns `value` rounded to kShareDigits significant decimal digits.
+double RoundShare(double value) {
+  char text[32];
+  std::to_chars_result printed =
+      std::to_chars(text, text + sizeof(text), value,
+                    std::chars_format::scientific, kShareDigits - 1);
+  double rounded = value;
+  if (printed.ec == std::errc())
+    std::from_chars(text, printed.ptr, rounded);
+  return rounded;
+}
 
 /// Every runtime execution attributed to one op, merged.
 struct OpTiming {
@@ -83,7 +102,8 @@ struct OpTiming {
     // Nearest rank: sorted[ceil(q * n) - 1], in integer arithmetic.
     data.p50 = n ? durations[(n + 1) / 2 - 1] : 0;
     data.p95 = n ? durations[(95 * n + 99) / 100 - 1] : 0;
-    data.share = all_self > 0 ? static_cast<double>(self) / all_self : 0.0;
+    data.share =
+        all_self > 0 ? RoundShare(static_cast<double>(self) / all_self) : 0.0;
     return data;
   }
 };

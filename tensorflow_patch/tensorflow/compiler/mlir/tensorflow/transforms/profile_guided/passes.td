@@ -61,9 +61,12 @@ def AnnotateOperationsProfilePass
     %1 = "tf.BiasAdd"(%0, %b) {profiler_data = {fused_into = "dense/Relu"}}
     %2 = "tf.Relu"(%1) {profiler_data = {count = 3 : i64, dur = 9000 : i64,
         max = 12000 : i64, min = 7000 : i64, p50 = 8000 : i64,
-        p95 = 12000 : i64, self = 27000 : i64, share = 1.0 : f64,
+        p95 = 12000 : i64, self = 27000 : i64, share = 1.000000e+00 : f64,
         total = 27000 : i64, ts = 500 : i64}}
     ```
+
+    `share` (self over all attributed self time) keeps 6 significant
+    digits; the i64 fields are exact.
 
     Ops implementing ProfilerAnnotationsInterface are annotated through it;
     unregistered `tf.*` ops through the same attribute helpers. Earlier
@@ -109,7 +112,7 @@ def ProfileMarkHotspotsPass
     ops and ops without `profiler_data` are never hot.
 
     ```mlir
-    %0 = "tf.MatMul"(...) {profiler_data = {..., share = 0.8 : f64, ...}}
+    %0 = "tf.MatMul"(...) {profiler_data = {..., share = 8.000000e-01 : f64, ...}}
     ```
 
     becomes, with `top-k=1`,
