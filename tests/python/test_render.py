@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import colorsys
 import itertools
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -13,8 +14,15 @@ from tfpgo.render import Metric, NodeState, RenderOptions, dot, load_graph, prep
 from tfpgo.render.colormap import ColorScale, colormap_rgb, text_color
 from tfpgo.render.graphml import write_graphml
 from tfpgo.render.metrics import format_ps, metric_value
-from tfpgo.render.model import EdgeKind
-from tfpgo.render.reduce import collapse_scopes, mark_hot, top_subgraph
+from tfpgo.render.model import (
+    EdgeKind,
+    GraphKind,
+    RenderEdge,
+    RenderGraph,
+    RenderNode,
+    Timing,
+)
+from tfpgo.render.reduce import JUNCTION_DEGREE, collapse_scopes, mark_hot, top_subgraph
 from tfpgo.render.style import HOT_FILL, NEVER_FILL, color_scale, node_style
 
 
@@ -132,6 +140,87 @@ def test_top_keeps_hottest_with_elided_paths():
     assert links[(ids["while/body/_1/gru/MatMul_1"], ids["gru_cell/mul"])] is EdgeKind.ELIDED
     assert links[(ids["gru_cell/mul"], ids["gru_cell/sub"])] is EdgeKind.DATA
     assert all(s in ids.values() and t in ids.values() for s, t in links)
+
+
+def _op(node_id: int, name: str, self_ps: int | None) -> RenderNode:
+    timing = None if self_ps is None else Timing(self_ps, self_ps, self_ps, 1, 0.0)
+    state = NodeState.NEVER_EXECUTED if timing is None else NodeState.EXECUTED
+    return RenderNode(node_id, name, "tf.Op", "train", state, timing)
+
+
+def _op_graph(nodes: list[RenderNode], links: list[tuple[int, int]]) -> RenderGraph:
+    edges = tuple(RenderEdge(s, t, EdgeKind.DATA) for s, t in links)
+    return RenderGraph(GraphKind.OP_GRAPH, Path("train.json"), tuple(nodes), edges)
+
+
+def _training_step(layers: int) -> RenderGraph:
+    """A training step in miniature: layer i's forward op feeds the next layer and
+    its gradient, gradients run backwards, and every gradient passes a reshape and
+    then the optimizer's IdentityN (both never timed), which feeds one weight
+    update each."""
+    forward = list(range(layers))
+    gradient = [layers + i for i in forward]
+    update = [2 * layers + i for i in forward]
+    reshape = [3 * layers + i for i in forward]
+    hub = 4 * layers
+    nodes = [_op(f, f"fwd_{i}", 10 + i) for i, f in enumerate(forward)]
+    nodes += [_op(g, f"grad_{i}", 1_000 + i) for i, g in enumerate(gradient)]
+    nodes += [_op(u, f"update_{i}", 500 + i) for i, u in enumerate(update)]
+    nodes += [_op(r, f"reshape_{i}", None) for i, r in enumerate(reshape)]
+    nodes.append(_op(hub, "sgd/IdentityN", None))
+    links = [*itertools.pairwise(forward), *itertools.pairwise(reversed(gradient))]
+    links += [*zip(forward, gradient, strict=True), *zip(gradient, reshape, strict=True)]
+    links += [*((r, hub) for r in reshape), *((hub, u) for u in update)]
+    return _op_graph(nodes, links)
+
+
+def test_top_of_a_training_step_keeps_few_edges():
+    layers, count = JUNCTION_DEGREE + 8, JUNCTION_DEGREE + 28  # every gradient, 20 updates
+    top = top_subgraph(_training_step(layers), count, Metric.SELF)
+    names = {n.id: n.name for n in top.nodes}
+    assert len(top.nodes) == count + 1  # + the hub, drawn as a junction
+    hub = next(n for n in top.nodes if n.name == "sgd/IdentityN")
+    assert ("drawn as", "junction of paths between the hottest ops") in hub.details
+    # Through the hub every kept gradient reaches every kept update: elided, those
+    # were 40 × 20 = 800 edges, and Graphviz dot took minutes on such a view.
+    assert len(top.edges) <= 2 * len(top.nodes)
+    reach = nx.transitive_closure_dag(nx.DiGraph((e.source, e.target) for e in top.edges))
+    grads = [i for i, name in names.items() if name.startswith("grad_")]
+    updates = [i for i, name in names.items() if name.startswith("update_")]
+    assert len(updates) == 20 and all(reach.has_edge(g, u) for g in grads for u in updates)
+    drawn = prepare(_training_step(layers), RenderOptions(top=count))
+    source = to_dot(drawn, Metric.SELF, "dot")
+    assert sum(" -> " in line for line in source.splitlines()) == len(top.edges)
+    assert 'label="…"' not in source and "through ops not drawn" in source
+
+
+def test_top_drops_a_junction_that_joins_nothing_drawn():
+    top = top_subgraph(_training_step(JUNCTION_DEGREE), JUNCTION_DEGREE, Metric.SELF)
+    assert {n.name for n in top.nodes} == {f"grad_{i}" for i in range(JUNCTION_DEGREE)}
+    assert all(e.kind is EdgeKind.DATA for e in top.edges)
+
+
+def test_top_leaves_out_elided_edges_other_paths_imply():
+    # a → x → b → y → c → d, a → z → c and b → d; x, y, z are never timed.
+    names = ["a", "b", "c", "d", "x", "y", "z"]
+    times = [40, 30, 20, 10, None, None, None]
+    nodes = [_op(i, name, ps) for i, (name, ps) in enumerate(zip(names, times, strict=True))]
+    links = [(0, 4), (4, 1), (1, 5), (5, 2), (2, 3), (0, 6), (6, 2), (1, 3)]
+    top = top_subgraph(_op_graph(nodes, links), 4, Metric.SELF)
+    # a → z → c is implied by a → b → c; the real b → d stays although b → c → d implies it.
+    assert {(e.source, e.target): e.kind for e in top.edges} == {
+        (0, 1): EdgeKind.ELIDED,
+        (1, 2): EdgeKind.ELIDED,
+        (2, 3): EdgeKind.DATA,
+        (1, 3): EdgeKind.DATA,
+    }
+
+
+def test_top_keeps_elided_edges_of_a_cyclic_view():
+    nodes = [_op(0, "a", 20), _op(1, "b", 10), _op(2, "x", None), _op(3, "y", None)]
+    graph = _op_graph(nodes, [(0, 2), (2, 1), (1, 3), (3, 0)])
+    links = {(e.source, e.target) for e in top_subgraph(graph, 2, Metric.SELF).edges}
+    assert links == {(0, 1), (1, 0)}
 
 
 def test_graphml_round_trip(tmp_path):
