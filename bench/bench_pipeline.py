@@ -12,10 +12,17 @@ the repeats are interleaved round-robin so that load on a shared machine hits
 all contenders alike; the table shows medians.
 
 The module imitates a TF 2.21 export with show_debug_info: generic tf ops with
-`fused["<Op>:", callsite("<node>"(file) at ...)]` locations behind location
-aliases, Dense blocks (MatMul -> BiasAdd -> Relu, run as one fused kernel),
-and While loops whose body functions run under `w/body/_1/<node>` names. The
-op profile names every executed op the way the runtime does.
+the importer's properties and `{device = ""}`, `fused["<Op>:", callsite(
+"<node>"(file) at ...)]` locations behind location aliases, Dense blocks
+(MatMul -> BiasAdd -> Relu, run as one fused kernel), and While loops whose
+body functions run under `w/body/_1/<node>` names. The op profile names every
+executed op the way the runtime does.
+
+A second table splits the round trip and annotate + hotspots into the phases
+`--mlir-timing` reports (a pass's time includes the verifier run after it).
+Its last line is what printing the annotations costs: the output phase of the
+pipeline minus that of the round trip, a cost any pass that attaches the
+documented `profiler_data` pays.
 
     bazel run //bench:bench_pipeline -- [--ops 100000] [--repeat 5] [--json out.json]
 """
@@ -24,7 +31,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -36,6 +45,18 @@ from tfpgo.annotate import pipeline_spec
 
 LOOP_EVERY = 50  # one While (with a 4-op body) per this many Dense blocks
 T = "tensor<4x4xf32>"
+# The properties and attributes TF 2.21's importer gives these ops
+# (tests/data/tf2_21/dense and gru): they are part of what every round trip
+# parses and prints.
+TF_ATTRS = {
+    "MatMul": " <{grad_a = false, grad_b = false, transpose_a = false, transpose_b = false}>",
+    "BiasAdd": ' <{data_format = "NHWC"}>',
+}
+WHILE_ATTRS = (
+    " <{{body = @{body}, cond = @{body}, is_stateless = false, "
+    "parallel_iterations = 10 : i64, shape_invariant}}> {{_lower_using_switch_merge = true, "
+    '_num_original_outputs = 1 : i64, _read_only_resource_inputs = [], device = ""}}'
+)
 
 
 class _Module:
@@ -54,11 +75,12 @@ class _Module:
         self.locs.append(f'#loc{n + 2} = loc(fused["{op_type}:", #loc{n + 1}])')
         return f"#loc{n + 2}"
 
-    def op(self, result: str, op_type: str, operands: str, node: str, extra: str = "") -> None:
+    def op(self, result: str, op_type: str, operands: str, node: str, attrs: str = "") -> None:
         count = operands.count("%")
         types = ", ".join([T] * count)
+        attrs = attrs or TF_ATTRS.get(op_type, "") + ' {device = ""}'
         self.lines.append(
-            f'    {result} = "tf.{op_type}"({operands}){extra} : ({types}) -> {T} '
+            f'    {result} = "tf.{op_type}"({operands}){attrs} : ({types}) -> {T} '
             f"loc({self.loc(op_type, node)})"
         )
 
@@ -99,7 +121,7 @@ def generate(target_ops: int, mlir_path: Path, profile_path: Path) -> int:
         value, ops = f"%re{b}", ops + 3
         if b % LOOP_EVERY == LOOP_EVERY - 1 and ops < target_ops:
             loop, body = f"model/while_{b}", f"while_body_{b}"
-            m.op(f"%w{b}", "While", value, loop, f" <{{body = @{body}0, cond = @{body}0}}>")
+            m.op(f"%w{b}", "While", value, loop, WHILE_ATTRS.format(body=f"{body}0"))
             bodies.append(body)
             m.profile(f"{loop}/body/_1/{loop}/Tanh", "Tanh", [300, 400, 500, 600])
             value, ops = f"%w{b}", ops + 1
@@ -178,6 +200,40 @@ def contenders(mlir: Path, profile: Path, scratch: Path) -> list[Contender]:
     ]
 
 
+TIMING_LINE = re.compile(r"^\s*([0-9.]+) \(\s*[0-9.]+%\)\s+(\S.*)$")
+
+
+def phases(command: tuple[str, ...], repeat: int) -> dict[str, float]:
+    """Median seconds per `--mlir-timing` phase (Parser, each pass, Output, ...)."""
+    runs: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        report = subprocess.run(
+            [*command, "--mlir-timing"], capture_output=True, text=True, check=True
+        ).stderr
+        for line in report.splitlines():
+            if match := TIMING_LINE.match(line):
+                runs.setdefault(match.group(2).strip(), []).append(float(match.group(1)))
+    return {phase: statistics.median(values) for phase, values in runs.items()}
+
+
+def phase_table(round_trip: dict[str, float], pipeline: dict[str, float]) -> str:
+    names = list(dict.fromkeys([*pipeline, *round_trip]))
+    rows = [
+        [
+            name,
+            f"{round_trip[name]:.3f}" if name in round_trip else "",
+            f"{pipeline[name]:.3f}" if name in pipeline else "",
+        ]
+        for name in names
+    ]
+    printing = pipeline["Output"] - round_trip["Output"]
+    return (
+        harness.markdown_table(["phase", "round trip s", "annotate + hotspots s"], rows)
+        + f"\nprinting the annotations: {printing:.3f} s "
+        f"({printing / round_trip['Total']:.0%} of the round trip)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=100_000)
@@ -200,6 +256,8 @@ def main() -> int:
                 seconds[contender.label].append(wall)
                 peak[contender.label] = max(peak[contender.label], rss)
             load.append(harness.machine()["load_avg_1m"])
+        round_trip, pipeline = runs[0], runs[2]
+        split = {c.label: phases(c.command, args.repeat) for c in (round_trip, pipeline)}
         annotated = (scratch / "out.mlir").read_text().count("profiler_data")
         megabytes = mlir.stat().st_size / 1e6
     median = {label: statistics.median(values) for label, values in seconds.items()}
@@ -222,6 +280,8 @@ def main() -> int:
             ["contender", "median s", "peak MB", "vs round trip", "runs s"], rows
         )
     )
+    print()
+    print(phase_table(split[round_trip.label], split[pipeline.label]))
     if args.json:
         document = {
             "ops": ops,
@@ -229,6 +289,7 @@ def main() -> int:
             "load": load,
             "seconds": seconds,
             "peak_mb": peak,
+            "phases_s": split,
         }
         args.json.write_text(json.dumps(document, indent=1) + "\n")
     return 0
