@@ -24,7 +24,12 @@ Its last line is what printing the annotations costs: the output phase of the
 pipeline minus that of the round trip, a cost any pass that attaches the
 documented `profiler_data` pays.
 
+With `--tile-export DIR` the module is a real export instead: the flow's
+model.mlir and op_profile.json (e.g. `bazel run //:pgo -- --model resnet50
+--mode train --output-dir DIR`), repeated with renamed nodes up to --ops ops.
+
     bazel run //bench:bench_pipeline -- [--ops 100000] [--repeat 5] [--json out.json]
+        [--tile-export DIR]
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from pathlib import Path
 import harness
 
 from tfpgo.annotate import pipeline_spec
+from tfpgo.cli import user_path
 
 LOOP_EVERY = 50  # one While (with a 4-op body) per this many Dense blocks
 T = "tensor<4x4xf32>"
@@ -155,6 +161,74 @@ def generate(target_ops: int, mlir_path: Path, profile_path: Path) -> int:
     return ops + blocks // LOOP_EVERY  # + the While's cond uses
 
 
+SSA_NAME = re.compile(r"%([A-Za-z_$.][\w$.]*|\d+)")
+LOC_ALIAS = re.compile(r"#loc(\d*)\b")
+NAME_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)"(?=[()])')
+
+
+def tile_export(flow_dir: Path, target_ops: int, mlir_path: Path, profile_path: Path) -> int:
+    """Repeats a real export (the flow's model.mlir + op_profile.json) up to
+    `target_ops` ops; returns the number of ops.
+
+    Copy k of the function body gets its own SSA names and location aliases,
+    and its node names are prefixed `t<k>/` like the profile entries it adds,
+    so every copy resolves to its own ops. Only the first copy is returned.
+    """
+    for name in ("model.mlir", "op_profile.json"):
+        if not (flow_dir / name).is_file():
+            raise harness.BenchError(
+                f"{flow_dir / name} not found: pass the --output-dir of a `bazel run //:pgo`"
+            )
+    lines = (flow_dir / "model.mlir").read_text().splitlines()
+    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("func.func")]
+    if len(starts) != 1:
+        raise harness.BenchError(
+            f"{flow_dir}/model.mlir has {len(starts)} functions; tiling needs one "
+            "(export a model without tf.function calls or control flow, e.g. resnet50)"
+        )
+    body_start = starts[0] + 1
+    ret = next(i for i in range(len(lines) - 1, body_start, -1) if "return " in lines[i])
+    end = next(i for i in range(ret, len(lines)) if lines[i].startswith("}"))
+    body, aliases = lines[body_start:ret], [x for x in lines[end + 1 :] if x.startswith("#loc")]
+    ops_per_copy = sum('= "tf.' in line for line in body)
+    copies = max(1, -(-target_ops // ops_per_copy))
+
+    def ssa(line: str, k: int) -> str:
+        return SSA_NAME.sub(lambda m: m[0] if m[1].startswith("arg") else f"%t{k}_{m[1]}", line)
+
+    def loc(line: str, k: int) -> str:
+        return LOC_ALIAS.sub(lambda m: f"#loc{m[1]}_t{k}", line)
+
+    def named(line: str, k: int) -> str:
+        return NAME_LOC.sub(lambda m: m[0] if m[1].endswith(":") else f'loc("t{k}/{m[1]}"', line)
+
+    tiled = [*lines[:body_start]]
+    tiled += [loc(ssa(line, k), k) for k in range(copies) for line in body]
+    tiled += [ssa(lines[ret], 0), *lines[ret + 1 : end + 1]]
+    tiled += [x for x in lines[end + 1 :] if not x.startswith("#loc")]
+    tiled += [named(loc(alias, k), k) for k in range(copies) for alias in aliases]
+    mlir_path.write_text("\n".join(tiled) + "\n")
+
+    profile = json.loads((flow_dir / "op_profile.json").read_text())
+    wall = profile["totals"]["wall_ps"]
+    profile["ops"] = sorted(
+        (
+            {
+                **entry,
+                "name": f"t{k}/{entry['name']}",
+                "first_start_ps": entry["first_start_ps"] + k * wall,
+            }
+            for k in range(copies)
+            for entry in profile["ops"]
+        ),
+        key=lambda entry: -entry["self_ps"],
+    )
+    for key in ("wall_ps", "op_total_ps", "op_self_ps", "non_op_ps", "op_events", "events"):
+        profile["totals"][key] *= copies
+    profile_path.write_text(json.dumps(profile))
+    return ops_per_copy * copies
+
+
 @dataclass(frozen=True)
 class Contender:
     """One command line and the baseline (by label) it is compared with."""
@@ -203,17 +277,22 @@ def contenders(mlir: Path, profile: Path, scratch: Path) -> list[Contender]:
 TIMING_LINE = re.compile(r"^\s*([0-9.]+) \(\s*[0-9.]+%\)\s+(\S.*)$")
 
 
-def phases(command: tuple[str, ...], repeat: int) -> dict[str, float]:
-    """Median seconds per `--mlir-timing` phase (Parser, each pass, Output, ...)."""
-    runs: dict[str, list[float]] = {}
+def phases(commands: list[tuple[str, ...]], repeat: int) -> list[dict[str, float]]:
+    """Median seconds per `--mlir-timing` phase (Parser, each pass, Output, ...)
+    of each command; the repeats are interleaved like the main table's."""
+    runs: list[dict[str, list[float]]] = [{} for _ in commands]
     for _ in range(repeat):
-        report = subprocess.run(
-            [*command, "--mlir-timing"], capture_output=True, text=True, check=True
-        ).stderr
-        for line in report.splitlines():
-            if match := TIMING_LINE.match(line):
-                runs.setdefault(match.group(2).strip(), []).append(float(match.group(1)))
-    return {phase: statistics.median(values) for phase, values in runs.items()}
+        for command, phase_runs in zip(commands, runs, strict=True):
+            report = subprocess.run(
+                [*command, "--mlir-timing"], capture_output=True, text=True, check=True
+            ).stderr
+            for line in report.splitlines():
+                if match := TIMING_LINE.match(line):
+                    phase_runs.setdefault(match[2].strip(), []).append(float(match[1]))
+    return [
+        {phase: statistics.median(values) for phase, values in phase_runs.items()}
+        for phase_runs in runs
+    ]
 
 
 def phase_table(round_trip: dict[str, float], pipeline: dict[str, float]) -> str:
@@ -239,13 +318,23 @@ def main() -> int:
     parser.add_argument("--ops", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument(
+        "--tile-export",
+        type=Path,
+        metavar="DIR",
+        help="instead of the synthetic module, repeat a real export up to --ops ops: "
+        "DIR is a `bazel run //:pgo` output (model.mlir, op_profile.json)",
+    )
     args = parser.parse_args()
     if args.repeat < 3:
         parser.error("--repeat must be at least 3 (medians of fewer runs are noise)")
     with tempfile.TemporaryDirectory(prefix="tfpgo_bench_") as directory:
         scratch = Path(directory)
         mlir, profile = scratch / "m.mlir", scratch / "p.json"
-        ops = generate(args.ops, mlir, profile)
+        if args.tile_export:
+            ops = tile_export(user_path(str(args.tile_export)), args.ops, mlir, profile)
+        else:
+            ops = generate(args.ops, mlir, profile)
         runs = contenders(mlir, profile, scratch)
         seconds: dict[str, list[float]] = {c.label: [] for c in runs}
         peak: dict[str, float] = dict.fromkeys(seconds, 0.0)
@@ -256,8 +345,7 @@ def main() -> int:
                 seconds[contender.label].append(wall)
                 peak[contender.label] = max(peak[contender.label], rss)
             load.append(harness.machine()["load_avg_1m"])
-        round_trip, pipeline = runs[0], runs[2]
-        split = {c.label: phases(c.command, args.repeat) for c in (round_trip, pipeline)}
+        split = phases([runs[0].command, runs[2].command], args.repeat)
         annotated = (scratch / "out.mlir").read_text().count("profiler_data")
         megabytes = mlir.stat().st_size / 1e6
     median = {label: statistics.median(values) for label, values in seconds.items()}
@@ -281,7 +369,7 @@ def main() -> int:
         )
     )
     print()
-    print(phase_table(split[round_trip.label], split[pipeline.label]))
+    print(phase_table(*split))
     if args.json:
         document = {
             "ops": ops,
@@ -289,11 +377,14 @@ def main() -> int:
             "load": load,
             "seconds": seconds,
             "peak_mb": peak,
-            "phases_s": split,
+            "phases_s": {runs[0].label: split[0], runs[2].label: split[1]},
         }
-        args.json.write_text(json.dumps(document, indent=1) + "\n")
+        harness.write_json(user_path(str(args.json)), document)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except harness.BenchError as error:
+        sys.exit(f"bench_pipeline: {error}")
