@@ -95,11 +95,11 @@ std::optional<ProfilerData> ProfilerData::FromAttr(DictionaryAttr attr) {
     llvm::StringRef name;
     int64_t *slot; ///< nullptr for `share`, the only f64.
   };
-  const Field fields[] = {
-      {kCount, &data.count}, {kDur, &data.dur},   {kMax, &data.max},
-      {kMin, &data.min},     {kP50, &data.p50},   {kP95, &data.p95},
-      {kSelf, &data.self},   {kShare, nullptr},   {kTotal, &data.total},
-      {kTs, &data.ts}};
+  const Field fields[] = {{kCount, &data.count}, {kDur, &data.dur},
+                          {kMax, &data.max},     {kMin, &data.min},
+                          {kP50, &data.p50},     {kP95, &data.p95},
+                          {kSelf, &data.self},   {kShare, nullptr},
+                          {kTotal, &data.total}, {kTs, &data.ts}};
   size_t next = 0;
   for (NamedAttribute entry : attr) {
     if (next == std::size(fields))

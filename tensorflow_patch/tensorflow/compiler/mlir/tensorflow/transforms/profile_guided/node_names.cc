@@ -80,9 +80,16 @@ llvm::StringRef GetNodeName(Location loc) {
 llvm::StringRef GetNodeName(Operation *op) { return GetNodeName(op->getLoc()); }
 
 RuntimeNameResolver::RuntimeNameResolver(ModuleOp module) : symbols_(module) {
-  for (auto function : module.getOps<FunctionOpInterface>())
+  for (auto function : module.getOps<FunctionOpInterface>()) {
+    functions_.push_back(function);
     if (function.isPublic() && !function.isExternal())
       entry_functions_.push_back(function);
+  }
+}
+
+void RuntimeNameResolver::IndexAll() {
+  for (Operation *function : functions_)
+    IndexOf(function);
 }
 
 RuntimeNameResolver::~RuntimeNameResolver() = default;
@@ -96,9 +103,11 @@ Operation *RuntimeNameResolver::Resolve(llvm::StringRef runtime_name) {
 
 const RuntimeNameResolver::FunctionIndex &
 RuntimeNameResolver::IndexOf(Operation *function) {
+  // find() first: after IndexAll this must not write to `indices_`.
+  auto known = indices_.find(function);
+  if (known != indices_.end())
+    return *known->second;
   std::unique_ptr<FunctionIndex> &index = indices_[function];
-  if (index)
-    return *index;
   index = std::make_unique<FunctionIndex>();
   index->reserve(function->getRegion(0).empty()
                      ? 0

@@ -50,11 +50,15 @@ llvm::StringRef GetNodeName(Operation *op);
 /// The `_<k>` component is optional. Nodes Grappler created while rewriting
 /// a node resolve to that node:
 ///   `s/ArithmeticOptimizer/AddOpsRewrite_n`, `..._Leaf_<j>_n`   node `s/n`
-/// Indexes are built lazily per function.
+/// Indexes are built per function on first use, or all at once by IndexAll.
 class RuntimeNameResolver {
 public:
   explicit RuntimeNameResolver(ModuleOp module);
   ~RuntimeNameResolver();
+
+  /// Builds the index of every function now instead of on first use. After
+  /// it, Resolve only reads and may run on several threads at once.
+  void IndexAll();
 
   /// Returns the op `runtime_name` ran as, or nullptr if none matches.
   Operation *Resolve(llvm::StringRef runtime_name);
@@ -78,6 +82,8 @@ private:
 
   SymbolTable symbols_;
   llvm::SmallVector<Operation *, 4> entry_functions_;
+  /// Every function of the module, in order (entry functions among them).
+  llvm::SmallVector<Operation *, 4> functions_;
   llvm::DenseMap<Operation *, std::unique_ptr<FunctionIndex>> indices_;
 };
 
