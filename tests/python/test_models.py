@@ -91,6 +91,16 @@ def test_hook_file_errors_are_one_line(tmp_path):
         models.load_model(str(broken))
 
 
+def test_corrupt_keras_file_says_what_it_is(tmp_path):
+    corrupt = tmp_path / "broken.keras"
+    corrupt.write_bytes(b"not a zip archive")
+    with pytest.raises(UserError) as error:
+        models.load_model(str(corrupt))
+    message = str(error.value)
+    assert message.startswith(f"{corrupt}: not a .keras archive")
+    assert "File not found" not in message and "model.save(" in message
+
+
 def test_keras_file_and_saved_model(tmp_path):
     import keras
     import tensorflow as tf

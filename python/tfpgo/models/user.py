@@ -18,6 +18,7 @@ exported to MLIR.
 from __future__ import annotations
 
 import importlib.util
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,11 @@ def _keras_file(path: Path, mode: Mode, batch_size: int) -> ModelCase:
 
     from tfpgo.models.builtin import example_inputs
 
+    if not zipfile.is_zipfile(path):  # Keras would say "File not found" of it
+        raise UserError(
+            f"{path}: not a .keras archive (a .keras file is a zip; this one is corrupt or "
+            "another format); save the model with model.save('name.keras')"
+        )
     try:
         model = keras.models.load_model(path, compile=False)
     except Exception as error:  # corrupt or foreign file
