@@ -51,8 +51,13 @@ def run(
     run_name: str | None = None,
     build_graph: bool = True,
     progress: Callable[[str], None] | None = None,
+    show_source: Callable[[str], str] | None = None,
 ) -> TraceReaderResult:
-    """Reads `path`, filters, builds the DAG and op profile, writes what is asked."""
+    """Reads `path`, filters, builds the DAG and op profile, writes what is asked.
+
+    `show_source` maps the source path the outputs record (their `source`): a
+    caller reading from a staging directory names where the trace will be.
+    """
     report = progress or (lambda _message: None)
     timings: dict[str, float] = {}
     clock = time.perf_counter()
@@ -64,6 +69,8 @@ def run(
         clock = now
 
     table = read_trace(path, run=run_name, progress=report)
+    if show_source is not None:
+        table.source = show_source(table.source)
     lap("read")
     report(f"read {len(table):,} events from {len(table.tracks)} lines in {timings['read']:.1f} s")
     filters = filters or EventFilter()

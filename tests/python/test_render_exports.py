@@ -25,6 +25,7 @@ from tfpgo.render.exports import (
     op_profile_rows,
     trace_events,
     write_csv,
+    write_trace_events,
 )
 from tfpgo.render.style import HOT_FILL
 
@@ -116,6 +117,17 @@ def test_trace_events_are_well_formed():
                 stack.pop()
             assert not stack or event["ts"] + event["dur"] <= stack[-1] + 1e-9
             stack.append(event["ts"] + event["dur"])
+
+
+def test_trace_file_names_its_graph_relative_to_itself(tmp_path):
+    """The flow writes trace.json next to mlir_graph.json in a staging directory
+    that is then renamed: an absolute path would name the vanished staging."""
+    graph_path = tmp_path / "staging" / "mlir_graph.json"
+    graph_path.parent.mkdir()
+    graph_path.write_bytes(MLP_EVENT_DAG.read_bytes())
+    out = graph_path.parent / "trace.json"
+    write_trace_events(load_graph(graph_path), out)
+    assert json.loads(out.read_text())["otherData"]["source"] == "mlir_graph.json"
 
 
 def test_trace_needs_the_event_dag():

@@ -48,6 +48,20 @@ def test_library_run_returns_records(tmp_path):
     assert set(result.timings_s) >= {"read", "op_profile", "dag", "write_op_profile"}
 
 
+def test_outputs_record_the_source_as_shown(tmp_path):
+    """A caller reading from a staging directory names where the trace will be."""
+    result = trace_reader.run(
+        fx.XPLANE,
+        dag_out=tmp_path / "g.json",
+        op_profile_out=tmp_path / "p.json",
+        show_source=lambda source: source.replace(str(fx.XPLANE.parent), "/final"),
+    )
+    expected = f"/final/{fx.XPLANE.name}"
+    assert result.source == expected
+    assert json.loads((tmp_path / "p.json").read_text())["source"] == expected
+    assert read_dag(tmp_path / "g.json").meta["source"] == expected
+
+
 def test_filters(tmp_path):
     full = trace_reader.run(fx.XPLANE).op_profile
     one_step = trace_reader.run(fx.XPLANE, filters=EventFilter(steps=frozenset({1})))

@@ -13,6 +13,7 @@ Format: https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsK
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from tfpgo.cli import UserError, atomic_output_file
@@ -29,8 +30,9 @@ def _place(node: RenderNode) -> tuple[str, str]:
     return process or "trace", details.get("line", "events")
 
 
-def trace_events(graph: RenderGraph) -> dict:
-    """The trace-event document of an event DAG."""
+def trace_events(graph: RenderGraph, graph_name: str | None = None) -> dict:
+    """The trace-event document of an event DAG; `otherData.source` names the
+    graph file as `graph_name` (default: its path)."""
     if graph.kind is not GraphKind.EVENT_DAG:
         raise UserError(
             f"{graph.source}: a trace export needs the event DAG "
@@ -91,12 +93,14 @@ def trace_events(graph: RenderGraph) -> dict:
     return {
         "traceEvents": metadata + events,
         "displayTimeUnit": "ns",
-        "otherData": {"source": str(graph.source), "generator": "tfpgo plot_graph"},
+        "otherData": {"source": graph_name or str(graph.source), "generator": "tfpgo plot_graph"},
     }
 
 
 def write_trace_events(graph: RenderGraph, path: Path) -> None:
-    document = trace_events(graph)
+    # The graph as seen from the trace file: a sibling stays findable when the
+    # directory holding both moves (the flow builds its output in staging).
+    document = trace_events(graph, os.path.relpath(graph.source, path.parent))
     with atomic_output_file(path) as handle:
         json.dump(document, handle, separators=(",", ":"))
         handle.write("\n")
