@@ -64,6 +64,8 @@ def atomic_output_file(path: Path, mode: str = "w") -> Iterator[object]:
 @contextlib.contextmanager
 def atomic_output_dir(path: Path) -> Iterator[Path]:
     """Yields a staging directory that replaces `path` only when the block succeeds."""
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{path}: exists and is not a directory; name a new directory")
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:

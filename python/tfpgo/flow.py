@@ -13,6 +13,7 @@ The command line (`bazel run //:pgo`) is `tfpgo.flow_cli`; callers use `run_flow
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tfpgo import annotate, report
-from tfpgo.cli import UserError, atomic_output_dir
+from tfpgo.cli import UserError, atomic_output_dir, working_directory
 from tfpgo.models import DEFAULT_MODEL
 from tfpgo.op_profile import OpProfile
 from tfpgo.plot_graph import Exports, plot_graph
@@ -78,8 +79,9 @@ class FlowResult:
 class Progress:
     """Announces each stage on stderr and keeps its duration."""
 
-    def __init__(self, total: int, stream=sys.stderr) -> None:
-        self.total, self.stream, self.index = total, stream, 0
+    def __init__(self, total: int, stream=None) -> None:
+        # sys.stderr of now, not of import time: redirections and captures see it.
+        self.total, self.stream, self.index = total, stream or sys.stderr, 0
         self.seconds: list[tuple[str, float]] = []
 
     def stage(self, name: str, what: str, work: Callable[[], T]) -> T:
@@ -100,7 +102,9 @@ class Progress:
 def run_flow(options: FlowOptions) -> FlowResult:
     """Runs every stage into a staging copy of `options.output_dir`."""
     _check_options(options)
-    progress = Progress(total=8 if options.from_trace is None else 5)
+    # Profiling: model, profile, export, trace, annotate, verify, render, report;
+    # from a trace: trace, annotate, render, report.
+    progress = Progress(total=8 if options.from_trace is None else 4)
     with atomic_output_dir(options.output_dir) as staging:
         attribution = _run_stages(options, staging, progress)
     final = options.output_dir
@@ -120,6 +124,37 @@ def _check_options(options: FlowOptions) -> None:
         raise UserError(f"--formats: unknown {', '.join(unknown)}; use {','.join(PICTURE_FORMATS)}")
     if options.top_k < 0:
         raise UserError("--top-k must not be negative")
+    _check_output_dir(options.output_dir, options.from_trace)
+
+
+# Every finished run writes these: a directory holding them is a previous output.
+_OUTPUT_SIGNATURE = ("report.md", "op_profile.json")
+
+
+def _check_output_dir(path: Path, from_trace: Path | None) -> None:
+    """The output directory is replaced as a whole on success: refuse anything but
+    a new or empty directory or a previous pgo output, so no user file is lost."""
+    if path.exists() and not path.is_dir():
+        raise UserError(f"--output-dir {path}: exists and is not a directory; name a new directory")
+    here = working_directory().resolve()
+    if here == path.resolve() or path.resolve() in here.parents:
+        raise UserError(
+            f"--output-dir {path}: is the directory you run from (or contains it), and the "
+            "output directory is replaced as a whole; name a subdirectory such as pgo_out"
+        )
+    if path.is_dir() and any(path.iterdir()):
+        missing = [name for name in _OUTPUT_SIGNATURE if not (path / name).is_file()]
+        if missing:
+            raise UserError(
+                f"--output-dir {path}: not empty and not a previous pgo output (no "
+                f"{', '.join(missing)}); pgo replaces it as a whole, so name a new or "
+                "empty directory"
+            )
+    if from_trace is not None and from_trace.resolve() == path.resolve():
+        raise UserError(
+            f"--from-trace {from_trace}: is the output directory itself; pass its profile/ "
+            "logdir (the output directory is replaced)"
+        )
 
 
 def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate.Attribution:
@@ -127,7 +162,8 @@ def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate
     if profiling_run:
         trace, module, run_info = _profile_stages(options, out, progress)
     else:
-        trace, module = options.from_trace, out / "model.mlir"
+        trace = _carry_over_trace(options.from_trace, options.output_dir, out)
+        module = out / "model.mlir"
         module.write_bytes(options.mlir.read_bytes())
         run_info = report.RunInfo(
             model=str(options.mlir),
@@ -136,7 +172,7 @@ def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate
             steps=None,
             warmup=None,
             step_wall_ns=(),
-            trace_source=str(trace),
+            trace_source=str(trace.relative_to(out) if trace.is_relative_to(out) else trace),
             module="model.mlir",
         )
 
@@ -144,7 +180,9 @@ def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate
         progress.note(message.replace(str(out), str(options.output_dir)))
 
     shown = options.output_dir / trace.relative_to(out) if trace.is_relative_to(out) else trace
-    profile = progress.stage("trace", f"reading {shown}", lambda: _read_trace(trace, out, note))
+    profile = progress.stage(
+        "trace", f"reading {shown}", lambda: _read_trace(trace, out, options.output_dir, note)
+    )
     attribution = progress.stage(
         "annotate",
         "tfpgo-opt --tf-profile-guided-pipeline",
@@ -208,7 +246,24 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
     return run.logdir, module, info
 
 
-def _read_trace(trace: Path, out: Path, note: Callable[[str], None]) -> OpProfile:
+def _carry_over_trace(trace: Path, final: Path, out: Path) -> Path:
+    """The trace to read. A trace inside the output directory
+    (`--from-trace pgo_out/profile` into pgo_out) would be deleted when the new
+    output replaces the old one: it is copied into the staging directory and read
+    from there, so the new output keeps it."""
+    if not trace.resolve().is_relative_to(final.resolve()):
+        return trace
+    inside = trace.resolve().relative_to(final.resolve())
+    top = inside.parts[0]
+    source = final / top
+    if source.is_dir():
+        shutil.copytree(source, out / top)
+    else:
+        shutil.copy2(source, out / top)
+    return out / inside
+
+
+def _read_trace(trace: Path, out: Path, final: Path, note: Callable[[str], None]) -> OpProfile:
     from tfpgo import trace_reader
 
     result = trace_reader.run(
@@ -216,6 +271,7 @@ def _read_trace(trace: Path, out: Path, note: Callable[[str], None]) -> OpProfil
         dag_out=out / "mlir_graph.json",
         op_profile_out=out / "op_profile.json",
         progress=note,
+        show_source=lambda source: source.replace(str(out), str(final)),
     )
     return result.op_profile
 

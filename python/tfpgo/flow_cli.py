@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--output-dir",
         default="pgo_out",
-        help="where everything goes (default ./pgo_out; replaced only on success)",
+        help="where everything goes (default ./pgo_out; replaced as a whole, only on success: "
+        "must be new, empty or a previous pgo output)",
     )
     add(
         "--top-k",

@@ -51,6 +51,18 @@ def test_atomic_output_dir_swaps_whole_directory(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+def test_atomic_output_dir_never_replaces_a_file(tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("the user's file")
+    with (
+        pytest.raises(cli.UserError, match="exists and is not a directory"),
+        cli.atomic_output_dir(target) as staging,
+    ):
+        (staging / "x").write_text("y")
+    assert target.read_text() == "the user's file"
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
 def test_run_main_turns_user_error_into_one_line(capsys):
     def failing(_argv):
         raise cli.UserError("trace.pb: not an XSpace protobuf; pass an .xplane.pb")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -201,7 +202,7 @@ def test_hook_file_without_the_hook_is_one_line(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_from_trace_reuses_a_profile(rnn_run, tmp_path):
+def test_from_trace_reuses_a_profile(rnn_run, tmp_path, capsys):
     status, out = _run(
         tmp_path,
         "--from-trace",
@@ -212,12 +213,95 @@ def test_from_trace_reuses_a_profile(rnn_run, tmp_path):
     assert status == 0
     assert (out / "report.html").exists()
     assert not (out / "profile").exists()
+    # Four stages run (no model, profile, export, verify), numbered out of four.
+    stages = re.findall(r"\[pgo (\d)/(\d)\] (\w+): done in", capsys.readouterr().err)
+    assert stages == [
+        ("1", "4", "trace"),
+        ("2", "4", "annotate"),
+        ("3", "4", "render"),
+        ("4", "4", "report"),
+    ]
+
+
+def test_outputs_name_final_paths_not_the_staging_directory(train_run):
+    """Outputs are written in a staging directory that is renamed at the end:
+    the paths they record must be where the files are afterwards."""
+    sources = [
+        json.loads((train_run / "op_profile.json").read_text())["source"],
+        json.loads((train_run / "mlir_graph.json").read_text())["meta"]["source"],
+    ]
+    for source in sources:
+        assert Path(source).is_relative_to(train_run) and Path(source).is_file(), source
+    trace = json.loads((train_run / "trace.json").read_text())
+    assert (train_run / trace["otherData"]["source"]).is_file()
+
+
+def test_from_trace_into_its_own_output_keeps_the_profile(rnn_run, tmp_path):
+    """The README's `--from-trace pgo_out/profile --mlir pgo_out/model.mlir`
+    with the default --output-dir pgo_out: the new output keeps the profile."""
+    out = tmp_path / "pgo_out"
+    shutil.copytree(rnn_run, out)
+    status, _ = _run(
+        tmp_path,
+        "--output-dir",
+        str(out),
+        "--from-trace",
+        str(out / "profile"),
+        "--mlir",
+        str(out / "model.mlir"),
+    )
+    assert status == 0
+    assert list((out / "profile").rglob("*.xplane.pb"))
+    assert "- **trace**: profile\n" in (out / "report.md").read_text()
+    assert Path(OpProfile.read(out / "op_profile.json").source).is_file()
+    assert [path.name for path in tmp_path.iterdir()] == ["pgo_out"]
+
+
+@pytest.mark.parametrize("kind", ["file", "user_dir", "working_dir", "parent_of_working_dir"])
+def test_output_dir_holding_user_files_is_refused(kind, tmp_path, monkeypatch, capsys):
+    """The output directory is replaced as a whole: never over a file, a
+    directory of the user's or the directory the user runs from."""
+    precious = tmp_path / "work" / "thesis.tex"
+    precious.parent.mkdir()
+    precious.write_text("the user's file")
+    (tmp_path / "here").mkdir()
+    monkeypatch.setenv("BUILD_WORKING_DIRECTORY", str(tmp_path / "here"))
+    target = {
+        "file": precious,
+        "user_dir": precious.parent,
+        "working_dir": Path("."),
+        "parent_of_working_dir": tmp_path,
+    }[kind]
+    status = run_main(flow_cli.main, ["--output-dir", str(target), "--steps", "1"], prog="pgo")
+    assert status == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pgo: error: --output-dir ")
+    assert precious.read_text() == "the user's file"
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["here", "thesis.tex", "work"]
+
+
+def test_from_trace_of_the_output_dir_itself_is_refused(rnn_run, tmp_path, capsys):
+    out = tmp_path / "pgo_out"
+    shutil.copytree(rnn_run, out)
+    status, _ = _run(
+        tmp_path,
+        "--output-dir",
+        str(out),
+        "--from-trace",
+        str(out),
+        "--mlir",
+        str(out / "model.mlir"),
+    )
+    assert status == 1
+    assert "is the output directory itself" in capsys.readouterr().err
+    assert (out / "profile").is_dir()
 
 
 def test_trace_of_another_model_fails_cleanly(rnn_run, train_run, tmp_path, capsys):
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "keep.txt").write_text("previous run")
+    out.mkdir()  # a previous run's output: replaced only on success
+    for name in ("report.md", "op_profile.json"):
+        (out / name).write_text("previous run")
     status = run_main(
         flow_cli.main,
         [
@@ -234,7 +318,7 @@ def test_trace_of_another_model_fails_cleanly(rnn_run, train_run, tmp_path, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("pgo: error: ")
     assert "is this the trace of that module?" in err[-1]
-    assert [path.name for path in out.iterdir()] == ["keep.txt"]
+    assert sorted(path.name for path in out.iterdir()) == ["op_profile.json", "report.md"]
     assert [path.name for path in tmp_path.iterdir()] == ["out"]
 
 
