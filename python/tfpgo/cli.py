@@ -83,6 +83,14 @@ def atomic_output_dir(path: Path) -> Iterator[Path]:
         raise
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the one-line errors of every other tfpgo failure: a bad
+    flag prints `prog: error: ...` and where the flags are, not the usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (--help lists every flag)\n")
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer of at least 1."""
     value = int(text)

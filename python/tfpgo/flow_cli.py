@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from tfpgo.cli import positive_int, user_path
+from tfpgo.cli import ArgumentParser, positive_int, user_path
 from tfpgo.flow import FlowOptions, run_flow
 from tfpgo.models import BUILTIN_MODELS, DEFAULT_MODEL
 from tfpgo.profiling import ProfilerLevels
@@ -32,7 +32,7 @@ def _level(top: int) -> Callable[[str], int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="pgo",
         description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1],

@@ -15,7 +15,7 @@ import argparse
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfpgo.cli import UserError, fraction, positive_int, run_main, user_path
+from tfpgo.cli import ArgumentParser, UserError, fraction, positive_int, run_main, user_path
 from tfpgo.render import PICTURE_FORMATS, RenderOptions, load_graph, prepare, write_pictures
 from tfpgo.render.exports import (
     write_csv,
@@ -81,7 +81,7 @@ def plot_graph(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="plot_graph",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,

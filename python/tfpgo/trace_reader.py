@@ -106,7 +106,7 @@ def run(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog=PROG,
         description="Read a profiler trace and write the event DAG (mlir_graph.json) and "
         "the per-op profile (op_profile.json). Formats: docs/formats.md.",

@@ -82,3 +82,26 @@ def test_atomic_outputs_get_ordinary_permissions(tmp_path):
     os.umask(umask)
     assert target.stat().st_mode & 0o777 == 0o666 & ~umask
     assert (tmp_path / "dir").stat().st_mode & 0o777 == 0o777 & ~umask
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "message"),
+    [
+        ("tfpgo.flow_cli", ["--steps", "0"], "argument --steps: must be at least 1"),
+        ("tfpgo.flow_cli", ["--mode", "eval"], "argument --mode: invalid choice"),
+        ("tfpgo.plot_graph", ["--no-such-flag"], "the following arguments are required"),
+        ("tfpgo.trace_reader", [], "the following arguments are required: --path-to-trace"),
+    ],
+)
+def test_bad_flags_are_one_line(module, argv, message, capsys):
+    """No usage block: one `prog: error:` line that says where the flags are."""
+    import importlib
+
+    parser = importlib.import_module(module).build_parser()
+    with pytest.raises(SystemExit) as done:
+        parser.parse_args(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"{parser.prog}: error: ") and message in err[0]
+    assert err[0].endswith("(--help lists every flag)")
