@@ -108,6 +108,11 @@ def train():
             keras.layers.Dense(1),
         ]
     )
+    return _sgd_step(m), (tf.random.normal((4, 8)), tf.random.normal((4, 1)))
+
+
+def _sgd_step(m):
+    """A tf.function training step of `m`: squared error, SGD."""
     opt = keras.optimizers.SGD(0.01)
     opt.build(m.trainable_variables)
 
@@ -119,10 +124,22 @@ def train():
         opt.apply_gradients(zip(grads, m.trainable_variables, strict=True))
         return loss
 
-    return step, (tf.random.normal((4, 8)), tf.random.normal((4, 1)))
+    return step
 
 
-SCENARIOS = {f.__name__: f for f in (dense, conv, gru, cond, case, call, train)}
+def conv_train():
+    m = keras.Sequential(
+        [
+            keras.Input((8, 8, 3), batch_size=2),
+            keras.layers.Conv2D(4, 3, activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(1),
+        ]
+    )
+    return _sgd_step(m), (tf.random.normal((2, 8, 8, 3)), tf.random.normal((2, 1)))
+
+
+SCENARIOS = {f.__name__: f for f in (dense, conv, gru, cond, case, call, train, conv_train)}
 
 
 def op_events(space):

@@ -111,18 +111,45 @@ struct OpTiming {
   }
 };
 
+/// Returns `kernel_type` without the prefixes of TF's internal and oneDNN
+/// kernels (`_MklNativeFusedMatMul` -> `FusedMatMul`).
+llvm::StringRef StripKernelPrefixes(llvm::StringRef kernel_type) {
+  llvm::StringRef type = kernel_type;
+  type.consume_front("_");
+  type.consume_front("Mkl");
+  type.consume_front("Native");
+  return type;
+}
+
 /// Returns the op type a fused kernel starts from (`_MklNativeFusedMatMul`
 /// -> `MatMul`, `_FusedConv2D` -> `Conv2D`), or "" if `kernel_type` is just
 /// `op_type` itself or one of its plain oneDNN variants (`_MklMatMul`).
 llvm::StringRef FusedBaseType(llvm::StringRef kernel_type,
                               llvm::StringRef op_type) {
-  llvm::StringRef type = kernel_type;
-  type.consume_front("_");
-  type.consume_front("Mkl");
-  type.consume_front("Native");
+  llvm::StringRef type = StripKernelPrefixes(kernel_type);
   if (type == op_type || !type.consume_front("Fused"))
     return "";
   return type;
+}
+
+/// Returns the BiasAddGrad ops a `_Mkl[Native]Conv2DBackpropFilterWithBias`
+/// kernel ran for `root` (its Conv2DBackpropFilter) also computed. TF's
+/// oneDNN layout pass merges a BiasAddGrad that reads the same gradient as
+/// the filter gradient (`out_backprop`, operand 2) into the kernel named after
+/// the Conv2DBackpropFilter: a sibling, not a producer. Same for 3-D.
+llvm::SmallVector<Operation *, 1>
+FindFusedSiblings(Operation *root, llvm::StringRef kernel_type) {
+  constexpr unsigned kOutBackprop = 2;
+  llvm::StringRef type = StripKernelPrefixes(kernel_type);
+  if (!type.consume_back("WithBias") || !type.ends_with("BackpropFilter") ||
+      root->getNumOperands() <= kOutBackprop)
+    return {};
+  llvm::SmallVector<Operation *, 1> siblings;
+  for (Operation *user : root->getOperand(kOutBackprop).getUsers())
+    if (user != root && user->getBlock() == root->getBlock() &&
+        user->getName().stripDialect() == "BiasAddGrad")
+      siblings.push_back(user);
+  return siblings;
 }
 
 /// Returns true if `op` is the op a `base`-kernel was built from.
@@ -246,12 +273,14 @@ void AnnotateOperationsProfilePass::runOnOperation() {
   for (auto &[op, timing] : timings) {
     llvm::StringRef op_type = op->getName().stripDialect();
     for (llvm::StringRef kernel_type : timing.kernel_types) {
+      llvm::SmallVector<Operation *, 4> swallowed =
+          FindFusedSiblings(op, kernel_type);
       llvm::StringRef base = FusedBaseType(kernel_type, op_type);
-      if (base.empty())
-        continue;
-      for (Operation *producer : FindFusedProducers(op, base))
-        if (!timings.count(producer) && IsProfileAnnotatable(producer))
-          fused.insert({producer, GetNodeName(op)});
+      if (!base.empty())
+        llvm::append_range(swallowed, FindFusedProducers(op, base));
+      for (Operation *other : swallowed)
+        if (!timings.count(other) && IsProfileAnnotatable(other))
+          fused.insert({other, GetNodeName(op)});
     }
   }
 

@@ -1,0 +1,34 @@
+// A training step's filter gradient run as oneDNN's
+// `_MklNativeConv2DBackpropFilterWithBias` (seen on a TF 2.21 CNN training
+// step) also computes the BiasAddGrad that reads the same output gradient.
+// The kernel is named after the Conv2DBackpropFilter; the BiasAddGrad sibling
+// is `fused_into` it. A BiasAddGrad of a plain (unfused) filter gradient, or
+// one that ran on its own, keeps its own state.
+//
+// RUN: %tfpgo_opt --allow-unregistered-dialect \
+// RUN:   --tf-annotate-operations-profile="path-to-profile=%S/Inputs/backprop_bias_op_profile.json report-unresolved=true" \
+// RUN:   %s 2>%t.remarks | FileCheck %s
+// RUN: FileCheck %s --check-prefix=REMARK < %t.remarks
+
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[DY:.*]] = "tf.Relu"
+// CHECK-NOT: profiler_data
+// CHECK: "tf.BiasAddGrad"(%[[DY]]){{.*}}profiler_data = {fused_into = "gradient_tape/cnn/conv/convolution/Conv2DBackpropFilter"}
+// CHECK: "tf.Conv2DBackpropFilter"(%{{.*}}, %{{.*}}, %[[DY]]){{.*}}profiler_data = {count = 1 : i64, {{.*}}self = 300 : i64
+// CHECK: %[[DY2:.*]] = "tf.Tanh"
+// CHECK: "tf.BiasAddGrad"(%[[DY2]])
+// CHECK-NOT: profiler_data
+// CHECK: "tf.Conv2DBackpropFilter"(%{{.*}}, %{{.*}}, %[[DY2]]){{.*}}profiler_data = {count = 1 : i64, {{.*}}self = 80 : i64
+// CHECK: "tf.BiasAddGrad"{{.*}}profiler_data = {count = 1 : i64, {{.*}}self = 10 : i64
+func.func @train_step(%x: tensor<1x4x4x1xf32>, %sizes: tensor<4xi32>, %g: tensor<1x4x4x1xf32>) -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>) {
+  %0 = "tf.Relu"(%g) : (tensor<1x4x4x1xf32>) -> tensor<1x4x4x1xf32> loc("gradient_tape/cnn/conv/Relu/ReluGrad")
+  %1 = "tf.BiasAddGrad"(%0) <{data_format = "NHWC"}> : (tensor<1x4x4x1xf32>) -> tensor<*xf32> loc(fused["BiasAddGrad:", "gradient_tape/cnn/conv/BiasAdd/BiasAddGrad"])
+  %2 = "tf.Conv2DBackpropFilter"(%x, %sizes, %0) <{padding = "SAME", strides = [1, 1, 1, 1]}> : (tensor<1x4x4x1xf32>, tensor<4xi32>, tensor<1x4x4x1xf32>) -> tensor<*xf32> loc(fused["Conv2DBackpropFilter:", "gradient_tape/cnn/conv/convolution/Conv2DBackpropFilter"])
+  %3 = "tf.Tanh"(%g) : (tensor<1x4x4x1xf32>) -> tensor<1x4x4x1xf32> loc("gradient_tape/cnn/conv2/Tanh/TanhGrad")
+  %4 = "tf.BiasAddGrad"(%3) <{data_format = "NHWC"}> : (tensor<1x4x4x1xf32>) -> tensor<*xf32> loc("gradient_tape/cnn/conv2/BiasAdd/BiasAddGrad")
+  %5 = "tf.Conv2DBackpropFilter"(%x, %sizes, %3) <{padding = "SAME", strides = [1, 1, 1, 1]}> : (tensor<1x4x4x1xf32>, tensor<4xi32>, tensor<1x4x4x1xf32>) -> tensor<*xf32> loc("gradient_tape/cnn/conv2/convolution/Conv2DBackpropFilter")
+  %6 = "tf.BiasAddGrad"(%g) <{data_format = "NHWC"}> : (tensor<1x4x4x1xf32>) -> tensor<*xf32> loc("gradient_tape/cnn/logits/BiasAdd/BiasAddGrad")
+  return %1, %2, %4, %5, %6 : tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>
+}
+
+// REMARK: remark: annotated 3 ops and 1 fused ops from 3 profile entries; 390 of 390 ps self time attributed
