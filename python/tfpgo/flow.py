@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from tfpgo import annotate, report
 from tfpgo.cli import UserError, atomic_output_dir, working_directory
-from tfpgo.models import DEFAULT_MODEL
+from tfpgo.models import DEFAULT_MODEL, check_model_spec
 from tfpgo.op_profile import OpProfile
 from tfpgo.plot_graph import Exports, plot_graph
 from tfpgo.profiling import ProfilerLevels
@@ -116,6 +116,8 @@ def run_flow(options: FlowOptions) -> FlowResult:
 def _check_options(options: FlowOptions) -> None:
     if (options.from_trace is None) != (options.mlir is None):
         raise UserError("--from-trace and --mlir go together: the trace and the module it ran")
+    if options.from_trace is None:
+        check_model_spec(options.model)
     for path in (options.from_trace, options.mlir):
         if path is not None and not path.exists():
             raise UserError(f"{path}: no such file or directory")

@@ -335,8 +335,18 @@ def test_bad_input_is_one_line(args, message, tmp_path, capsys):
     status, out = _run(tmp_path, *args)
     assert status == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("pgo: error: ") and message in err[-1]
-    assert "Traceback" not in "\n".join(err)
+    # Only the error: checked before any stage is announced.
+    assert len(err) == 1 and err[0].startswith("pgo: error: ") and message in err[0]
+    assert not out.exists()
+
+
+def test_model_of_unknown_kind_is_refused_before_any_stage(tmp_path, capsys):
+    notes = tmp_path / "model.txt"
+    notes.write_text("not a model")
+    status, out = _run(tmp_path, "--model", str(notes))
+    assert status == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown model file type" in err[0]
     assert not out.exists()
 
 

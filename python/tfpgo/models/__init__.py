@@ -21,7 +21,15 @@ from tfpgo.cli import UserError
 from tfpgo.models.builtin import BUILTIN_MODELS, DEFAULT_MODEL
 from tfpgo.models.case import Mode, ModelCase, parse_mode
 
-__all__ = ["BUILTIN_MODELS", "DEFAULT_MODEL", "Mode", "ModelCase", "load_model", "parse_mode"]
+__all__ = [
+    "BUILTIN_MODELS",
+    "DEFAULT_MODEL",
+    "Mode",
+    "ModelCase",
+    "check_model_spec",
+    "load_model",
+    "parse_mode",
+]
 
 
 def load_model(
@@ -33,8 +41,19 @@ def load_model(
     mode = parse_mode(mode)
     if batch_size < 1:
         raise UserError(f"batch size must be positive, got {batch_size}")
+    check_model_spec(spec)
     if spec in BUILTIN_MODELS:
         return builtin.build(spec, mode, batch_size)
+    return user.load(Path(spec), mode, batch_size)
+
+
+def check_model_spec(spec: str) -> None:
+    """Raises the UserError `load_model` gives for a spec that names no model,
+    cheaply: callers check before announcing any work."""
+    from tfpgo.models import user
+
+    if spec in BUILTIN_MODELS:
+        return
     path = Path(spec)
     if not path.exists():
         names = ", ".join(sorted(BUILTIN_MODELS))
@@ -42,4 +61,4 @@ def load_model(
             f"{spec}: no such built-in model or path; use one of {names}, a .py file "
             "with a tfpgo_model hook, a SavedModel directory or a .keras file"
         )
-    return user.load(path, mode, batch_size)
+    user.check(path)

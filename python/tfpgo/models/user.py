@@ -29,19 +29,27 @@ from tfpgo.models.case import Mode, ModelCase
 HOOK_NAME = "tfpgo_model"
 
 
-def load(path: Path, mode: Mode, batch_size: int) -> ModelCase:
-    """Dispatches on what `path` is: hook file, SavedModel dir or .keras file."""
+def check(path: Path) -> None:
+    """Raises the UserError `load` gives for a path that is no kind of model,
+    without importing or building anything."""
     if path.is_dir():
         if not (path / "saved_model.pb").exists():
             raise UserError(f"{path}: directory has no saved_model.pb; pass a SavedModel")
+    elif path.suffix not in (".keras", ".py"):
+        raise UserError(
+            f"{path}: unknown model file type; use a .py hook, a .keras file or a "
+            "SavedModel directory"
+        )
+
+
+def load(path: Path, mode: Mode, batch_size: int) -> ModelCase:
+    """Dispatches on what `path` is: hook file, SavedModel dir or .keras file."""
+    check(path)
+    if path.is_dir():
         return _saved_model(path, mode, batch_size)
     if path.suffix == ".keras":
         return _keras_file(path, mode, batch_size)
-    if path.suffix == ".py":
-        return _hook_file(path, mode, batch_size)
-    raise UserError(
-        f"{path}: unknown model file type; use a .py hook, a .keras file or a SavedModel directory"
-    )
+    return _hook_file(path, mode, batch_size)
 
 
 def _hook_file(path: Path, mode: Mode, batch_size: int) -> ModelCase:
