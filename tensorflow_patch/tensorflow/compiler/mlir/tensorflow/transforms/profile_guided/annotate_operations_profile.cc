@@ -121,37 +121,6 @@ llvm::StringRef StripKernelPrefixes(llvm::StringRef kernel_type) {
   return type;
 }
 
-/// Returns the op type a fused kernel starts from (`_MklNativeFusedMatMul`
-/// -> `MatMul`, `_FusedConv2D` -> `Conv2D`), or "" if `kernel_type` is just
-/// `op_type` itself or one of its plain oneDNN variants (`_MklMatMul`).
-llvm::StringRef FusedBaseType(llvm::StringRef kernel_type,
-                              llvm::StringRef op_type) {
-  llvm::StringRef type = StripKernelPrefixes(kernel_type);
-  if (type == op_type || !type.consume_front("Fused"))
-    return "";
-  return type;
-}
-
-/// Returns the BiasAddGrad ops a `_Mkl[Native]Conv2DBackpropFilterWithBias`
-/// kernel ran for `root` (its Conv2DBackpropFilter) also computed. TF's
-/// oneDNN layout pass merges a BiasAddGrad that reads the same gradient as
-/// the filter gradient (`out_backprop`, operand 2) into the kernel named after
-/// the Conv2DBackpropFilter: a sibling, not a producer. Same for 3-D.
-llvm::SmallVector<Operation *, 1>
-FindFusedSiblings(Operation *root, llvm::StringRef kernel_type) {
-  constexpr unsigned kOutBackprop = 2;
-  llvm::StringRef type = StripKernelPrefixes(kernel_type);
-  if (!type.consume_back("WithBias") || !type.ends_with("BackpropFilter") ||
-      root->getNumOperands() <= kOutBackprop)
-    return {};
-  llvm::SmallVector<Operation *, 1> siblings;
-  for (Operation *user : root->getOperand(kOutBackprop).getUsers())
-    if (user != root && user->getBlock() == root->getBlock() &&
-        user->getName().stripDialect() == "BiasAddGrad")
-      siblings.push_back(user);
-  return siblings;
-}
-
 /// Returns true if `op` is the op a `base`-kernel was built from.
 bool IsFusionBase(Operation *op, llvm::StringRef base) {
   llvm::StringRef type = op->getName().stripDialect();
@@ -183,6 +152,56 @@ llvm::SmallVector<Operation *, 4> FindFusedProducers(Operation *root,
   if (!search(root, 0))
     path.clear();
   return path;
+}
+
+/// Returns true if `op` is `type` (without dialect) in `root`'s block.
+bool IsInBlockOf(Operation *op, Operation *root, llvm::StringRef type) {
+  return op && op->getBlock() == root->getBlock() &&
+         op->getName().stripDialect() == type;
+}
+
+/// Returns the ops whose work a kernel of `kernel_type`, run under `root`'s
+/// name, also did:
+///  * `[_Mkl[Native]]Fused<Base>` (`_MklNativeFusedMatMul`, `_FusedConv2D`):
+///    Grappler's remapper names the kernel after the last node of a chain;
+///    the producers back to the <Base> op are swallowed;
+///  * `..PadWith<Kernel>` (`_MklNativePadWithFusedConv2D`): oneDNN also
+///    folds the Pad feeding the first op's input;
+///  * `..<X>BackpropFilterWithBias`: oneDNN's filter gradient kernel, named
+///    after the <X>BackpropFilter, also computes the BiasAddGrad that reads
+///    the same output gradient (operand 2): a sibling, not a producer.
+/// Plain variants of `root`'s own type (`_MklMatMul`) swallow nothing.
+llvm::SmallVector<Operation *, 4>
+FindSwallowedOps(Operation *root, llvm::StringRef kernel_type) {
+  llvm::StringRef op_type = root->getName().stripDialect();
+  llvm::StringRef type = StripKernelPrefixes(kernel_type);
+  const bool with_pad = type.consume_front("PadWith");
+  llvm::SmallVector<Operation *, 4> swallowed;
+  Operation *first = root;
+  if (type == op_type) {
+    // The kernel is `root` itself, perhaps with a Pad in front.
+  } else if (type.consume_front("Fused")) {
+    swallowed = FindFusedProducers(root, type);
+    if (swallowed.empty())
+      return {};
+    first = swallowed.back();
+  } else if (type.consume_back("WithBias") && type == op_type &&
+             type.ends_with("BackpropFilter")) {
+    constexpr unsigned kOutBackprop = 2;
+    if (root->getNumOperands() > kOutBackprop)
+      for (Operation *user : root->getOperand(kOutBackprop).getUsers())
+        if (IsInBlockOf(user, root, "BiasAddGrad"))
+          swallowed.push_back(user);
+    return swallowed;
+  } else {
+    return {};
+  }
+  if (with_pad && first->getNumOperands() > 0) {
+    Operation *pad = first->getOperand(0).getDefiningOp();
+    if (IsInBlockOf(pad, root, "Pad"))
+      swallowed.push_back(pad);
+  }
+  return swallowed;
 }
 
 /// See passes.td.
@@ -270,19 +289,11 @@ void AnnotateOperationsProfilePass::runOnOperation() {
       Attribute(*profile, resolver);
   // Node names are StringAttr data owned by the context.
   llvm::MapVector<Operation *, llvm::StringRef> fused;
-  for (auto &[op, timing] : timings) {
-    llvm::StringRef op_type = op->getName().stripDialect();
-    for (llvm::StringRef kernel_type : timing.kernel_types) {
-      llvm::SmallVector<Operation *, 4> swallowed =
-          FindFusedSiblings(op, kernel_type);
-      llvm::StringRef base = FusedBaseType(kernel_type, op_type);
-      if (!base.empty())
-        llvm::append_range(swallowed, FindFusedProducers(op, base));
-      for (Operation *other : swallowed)
+  for (auto &[op, timing] : timings)
+    for (llvm::StringRef kernel_type : timing.kernel_types)
+      for (Operation *other : FindSwallowedOps(op, kernel_type))
         if (!timings.count(other) && IsProfileAnnotatable(other))
           fused.insert({other, GetNodeName(op)});
-    }
-  }
 
   // Mutate only now: drop stale annotations, then attach the new ones.
   module.walk([](Operation *op) { RemoveProfileAnnotations(op); });

@@ -44,11 +44,12 @@ def AnnotateOperationsProfilePass
     `_MklNativeFusedMatMul` (or `_FusedMatMul`, `_FusedConv2D`, ...) named
     after the last node. The kernel's time lands on that op; the producers it
     swallowed (found by walking operands back to the kernel's base op type)
-    get `profiler_data = {fused_into = "<node>"}`. In training steps oneDNN's
-    `_MklNativeConv2DBackpropFilterWithBias` (named after the
+    get `profiler_data = {fused_into = "<node>"}`. oneDNN kernels that do
+    more than their node are handled alike: `..PadWith<Kernel>`
+    (`_MklNativePadWithFusedConv2D`) also swallows the Pad in front, and in
+    training steps `_MklNativeConv2DBackpropFilterWithBias` (named after the
     Conv2DBackpropFilter) also computes the BiasAddGrad that reads the same
-    output gradient; that sibling gets `fused_into` too. Nothing is counted
-    twice.
+    output gradient. Nothing is counted twice.
 
     Example, with `dense/Relu` executed as `_MklNativeFusedMatMul`:
 
