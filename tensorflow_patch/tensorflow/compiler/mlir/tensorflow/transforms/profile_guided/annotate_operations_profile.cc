@@ -28,6 +28,7 @@
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_profile_reader.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/ThreadPool.h"
@@ -43,6 +44,11 @@ namespace {
 /// How far back from a fused kernel's op its base op may be (Conv2D ->
 /// BiasAdd -> Add -> Relu is the longest remapper pattern).
 constexpr int kMaxFusionDepth = 4;
+
+/// Grappler's ArithmeticOptimizer runs a tree of adds as AddN/AddV2 nodes
+/// named `<scope>/ArithmeticOptimizer/AddOpsRewrite_[Leaf_<k>_]<root>`.
+constexpr llvm::StringLiteral kAddOpsRewrite =
+    "ArithmeticOptimizer/AddOpsRewrite_";
 
 /// Significant digits `share` keeps: enough to rank and to read (the exact
 /// figures are the i64 fields). MLIR prints such a double from its 6-digit
@@ -73,6 +79,8 @@ struct OpTiming {
   std::vector<int64_t> durations;
   /// Kernel types under which the op ran (may name a fused kernel).
   llvm::SmallVector<llvm::StringRef, 1> kernel_types;
+  /// True if the op ran as Grappler's rewrite of the add tree it roots.
+  bool add_tree_rewritten = false;
 
   void Add(const OpProfileEntry &entry) {
     ts = std::min(ts, entry.first_start_ps);
@@ -86,6 +94,7 @@ struct OpTiming {
     for (llvm::StringRef type : entry.op_types)
       if (!llvm::is_contained(kernel_types, type))
         kernel_types.push_back(type);
+    add_tree_rewritten |= entry.name.contains(kAddOpsRewrite);
   }
 
   /// Returns the documented record; `durations` gets sorted.
@@ -204,6 +213,33 @@ FindSwallowedOps(Operation *root, llvm::StringRef kernel_type) {
   return swallowed;
 }
 
+/// Returns the inner nodes of the add tree rooted at `root` that Grappler's
+/// AddOpsRewrite absorbed: adds (Add, AddV2, AddN) in `root`'s block whose
+/// only use is the tree and that did not run themselves (`ran` is false).
+llvm::SmallVector<Operation *, 4>
+FindRewrittenAddTree(Operation *root,
+                     llvm::function_ref<bool(Operation *)> ran) {
+  auto is_add = [](Operation *op) {
+    llvm::StringRef type = op->getName().stripDialect();
+    return type == "Add" || type == "AddV2" || type == "AddN";
+  };
+  llvm::SmallVector<Operation *, 4> inner;
+  llvm::SmallVector<Operation *, 4> pending = {root};
+  while (!pending.empty()) {
+    Operation *node = pending.pop_back_val();
+    for (Value operand : node->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      // One use each: the walk never meets a node twice.
+      if (!producer || producer->getBlock() != root->getBlock() ||
+          !is_add(producer) || !producer->hasOneUse() || ran(producer))
+        continue;
+      inner.push_back(producer);
+      pending.push_back(producer);
+    }
+  }
+  return inner;
+}
+
 /// See passes.td.
 class AnnotateOperationsProfilePass
     : public impl::AnnotateOperationsProfilePassBase<
@@ -289,11 +325,19 @@ void AnnotateOperationsProfilePass::runOnOperation() {
       Attribute(*profile, resolver);
   // Node names are StringAttr data owned by the context.
   llvm::MapVector<Operation *, llvm::StringRef> fused;
-  for (auto &[op, timing] : timings)
+  auto ran = [&](Operation *op) { return timings.count(op) != 0; };
+  auto swallow = [&](Operation *kernel_op, Operation *other) {
+    if (!ran(other) && IsProfileAnnotatable(other))
+      fused.insert({other, GetNodeName(kernel_op)});
+  };
+  for (auto &[op, timing] : timings) {
     for (llvm::StringRef kernel_type : timing.kernel_types)
       for (Operation *other : FindSwallowedOps(op, kernel_type))
-        if (!timings.count(other) && IsProfileAnnotatable(other))
-          fused.insert({other, GetNodeName(op)});
+        swallow(op, other);
+    if (timing.add_tree_rewritten)
+      for (Operation *other : FindRewrittenAddTree(op, ran))
+        swallow(op, other);
+  }
 
   // Mutate only now: drop stale annotations, then attach the new ones.
   module.walk([](Operation *op) { RemoveProfileAnnotations(op); });

@@ -34,7 +34,9 @@ def AnnotateOperationsProfilePass
       inner name in the enclosing function, where the region ops live;
     * a node Grappler created while rewriting `s/n`
       (`s/ArithmeticOptimizer/AddOpsRewrite_n`, `..._Leaf_<j>_n`) resolves
-      to `s/n`, the node it replaces.
+      to `s/n`, the node it replaces; the inner adds of the rewritten add
+      tree (single-use Add/AddV2/AddN feeding `s/n` that did not run) get
+      `fused_into = "s/n"`.
     Resolution recurses, so nested loops and calls resolve too. Several
     runtime names landing on one op (loop iterations, call sites) are merged
     exactly: counts, totals and self times add, min/max/ts combine, p50/p95
