@@ -64,6 +64,9 @@ class OpProfile:
     steps: tuple[int, ...]
     totals: Totals
     ops: tuple[OpStats, ...]
+    # The wall time of each of `steps`: the span of its markers over all hosts.
+    # Empty when a step has no marker (or for documents written without it).
+    step_wall_ps: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +76,7 @@ class OpProfile:
             "source": self.source,
             "hosts": list(self.hosts),
             "steps": list(self.steps),
+            "step_wall_ps": list(self.step_wall_ps),
             "totals": asdict(self.totals),
             "ops": [
                 # field by field: dataclasses.asdict deep-copies every durations tuple
@@ -110,6 +114,7 @@ class OpProfile:
                 tuple(document["steps"]),
                 Totals(**document["totals"]),
                 ops,
+                tuple(document.get("step_wall_ps", ())),
             )
         except (KeyError, TypeError) as error:
             raise UserError(f"{origin}: malformed {FORMAT} document ({error})") from None
@@ -226,9 +231,22 @@ def build_op_profile(table: EventTable) -> OpProfile:
         int(rows.size),
         len(table),
     )
-    steps = sorted({int(s) for s in np.unique(table.step) if s != NO_STEP})
+    steps = tuple(sorted({int(s) for s in np.unique(table.step) if s != NO_STEP}))
     hosts = sorted({table.tracks[t].host for t in np.unique(table.track_id).tolist()})
-    return OpProfile(table.source, tuple(hosts), tuple(steps), totals, tuple(ops))
+    return OpProfile(
+        table.source, tuple(hosts), steps, totals, tuple(ops), _step_walls(table, steps)
+    )
+
+
+def _step_walls(table: EventTable, steps: tuple[int, ...]) -> tuple[int, ...]:
+    """Wall time of each step: its markers' span over all hosts; () if one lacks them."""
+    spans: dict[int, tuple[int, int]] = {}
+    for marker in table.steps:
+        start, end = spans.get(marker.step, (marker.start_ps, marker.end_ps))
+        spans[marker.step] = (min(start, marker.start_ps), max(end, marker.end_ps))
+    if not steps or any(step not in spans for step in steps):
+        return ()
+    return tuple(spans[step][1] - spans[step][0] for step in steps)
 
 
 def _wall(table: EventTable) -> int:

@@ -65,6 +65,9 @@ def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
     if run.step_wall_ns:
         median = statistics.median(run.step_wall_ns)  # an even count: the middle two's mean
         rows.append(("step time", f"median {human_time(median * 1000)} (wall, host)"))
+    elif profile.step_wall_ps:  # an existing trace: its step markers
+        median = statistics.median(profile.step_wall_ps)
+        rows.append(("step time", f"median {human_time(median)} (the trace's step markers)"))
     rows += [
         ("trace", run.trace_source),
         ("module", run.module),

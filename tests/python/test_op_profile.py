@@ -77,6 +77,12 @@ def test_totals_and_non_op_time():
     # step 0: ops cover [10, 40) of [0, 100); step 1: [110, 120) of [100, 150)
     assert totals.non_op_ps == (100 - 30) + (50 - 10)
     assert [op.name for op in profile.ops] == ["a", "b", "c"]
+    assert profile.step_wall_ps == (100, 50)
+
+
+def test_step_walls_need_a_marker_for_every_step():
+    table = table_of([("a:X", 10, 20, "t0")])
+    assert build_op_profile(table).step_wall_ps == ()
 
 
 def test_json_round_trip_and_version_check(tmp_path):
@@ -85,6 +91,10 @@ def test_json_round_trip_and_version_check(tmp_path):
     profile.write(path)
     assert OpProfile.read(path) == profile
     document = json.loads(path.read_text())
+    assert len(document["step_wall_ps"]) == len(document["steps"]) > 0
+    # Documents written before step_wall_ps existed still read.
+    path.write_text(json.dumps({k: v for k, v in document.items() if k != "step_wall_ps"}))
+    assert OpProfile.read(path).step_wall_ps == ()
     assert (document["format"], document["version"], document["time_unit"]) == (
         "tfpgo.op_profile",
         1,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from render_fixtures import MLP_OP_GRAPH, MLP_OP_PROFILE
 
@@ -40,3 +42,11 @@ def test_step_time_is_the_true_median(walls_ns, shown):
     rows = dict(report._summary_rows(_inputs(walls_ns)))
     assert rows["step time"] == f"{shown} (wall, host)"
     assert f"**step time**: {shown}" in report.to_markdown(_inputs(walls_ns))
+
+
+def test_a_report_from_an_existing_trace_takes_step_time_from_its_markers():
+    inputs = _inputs(())
+    walls = (4_000_000_000, 2_000_000_000, 3_000_000_000)  # ps
+    profile = dataclasses.replace(inputs.profile, step_wall_ps=walls)
+    rows = dict(report._summary_rows(dataclasses.replace(inputs, profile=profile)))
+    assert rows["step time"] == "median 3 ms (the trace's step markers)"
