@@ -236,20 +236,20 @@ def test_outputs_name_final_paths_not_the_staging_directory(train_run):
     assert (train_run / trace["otherData"]["source"]).is_file()
 
 
+def _rerun_into_a_copy(run: Path, tmp_path: Path, trace: str) -> tuple[int, Path]:
+    """Copies `run` to tmp_path/pgo_out and re-runs it there from `trace`
+    (relative to the copy; "." is the copy itself)."""
+    out = tmp_path / "pgo_out"
+    shutil.copytree(run, out)
+    args = ("--output-dir", str(out), "--from-trace", str(out / trace))
+    status, _ = _run(tmp_path, *args, "--mlir", str(out / "model.mlir"))
+    return status, out
+
+
 def test_from_trace_into_its_own_output_keeps_the_profile(rnn_run, tmp_path):
     """The README's `--from-trace pgo_out/profile --mlir pgo_out/model.mlir`
     with the default --output-dir pgo_out: the new output keeps the profile."""
-    out = tmp_path / "pgo_out"
-    shutil.copytree(rnn_run, out)
-    status, _ = _run(
-        tmp_path,
-        "--output-dir",
-        str(out),
-        "--from-trace",
-        str(out / "profile"),
-        "--mlir",
-        str(out / "model.mlir"),
-    )
+    status, out = _rerun_into_a_copy(rnn_run, tmp_path, "profile")
     assert status == 0
     assert list((out / "profile").rglob("*.xplane.pb"))
     assert "- **trace**: profile\n" in (out / "report.md").read_text()
@@ -281,17 +281,7 @@ def test_output_dir_holding_user_files_is_refused(kind, tmp_path, monkeypatch, c
 
 
 def test_from_trace_of_the_output_dir_itself_is_refused(rnn_run, tmp_path, capsys):
-    out = tmp_path / "pgo_out"
-    shutil.copytree(rnn_run, out)
-    status, _ = _run(
-        tmp_path,
-        "--output-dir",
-        str(out),
-        "--from-trace",
-        str(out),
-        "--mlir",
-        str(out / "model.mlir"),
-    )
+    status, out = _rerun_into_a_copy(rnn_run, tmp_path, ".")
     assert status == 1
     assert "is the output directory itself" in capsys.readouterr().err
     assert (out / "profile").is_dir()

@@ -53,15 +53,19 @@ def dense():
     return tf.function(lambda x: m(x)), (tf.random.normal((4, 8)),)
 
 
-def conv():
-    m = keras.Sequential(
+def _conv_model(outputs):
+    return keras.Sequential(
         [
             keras.Input((8, 8, 3), batch_size=2),
             keras.layers.Conv2D(4, 3, activation="relu"),
             keras.layers.Flatten(),
-            keras.layers.Dense(2),
+            keras.layers.Dense(outputs),
         ]
     )
+
+
+def conv():
+    m = _conv_model(2)
     return tf.function(lambda x: m(x)), (tf.random.normal((2, 8, 8, 3)),)
 
 
@@ -128,14 +132,7 @@ def _sgd_step(m):
 
 
 def conv_train():
-    m = keras.Sequential(
-        [
-            keras.Input((8, 8, 3), batch_size=2),
-            keras.layers.Conv2D(4, 3, activation="relu"),
-            keras.layers.Flatten(),
-            keras.layers.Dense(1),
-        ]
-    )
+    m = _conv_model(1)
     return _sgd_step(m), (tf.random.normal((2, 8, 8, 3)), tf.random.normal((2, 1)))
 
 
