@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
@@ -67,7 +66,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except harness.BenchError as error:
-        sys.exit(f"bench_flow: {error}")
+    harness.run_main(main, "bench_flow")

@@ -39,7 +39,6 @@ import json
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -384,7 +383,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except harness.BenchError as error:
-        sys.exit(f"bench_pipeline: {error}")
+    harness.run_main(main, "bench_pipeline")

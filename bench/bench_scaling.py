@@ -243,7 +243,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except harness.BenchError as error:
-        sys.exit(f"bench_scaling: {error}")
+    harness.run_main(main, "bench_scaling")

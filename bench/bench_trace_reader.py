@@ -14,7 +14,6 @@ Goal: at most a third of xprof's `trace_viewer` time, below 1.5 GB peak RSS.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
@@ -64,7 +63,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except harness.BenchError as error:
-        sys.exit(f"bench_trace_reader: {error}")
+    harness.run_main(main, "bench_trace_reader")

@@ -35,6 +35,14 @@ class BenchError(Exception):
     """A contender failed; the message says which and how."""
 
 
+def run_main(main: Callable[[], int], name: str) -> None:
+    """Exits with `main`'s status; a BenchError ends it as one `name: problem` line."""
+    try:
+        sys.exit(main())
+    except BenchError as error:
+        sys.exit(f"{name}: {error}")
+
+
 @dataclass(frozen=True)
 class Measurement:
     """`repeat` runs of one contender: median wall seconds, peak RSS of all runs.
