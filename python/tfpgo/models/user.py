@@ -43,8 +43,8 @@ def check(path: Path) -> None:
 
 
 def load(path: Path, mode: Mode, batch_size: int) -> ModelCase:
-    """Dispatches on what `path` is: hook file, SavedModel dir or .keras file."""
-    check(path)
+    """Dispatches on what `path` is: hook file, SavedModel dir or .keras file
+    (`path` has passed `check`, as `tfpgo.models.load_model` ensures)."""
     if path.is_dir():
         return _saved_model(path, mode, batch_size)
     if path.suffix == ".keras":
