@@ -4,6 +4,8 @@
 // RUN: %tfpgo_opt --allow-unregistered-dialect \
 // RUN:   --tf-profile-export-op-graph="output=%t/op_graph.json" %t/graph.mlir -o /dev/null
 // RUN: %python -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['format']=='tfpgo.op_graph' and len(d['nodes'])==7, d" %t/op_graph.json
+// RUN: %tfpgo_opt --tf-profile-export-op-graph="output=-" %t/empty.mlir -o /dev/null \
+// RUN:   | FileCheck %s --check-prefix=EMPTY
 // RUN: %tfpgo_opt --tf-profile-export-op-graph %t/no_output.mlir -verify-diagnostics
 // RUN: %tfpgo_opt --tf-profile-export-op-graph="output=%t/missing_dir/x/op_graph.json" %t/unwritable.mlir -verify-diagnostics
 
@@ -21,59 +23,35 @@ func.func @main(%x: tensor<f32>) -> tensor<f32> {
 func.func private @callee(%x: tensor<f32>) -> tensor<f32> {
   return %x : tensor<f32>
 }
-// CHECK: "format": "tfpgo.op_graph",
-// CHECK-NEXT: "version": 1,
-// CHECK-NEXT: "time_unit": "ps",
-// CHECK: "name": "main",
-// CHECK-NEXT: "entry": true
-// CHECK: "name": "callee",
-// CHECK-NEXT: "entry": false
-// CHECK: "nodes": [
-// CHECK:      "id": 0,
-// CHECK-NEXT: "op": "tf.MatMul",
-// CHECK-NEXT: "name": "dense/MatMul",
-// CHECK-NEXT: "function": "main",
-// CHECK-NEXT: "parent": null,
-// CHECK-NEXT: "profiler_data": null,
-// CHECK-NEXT: "fused_into": "dense/Relu",
-// CHECK-NEXT: "hot": false,
-// CHECK-NEXT: "hot_rank": null
-// CHECK:      "id": 1,
-// CHECK-NEXT: "op": "tf.Relu",
-// CHECK-NEXT: "name": "dense/Relu",
-// CHECK:      "profiler_data": {
-// CHECK-NEXT:  "ts": 7,
-// CHECK-NEXT:  "dur": 5,
-// CHECK-NEXT:  "count": 2,
-// CHECK-NEXT:  "total": 10,
-// CHECK-NEXT:  "self": 10,
-// CHECK-NEXT:  "min": 4,
-// CHECK-NEXT:  "max": 6,
-// CHECK-NEXT:  "p50": 4,
-// CHECK-NEXT:  "p95": 6,
-// CHECK-NEXT:  "share": 1
-// CHECK-NEXT: },
-// CHECK-NEXT: "fused_into": null,
-// CHECK-NEXT: "hot": true,
-// CHECK-NEXT: "hot_rank": 1
-// CHECK:      "id": 3,
-// CHECK-NEXT: "op": "tf.Yield",
-// CHECK-NEXT: "name": null,
-// CHECK-NEXT: "function": "main",
-// CHECK-NEXT: "parent": 2,
-// CHECK:      "id": 6,
-// CHECK-NEXT: "op": "func.return",
-// CHECK-NEXT: "name": null,
-// CHECK-NEXT: "function": "callee",
-// CHECK: "edges": [
-// CHECK:      "from": 0,
-// CHECK-NEXT: "to": 1,
-// CHECK-NEXT: "kind": "data"
-// CHECK:      "from": 4,
-// CHECK-NEXT: "to": 6,
-// CHECK-NEXT: "kind": "call",
-// CHECK-NEXT: "callee": "callee",
-// CHECK-NEXT: "attr": "f"
+// One record per line, compact.
+// CHECK:      {"format":"tfpgo.op_graph","version":1,"time_unit":"ps",
+// CHECK-NEXT: "functions": [
+// CHECK-NEXT:  {"name":"main","entry":true},
+// CHECK-NEXT:  {"name":"callee","entry":false}
+// CHECK-NEXT: ],
+// CHECK-NEXT: "nodes": [
+// CHECK-NEXT:  {"id":0,"op":"tf.MatMul","name":"dense/MatMul","function":"main","parent":null,"profiler_data":null,"fused_into":"dense/Relu","hot":false,"hot_rank":null},
+// CHECK-NEXT:  {"id":1,"op":"tf.Relu","name":"dense/Relu","function":"main","parent":null,"profiler_data":{"ts":7,"dur":5,"count":2,"total":10,"self":10,"min":4,"max":6,"p50":4,"p95":6,"share":1},"fused_into":null,"hot":true,"hot_rank":1},
+// CHECK-NEXT:  {"id":2,"op":"tf.WhileRegion","name":"w","function":"main","parent":null,
+// CHECK-NEXT:  {"id":3,"op":"tf.Yield","name":null,"function":"main","parent":2,
+// CHECK-NEXT:  {"id":4,"op":"tf.PartitionedCall",
+// CHECK-NEXT:  {"id":5,"op":"func.return","name":null,"function":"main",
+// CHECK-NEXT:  {"id":6,"op":"func.return","name":null,"function":"callee",
+// CHECK-NEXT: ],
+// CHECK-NEXT: "edges": [
+// CHECK-NEXT:  {"from":0,"to":1,"kind":"data"},
+// CHECK-NEXT:  {"from":1,"to":2,"kind":"data"},
+// CHECK-NEXT:  {"from":2,"to":4,"kind":"data"},
+// CHECK-NEXT:  {"from":4,"to":6,"kind":"call","callee":"callee","attr":"f"},
+// CHECK-NEXT:  {"from":4,"to":5,"kind":"data"}
+// CHECK-NEXT: ]}
+
+//--- empty.mlir
+// EMPTY:      {"format":"tfpgo.op_graph","version":1,"time_unit":"ps",
+// EMPTY-NEXT: "functions": [],
+// EMPTY-NEXT: "nodes": [],
+// EMPTY-NEXT: "edges": []}
+module {}
 
 //--- no_output.mlir
 // expected-error@+1 {{tf-profile-export-op-graph needs 'output'}}

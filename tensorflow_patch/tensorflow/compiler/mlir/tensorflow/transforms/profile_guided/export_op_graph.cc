@@ -92,31 +92,32 @@ public:
   size_t NumNodes() const { return nodes_.size(); }
   size_t NumEdges() const { return edges_.size(); }
 
+  /// Writes the document with one function, node or edge per line: compact
+  /// enough for tens of MB, still greppable and diffable record by record.
   void Write(llvm::raw_ostream &os) const {
     // The document runs to tens of MB: write it in large chunks.
     os.SetBufferSize(1 << 20);
-    llvm::json::OStream json(os, /*IndentSize=*/1);
-    json.object([&] {
-      json.attribute("format", "tfpgo.op_graph");
-      json.attribute("version", kOpGraphVersion);
-      json.attribute("time_unit", "ps");
-      json.attributeArray("functions", [&] {
-        for (FunctionOpInterface function : functions_)
-          json.object([&] {
-            json.attribute("name", function.getName());
-            json.attribute("entry", function.isPublic());
-          });
-      });
-      json.attributeArray("nodes", [&] {
-        for (size_t id = 0; id < nodes_.size(); ++id)
-          WriteNode(json, id);
-      });
-      json.attributeArray("edges", [&] {
-        for (const Edge &edge : edges_)
-          WriteEdge(json, edge);
-      });
-    });
-    os << "\n";
+    os << "{\"format\":\"tfpgo.op_graph\",\"version\":" << kOpGraphVersion
+       << ",\"time_unit\":\"ps\",\n";
+    WriteRecords(os, "functions", functions_.size(),
+                 [&](llvm::json::OStream &json, size_t index) {
+                   FunctionOpInterface function = functions_[index];
+                   json.object([&] {
+                     json.attribute("name", function.getName());
+                     json.attribute("entry", function.isPublic());
+                   });
+                 });
+    os << ",\n";
+    WriteRecords(os, "nodes", nodes_.size(),
+                 [&](llvm::json::OStream &json, size_t id) {
+                   WriteNode(json, id);
+                 });
+    os << ",\n";
+    WriteRecords(os, "edges", edges_.size(),
+                 [&](llvm::json::OStream &json, size_t index) {
+                   WriteEdge(json, edges_[index]);
+                 });
+    os << "}\n";
   }
 
 private:
@@ -165,6 +166,19 @@ private:
       return;
     edges_.push_back({from, ids_.lookup(&callee.front().front()),
                       EdgeKind::kCall, symbol.getValue(), attr});
+  }
+
+  /// Writes `"key": [` and then each record compact on its own line.
+  static void WriteRecords(
+      llvm::raw_ostream &os, llvm::StringRef key, size_t count,
+      llvm::function_ref<void(llvm::json::OStream &, size_t)> write_record) {
+    os << '"' << key << "\": [";
+    for (size_t index = 0; index < count; ++index) {
+      os << (index ? ",\n " : "\n ");
+      llvm::json::OStream json(os);
+      write_record(json, index);
+    }
+    os << (count ? "\n]" : "]");
   }
 
   void WriteNode(llvm::json::OStream &json, size_t id) const {
