@@ -1,7 +1,8 @@
 """Pictures and exports of profiled graphs (event DAG and op graph).
 
 Stages, one module each: `loader` (JSON → RenderGraph) → `reduce` (hot marks,
-scope collapse, top-N) → `style`/`dot`/`layout` (DOT, SVG, PNG) and `graphml`;
+scope collapse, top-N) → `fold` (ranks and columns of a deep drawing) →
+`style`/`dot`/`layout` (DOT, SVG, PNG) and `graphml`;
 `exports` writes the formats other tools read (Model Explorer, Perfetto, CSV).
 """
 

@@ -5,6 +5,8 @@ Clusters (drawn by `dot` only; force-directed engines ignore them):
 - one per region-holding op (`parent`, e.g. a tf.WhileRegion) around its body;
 - one per runtime kernel around the ops fused into it (`fused_into`).
 The legend is the graph label (an HTML table), which every engine places.
+A drawing too deep for a screen is folded into columns (fold.py): one
+invisible cluster per column holds that column's clusters.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from tfpgo.render.colormap import ColorScale, colormap_hex
+from tfpgo.render.fold import Fold, plan_fold
 from tfpgo.render.metrics import Metric, format_ps, format_value, metric_value
 from tfpgo.render.model import EdgeKind, GraphKind, RenderGraph, RenderNode
 from tfpgo.render.style import (
@@ -110,10 +113,15 @@ def _cluster_paths(graph: RenderGraph) -> dict[int, list[tuple[tuple, str, str]]
     return paths
 
 
-def _cluster_tree(graph: RenderGraph) -> _Cluster:
+def _cluster_tree(graph: RenderGraph, fold: Fold | None) -> _Cluster:
+    """Clusters by function, region and kernel; under one per column if folded
+    (a function or kernel that spans two columns is drawn once in each)."""
     root = _Cluster("", "root")
     for node_id, path in _cluster_paths(graph).items():
         cluster = root
+        if fold is not None:
+            column = fold.column[node_id]
+            path = [(("column", column), "", "column"), *path]
         for key, label, kind in path:
             cluster = cluster.children.setdefault(key, _Cluster(label, kind))
         cluster.nodes.append(node_id)
@@ -121,6 +129,7 @@ def _cluster_tree(graph: RenderGraph) -> _Cluster:
 
 
 _CLUSTER_STYLE = {
+    "column": "style=invis",
     "group": 'style="rounded", color="#8c8c8c", fontsize=12',
     "region": 'style="rounded,dashed", color="#5a5a5a", fontsize=11',
     "kernel": 'style="rounded,filled", color="#c0392b", fillcolor="#fdf0ec", fontsize=10',
@@ -225,6 +234,25 @@ def _labeled_nodes(graph: RenderGraph, metric: Metric) -> set[int]:
     }
 
 
+def _fold_constraints(fold: Fold) -> list[str]:
+    """Row r of every column on one rank, and the columns left to right: an
+    invisible edge joins the first node of each column's top row to the next
+    column's (an edge within a rank orders its ends)."""
+    by_row: dict[int, list[int]] = {}
+    for node_id in sorted(fold.row, key=lambda n: (fold.row[n], fold.column[n], n)):
+        by_row.setdefault(fold.row[node_id], []).append(node_id)
+    lines = [
+        "  { rank=same; " + " ".join(f"n{node_id};" for node_id in row) + " }"
+        for _, row in sorted(by_row.items())
+    ]
+    heads = {}
+    for node_id in by_row.get(0, []):
+        heads.setdefault(fold.column[node_id], node_id)
+    order = [heads[column] for column in sorted(heads)]
+    lines += [f"  n{a} -> n{b} [style=invis];" for a, b in itertools.pairwise(order)]
+    return lines
+
+
 def to_dot(graph: RenderGraph, metric: Metric, engine: str) -> str:
     """The DOT source of the picture; clusters only when `engine` is dot."""
     scale = color_scale(graph, metric)
@@ -247,8 +275,12 @@ def to_dot(graph: RenderGraph, metric: Metric, engine: str) -> str:
     node_lines = {
         node.id: _node_line(node, metric, scale, node.id in labeled) for node in graph.nodes
     }
+    fold = plan_fold(graph) if engine == "dot" else None
+    if fold is not None:
+        # One global ranking, so that rank=same can align rows across columns.
+        lines.append("  graph [newrank=true];")
     if engine == "dot":
-        _emit_cluster(_cluster_tree(graph), lines, node_lines, [0], "  ")
+        _emit_cluster(_cluster_tree(graph, fold), lines, node_lines, [0], "  ")
     else:
         lines.extend("  " + line for line in node_lines.values())
     on_path = critical_edges(graph)
@@ -260,6 +292,10 @@ def to_dot(graph: RenderGraph, metric: Metric, engine: str) -> str:
             attributes.append(
                 f'penwidth={min(1 + edge.count**0.5, 5):.1f}, tooltip="{edge.count} edges"'
             )
+        if fold is not None and fold.crosses(edge.source, edge.target):
+            attributes.append("constraint=false")
         lines.append(f"  n{edge.source} -> n{edge.target} [{', '.join(attributes)}];")
+    if fold is not None:
+        lines.extend(_fold_constraints(fold))
     lines.append("}")
     return "\n".join(lines) + "\n"

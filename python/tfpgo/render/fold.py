@@ -1,0 +1,143 @@
+"""Plans the ranks of a big layered drawing: folded into columns, re-ranked.
+
+`dot` puts every op one rank below its producer, so a model that is mostly a
+chain comes out as a strip (the 150 hottest ops of ResNet50 inference: a PNG
+of 776 x 18,553 px), and a training step's gradient ops crowd onto one rank
+(27,869 x 7,152 px). A plan fixes each node's rank and cuts the ranks into
+columns set side by side, like newspaper columns; the DOT writer turns it
+into rank constraints and one invisible cluster per column.
+
+Two rankings are tried: dot's own, approximated (every op just above its
+first consumer), and longest path from the sources (which spreads the sinks
+of a training step over the depth of the backward pass). For each and for
+every column count the picture's size is estimated; the plan is the one
+whose larger side is smallest, if that beats dot's own drawing clearly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from tfpgo.render.model import RenderGraph
+
+MIN_RANKS = 40  # shallower drawings are left to dot
+# Drawn sizes in inches, measured on dot's pictures of ResNet50's op graphs: a
+# rank is a labeled box (two or three lines, often inside a kernel cluster)
+# plus rank separation; a column is as wide as its widest rank's boxes and
+# cluster labels: about COLUMN_WIDTH for one box and NODE_WIDTH per extra box.
+RANK_HEIGHT = 1.2
+COLUMN_WIDTH = 7.5
+NODE_WIDTH = 3.0
+ASPECT = 1.0  # height / width aimed at: about square, a screen shows it whole
+GAIN = 0.8  # a plan must shrink the larger side of dot's own drawing this much
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Where each node goes: its column and its row (rank within the column)."""
+
+    rows: int
+    columns: int
+    column: dict[int, int]
+    row: dict[int, int]
+
+    def crosses(self, source: int, target: int) -> bool:
+        """True for an edge between two columns: it must not pull ranks."""
+        return self.column[source] != self.column[target]
+
+
+def _adjacency(graph: RenderGraph) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    successors: dict[int, list[int]] = {node.id: [] for node in graph.nodes}
+    predecessors: dict[int, list[int]] = {node.id: [] for node in graph.nodes}
+    for edge in graph.edges:
+        if edge.source in successors and edge.target in successors:
+            successors[edge.source].append(edge.target)
+            predecessors[edge.target].append(edge.source)
+    return successors, predecessors
+
+
+def _topological_order(
+    successors: dict[int, list[int]], predecessors: dict[int, list[int]]
+) -> list[int] | None:
+    indegree = {node_id: len(sources) for node_id, sources in predecessors.items()}
+    ready = [node_id for node_id, count in indegree.items() if count == 0]
+    order = []
+    while ready:
+        node_id = ready.pop()
+        order.append(node_id)
+        for target in successors[node_id]:
+            indegree[target] -= 1
+            if indegree[target] == 0:
+                ready.append(target)
+    return order if len(order) == len(successors) else None
+
+
+def rankings(graph: RenderGraph) -> list[dict[int, int]]:
+    """dot's ranking (approximated) and the longest-path ranking; none for a
+    graph with a cycle.
+
+    dot's ranking keeps edges short: a constant, a variable read or the short
+    chain computing a batch-norm factor sits just above the op that uses it,
+    not on the top rank. So every op with consumers goes just above its first
+    consumer, a sink just below its last producer, and a dead-end branch
+    stays where it leaves the graph.
+    """
+    successors, predecessors = _adjacency(graph)
+    order = _topological_order(successors, predecessors)
+    if order is None:
+        return []
+    longest: dict[int, int] = {}
+    for node_id in order:
+        longest[node_id] = max((longest[p] + 1 for p in predecessors[node_id]), default=0)
+    short: dict[int, int] = {}
+    for node_id in reversed(order):
+        if successors[node_id]:
+            short[node_id] = min(short[s] for s in successors[node_id]) - 1
+        else:
+            short[node_id] = longest[node_id]
+    for node_id in order:  # producers only moved down: sinks follow them
+        if not successors[node_id] and predecessors[node_id]:
+            short[node_id] = max(short[p] for p in predecessors[node_id]) + 1
+    low = min(short.values(), default=0)
+    return [{node_id: rank - low for node_id, rank in short.items()}, longest]
+
+
+def _larger_side(rank_widths: list[int], columns: int) -> float:
+    """The larger side (inches, height over ASPECT) of the picture with the
+    ranks cut into `columns` columns, each as wide as its widest rank."""
+    rows = math.ceil(len(rank_widths) / columns)
+    width = sum(
+        COLUMN_WIDTH + NODE_WIDTH * (max(rank_widths[start : start + rows]) - 1)
+        for start in range(0, len(rank_widths), rows)
+    )
+    return max(rows * RANK_HEIGHT / ASPECT, width)
+
+
+def plan_fold(graph: RenderGraph) -> Fold | None:
+    """The plan with the smallest picture, None where dot's own drawing is as
+    good (or the drawing is shallower than MIN_RANKS)."""
+    candidates = []
+    for ranking in rankings(graph):
+        depth = max(ranking.values(), default=-1) + 1
+        if depth < MIN_RANKS:
+            return None
+        per_rank = Counter(ranking.values())
+        rank_widths = [per_rank[rank] for rank in range(depth)]
+        for columns in range(1, depth // (MIN_RANKS // 2) + 1):
+            candidates.append((_larger_side(rank_widths, columns), columns, ranking))
+    if not candidates:
+        return None
+    dot_own = candidates[0][0]  # dot's ranking, one column
+    side, columns, ranking = min(candidates, key=lambda candidate: candidate[0])
+    if side > GAIN * dot_own:
+        return None
+    depth = max(ranking.values()) + 1
+    rows = math.ceil(depth / columns)
+    return Fold(
+        rows=rows,
+        columns=math.ceil(depth / rows),
+        column={node_id: rank // rows for node_id, rank in ranking.items()},
+        row={node_id: rank % rows for node_id, rank in ranking.items()},
+    )
