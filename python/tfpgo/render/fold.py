@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from tfpgo.render.model import RenderGraph
+from tfpgo.render.reduce import topological_order
 
 MIN_RANKS = 40  # shallower drawings are left to dot
 # Drawn sizes in inches, measured on dot's pictures of ResNet50's op graphs: a
@@ -52,26 +53,9 @@ def _adjacency(graph: RenderGraph) -> tuple[dict[int, list[int]], dict[int, list
     successors: dict[int, list[int]] = {node.id: [] for node in graph.nodes}
     predecessors: dict[int, list[int]] = {node.id: [] for node in graph.nodes}
     for edge in graph.edges:
-        if edge.source in successors and edge.target in successors:
-            successors[edge.source].append(edge.target)
-            predecessors[edge.target].append(edge.source)
+        successors[edge.source].append(edge.target)
+        predecessors[edge.target].append(edge.source)
     return successors, predecessors
-
-
-def _topological_order(
-    successors: dict[int, list[int]], predecessors: dict[int, list[int]]
-) -> list[int] | None:
-    indegree = {node_id: len(sources) for node_id, sources in predecessors.items()}
-    ready = [node_id for node_id, count in indegree.items() if count == 0]
-    order = []
-    while ready:
-        node_id = ready.pop()
-        order.append(node_id)
-        for target in successors[node_id]:
-            indegree[target] -= 1
-            if indegree[target] == 0:
-                ready.append(target)
-    return order if len(order) == len(successors) else None
 
 
 def rankings(graph: RenderGraph) -> list[dict[int, int]]:
@@ -85,7 +69,7 @@ def rankings(graph: RenderGraph) -> list[dict[int, int]]:
     stays where it leaves the graph.
     """
     successors, predecessors = _adjacency(graph)
-    order = _topological_order(successors, predecessors)
+    order = topological_order(set(successors), list(graph.edges))
     if order is None:
         return []
     longest: dict[int, int] = {}

@@ -242,7 +242,7 @@ def _drop_implied_elided(node_ids: set[int], edges: list[RenderEdge]) -> list[Re
     stay); reachability is kept. Reachable sets are bitsets over a topological
     order; a view with a cycle is left as is.
     """
-    order = _topological_order(node_ids, edges)
+    order = topological_order(node_ids, edges)
     if order is None:
         return edges
     index = {node_id: position for position, node_id in enumerate(order)}
@@ -263,8 +263,8 @@ def _drop_implied_elided(node_ids: set[int], edges: list[RenderEdge]) -> list[Re
     ]
 
 
-def _topological_order(node_ids: set[int], edges: list[RenderEdge]) -> list[int] | None:
-    """Kahn's order of the nodes, None on a cycle (the reduction does not depend on it)."""
+def topological_order(node_ids: set[int], edges: list[RenderEdge]) -> list[int] | None:
+    """Kahn's order of the nodes, None on a cycle; `edges` join nodes of `node_ids`."""
     successors: dict[int, list[int]] = defaultdict(list)
     pending = dict.fromkeys(node_ids, 0)
     for edge in edges:
