@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from pathlib import Path
@@ -118,3 +119,18 @@ def test_folded_picture_keeps_every_node_and_edge():
     source = to_dot(graph, Metric.SELF, "dot")
     assert all(f"n{i} [id=" in source for i in range(100))
     assert sum(" -> " in line and "style=invis" not in line for line in source.splitlines()) == 99
+
+
+def test_a_deep_event_dag_is_folded_into_bands(tmp_path, monkeypatch):
+    # Event DAGs run left to right: the columns become bands one under another.
+    graph = dataclasses.replace(_chain(160), kind=GraphKind.EVENT_DAG)
+    assert plan_fold(graph) is not None
+    bands = tmp_path / "bands.svg"
+    write_pictures(graph, RenderOptions(), [bands])
+    width, height = _svg_size(bands)
+    monkeypatch.setattr(fold, "MIN_RANKS", 10**9)
+    strip = tmp_path / "strip.svg"
+    write_pictures(graph, RenderOptions(), [strip])
+    strip_width, strip_height = _svg_size(strip)
+    assert strip_width / strip_height > 20
+    assert width / height < 4 and width < strip_width / 3

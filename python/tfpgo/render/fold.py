@@ -4,8 +4,9 @@
 chain comes out as a strip (the 150 hottest ops of ResNet50 inference: a PNG
 of 776 x 18,553 px), and a training step's gradient ops crowd onto one rank
 (27,869 x 7,152 px). A plan fixes each node's rank and cuts the ranks into
-columns set side by side, like newspaper columns; the DOT writer turns it
-into rank constraints and one invisible cluster per column.
+columns set side by side, like newspaper columns (bands one under another
+for the left-to-right event DAG); the DOT writer turns it into rank
+constraints and one invisible cluster per column.
 
 Two rankings are tried: dot's own, approximated (every op just above its
 first consumer), and longest path from the sources (which spreads the sinks
@@ -20,19 +21,32 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from tfpgo.render.model import RenderGraph
+from tfpgo.render.model import GraphKind, RenderGraph
 from tfpgo.render.reduce import topological_order
 
 MIN_RANKS = 40  # shallower drawings are left to dot
-# Drawn sizes in inches, measured on dot's pictures of ResNet50's op graphs: a
-# rank is a labeled box (two or three lines, often inside a kernel cluster)
-# plus rank separation; a column is as wide as its widest rank's boxes and
-# cluster labels: about COLUMN_WIDTH for one box and NODE_WIDTH per extra box.
-RANK_HEIGHT = 1.2
-COLUMN_WIDTH = 7.5
-NODE_WIDTH = 3.0
 ASPECT = 1.0  # height / width aimed at: about square, a screen shows it whole
 GAIN = 0.8  # a plan must shrink the larger side of dot's own drawing this much
+
+
+@dataclass(frozen=True)
+class _Extents:
+    """Drawn sizes in inches: `rank` along the flow per rank; across it, a
+    column is `column` for one box per rank and `node` more per extra box."""
+
+    rank: float
+    column: float
+    node: float
+
+
+# Measured on dot's pictures: ResNet50's op graphs top to bottom (a rank is a
+# labeled box of two or three lines, often inside a kernel cluster; a column
+# is as wide as its widest rank's boxes and cluster labels); event DAGs left
+# to right (a rank is a box's width, a band as tall as its boxes).
+_EXTENTS = {
+    GraphKind.OP_GRAPH: _Extents(rank=1.2, column=7.5, node=3.0),
+    GraphKind.EVENT_DAG: _Extents(rank=2.1, column=1.6, node=0.6),
+}
 
 
 @dataclass(frozen=True)
@@ -88,20 +102,24 @@ def rankings(graph: RenderGraph) -> list[dict[int, int]]:
     return [{node_id: rank - low for node_id, rank in short.items()}, longest]
 
 
-def _larger_side(rank_widths: list[int], columns: int) -> float:
+def _larger_side(rank_widths: list[int], columns: int, extents: _Extents, flows_down: bool) -> float:
     """The larger side (inches, height over ASPECT) of the picture with the
     ranks cut into `columns` columns, each as wide as its widest rank."""
     rows = math.ceil(len(rank_widths) / columns)
-    width = sum(
-        COLUMN_WIDTH + NODE_WIDTH * (max(rank_widths[start : start + rows]) - 1)
+    along = rows * extents.rank
+    across = sum(
+        extents.column + extents.node * (max(rank_widths[start : start + rows]) - 1)
         for start in range(0, len(rank_widths), rows)
     )
-    return max(rows * RANK_HEIGHT / ASPECT, width)
+    height, width = (along, across) if flows_down else (across, along)
+    return max(height / ASPECT, width)
 
 
 def plan_fold(graph: RenderGraph) -> Fold | None:
     """The plan with the smallest picture, None where dot's own drawing is as
     good (or the drawing is shallower than MIN_RANKS)."""
+    extents = _EXTENTS[graph.kind]
+    flows_down = graph.kind is GraphKind.OP_GRAPH  # dot.py: op graphs TB, event DAGs LR
     candidates = []
     for ranking in rankings(graph):
         depth = max(ranking.values(), default=-1) + 1
@@ -110,7 +128,8 @@ def plan_fold(graph: RenderGraph) -> Fold | None:
         per_rank = Counter(ranking.values())
         rank_widths = [per_rank[rank] for rank in range(depth)]
         for columns in range(1, depth // (MIN_RANKS // 2) + 1):
-            candidates.append((_larger_side(rank_widths, columns), columns, ranking))
+            side = _larger_side(rank_widths, columns, extents, flows_down)
+            candidates.append((side, columns, ranking))
     if not candidates:
         return None
     dot_own = candidates[0][0]  # dot's ranking, one column
