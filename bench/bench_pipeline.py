@@ -258,8 +258,15 @@ def write_annotated(mlir: Path, profile: Path, annotated: Path) -> None:
     """The pipeline's output with its locations (so the same module as `mlir`
     plus the annotations): the input of the CARRIED reference."""
     harness.run_once(
-        (str(harness.tfpgo_opt()), "--allow-unregistered-dialect", DEBUGINFO,
-         annotate_spec(profile), str(mlir), "-o", str(annotated))
+        (
+            str(harness.tfpgo_opt()),
+            "--allow-unregistered-dialect",
+            DEBUGINFO,
+            annotate_spec(profile),
+            str(mlir),
+            "-o",
+            str(annotated),
+        )
     )
 
 
@@ -386,9 +393,8 @@ def main() -> int:
             load.append(harness.machine()["load_avg_1m"])
         by_label = {c.label: c for c in runs}
         split_labels = (ROUND_TRIP, CARRIED, PIPELINE)
-        split = dict(
-            zip(split_labels, phases([by_label[l].command for l in split_labels], args.repeat))
-        )
+        split_commands = [by_label[label].command for label in split_labels]
+        split = dict(zip(split_labels, phases(split_commands, args.repeat), strict=True))
         annotated_ops = annotated.read_text().count("profiler_data")
         megabytes = mlir.stat().st_size / 1e6
     median = {label: statistics.median(values) for label, values in seconds.items()}

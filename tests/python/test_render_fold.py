@@ -15,7 +15,11 @@ from tfpgo.render.model import EdgeKind, GraphKind, RenderEdge, RenderGraph, Ren
 def _graph(count: int, links: list[tuple[int, int]]) -> RenderGraph:
     nodes = tuple(
         RenderNode(
-            i, f"model/block_{i}/conv/Conv2D", "tf.Conv2D", "main", NodeState.EXECUTED,
+            i,
+            f"model/block_{i}/conv/Conv2D",
+            "tf.Conv2D",
+            "main",
+            NodeState.EXECUTED,
             Timing(1_000 * (i + 1), 1_000 * (i + 1), 1_000 * (i + 1), 1, 0.0),
         )
         for i in range(count)
@@ -34,6 +38,16 @@ def _svg_size(path: Path) -> tuple[float, float]:
     return float(match[1]), float(match[2])
 
 
+def _folded_and_strip(graph: RenderGraph, tmp_path: Path, monkeypatch) -> tuple[tuple, tuple]:
+    """SVG sizes (width, height) of the graph drawn as planned and by dot alone."""
+    folded = tmp_path / "folded.svg"
+    write_pictures(graph, RenderOptions(), [folded])
+    monkeypatch.setattr(fold, "MIN_RANKS", 10**9)
+    strip = tmp_path / "strip.svg"
+    write_pictures(graph, RenderOptions(), [strip])
+    return _svg_size(folded), _svg_size(strip)
+
+
 def test_a_deep_chain_is_drawn_in_columns_about_square(tmp_path, monkeypatch):
     graph = _chain(160)
     plan = plan_fold(graph)
@@ -44,13 +58,7 @@ def test_a_deep_chain_is_drawn_in_columns_about_square(tmp_path, monkeypatch):
     assert source.count("rank=same") == plan.rows
     crossing = [line for line in source.splitlines() if "constraint=false" in line]
     assert len(crossing) == plan.columns - 1  # one chain edge leaves each column
-    folded = tmp_path / "folded.svg"
-    write_pictures(graph, RenderOptions(), [folded])
-    width, height = _svg_size(folded)
-    monkeypatch.setattr(fold, "MIN_RANKS", 10**9)
-    strip = tmp_path / "strip.svg"
-    write_pictures(graph, RenderOptions(), [strip])
-    strip_width, strip_height = _svg_size(strip)
+    (width, height), (strip_width, strip_height) = _folded_and_strip(graph, tmp_path, monkeypatch)
     assert strip_height / strip_width > 10  # what dot draws on its own
     # The size estimate is calibrated on real op graphs, whose long scoped
     # names and kernel clusters make wider columns than these short labels.
@@ -125,12 +133,6 @@ def test_a_deep_event_dag_is_folded_into_bands(tmp_path, monkeypatch):
     # Event DAGs run left to right: the columns become bands one under another.
     graph = dataclasses.replace(_chain(160), kind=GraphKind.EVENT_DAG)
     assert plan_fold(graph) is not None
-    bands = tmp_path / "bands.svg"
-    write_pictures(graph, RenderOptions(), [bands])
-    width, height = _svg_size(bands)
-    monkeypatch.setattr(fold, "MIN_RANKS", 10**9)
-    strip = tmp_path / "strip.svg"
-    write_pictures(graph, RenderOptions(), [strip])
-    strip_width, strip_height = _svg_size(strip)
+    (width, height), (strip_width, strip_height) = _folded_and_strip(graph, tmp_path, monkeypatch)
     assert strip_width / strip_height > 20
     assert width / height < 4 and width < strip_width / 3

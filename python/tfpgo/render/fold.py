@@ -102,7 +102,9 @@ def rankings(graph: RenderGraph) -> list[dict[int, int]]:
     return [{node_id: rank - low for node_id, rank in short.items()}, longest]
 
 
-def _larger_side(rank_widths: list[int], columns: int, extents: _Extents, flows_down: bool) -> float:
+def _larger_side(
+    rank_widths: list[int], columns: int, extents: _Extents, flows_down: bool
+) -> float:
     """The larger side (inches, height over ASPECT) of the picture with the
     ranks cut into `columns` columns, each as wide as its widest rank."""
     rows = math.ceil(len(rank_widths) / columns)
