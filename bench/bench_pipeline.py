@@ -345,8 +345,8 @@ def phase_table(split: dict[str, dict[str, float]]) -> str:
 
 
 def verdict(median: dict[str, float]) -> str:
-    """The goal, the bound the reference sets on any implementation, and how
-    far the pipeline is above that bound."""
+    """The goal, the reference's ratio (about the floor of any implementation
+    of the format), and how far the pipeline is above the reference."""
     carried = median[CARRIED] / median[ROUND_TRIP]
     pipeline = median[PIPELINE] / median[ROUND_TRIP]
     return (

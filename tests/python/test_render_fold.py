@@ -50,7 +50,7 @@ def _folded_and_strip(graph: RenderGraph, tmp_path: Path, monkeypatch) -> tuple[
 
 def test_a_deep_chain_is_drawn_in_columns_about_square(tmp_path, monkeypatch):
     graph = _chain(160)
-    plan = plan_fold(graph)
+    plan = plan_fold(graph, flows_down=True)
     assert plan is not None and plan.columns >= 3
     assert plan.rows * plan.columns >= 160 > plan.rows * (plan.columns - 1)
     source = to_dot(graph, Metric.SELF, "dot")
@@ -68,7 +68,7 @@ def test_a_deep_chain_is_drawn_in_columns_about_square(tmp_path, monkeypatch):
 
 def test_columns_run_left_to_right_in_rank_order(tmp_path):
     graph = _chain(120)
-    plan = plan_fold(graph)
+    plan = plan_fold(graph, flows_down=True)
     assert plan is not None
     layout = tmp_path / "chain.svg"
     write_pictures(graph, RenderOptions(), [layout])
@@ -83,11 +83,11 @@ def test_columns_run_left_to_right_in_rank_order(tmp_path):
 
 
 def test_shallow_and_cyclic_drawings_are_left_to_dot():
-    assert plan_fold(_chain(fold.MIN_RANKS - 1)) is None
+    assert plan_fold(_chain(fold.MIN_RANKS - 1), flows_down=True) is None
     assert "rank=same" not in to_dot(_chain(20), Metric.SELF, "dot")
     cyclic = _graph(80, [*itertools.pairwise(range(80)), (79, 0)])
-    assert rankings(cyclic) == [] and plan_fold(cyclic) is None
-    assert plan_fold(_chain(200)) is not None and "rank=same" not in to_dot(
+    assert rankings(cyclic) == [] and plan_fold(cyclic, flows_down=True) is None
+    assert plan_fold(_chain(200), flows_down=True) is not None and "rank=same" not in to_dot(
         _chain(200), Metric.SELF, "sfdp"
     )
 
@@ -115,7 +115,7 @@ def test_a_crowded_rank_is_spread_by_the_longest_path_ranking():
     dot_like, longest = rankings(graph)
     assert len({dot_like[g] for g in gradients}) == 1
     assert len({longest[g] for g in gradients}) == 60
-    plan = plan_fold(graph)
+    plan = plan_fold(graph, flows_down=True)
     assert plan is not None
     assert {plan.column[g] * plan.rows + plan.row[g] for g in gradients} == {
         longest[g] for g in gradients
@@ -132,7 +132,7 @@ def test_folded_picture_keeps_every_node_and_edge():
 def test_a_deep_event_dag_is_folded_into_bands(tmp_path, monkeypatch):
     # Event DAGs run left to right: the columns become bands one under another.
     graph = dataclasses.replace(_chain(160), kind=GraphKind.EVENT_DAG)
-    assert plan_fold(graph) is not None
+    assert plan_fold(graph, flows_down=False) is not None
     (width, height), (strip_width, strip_height) = _folded_and_strip(graph, tmp_path, monkeypatch)
     assert strip_width / strip_height > 20
     assert width / height < 4 and width < strip_width / 3

@@ -275,7 +275,7 @@ def to_dot(graph: RenderGraph, metric: Metric, engine: str) -> str:
     node_lines = {
         node.id: _node_line(node, metric, scale, node.id in labeled) for node in graph.nodes
     }
-    fold = plan_fold(graph) if engine == "dot" else None
+    fold = plan_fold(graph, flows_down=rankdir == "TB") if engine == "dot" else None
     if fold is not None:
         # One global ranking, so that rank=same can align rows across columns.
         lines.append("  graph [newrank=true];")

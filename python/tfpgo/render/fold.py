@@ -117,11 +117,11 @@ def _larger_side(
     return max(height / ASPECT, width)
 
 
-def plan_fold(graph: RenderGraph) -> Fold | None:
+def plan_fold(graph: RenderGraph, flows_down: bool) -> Fold | None:
     """The plan with the smallest picture, None where dot's own drawing is as
-    good (or the drawing is shallower than MIN_RANKS)."""
+    good (or the drawing is shallower than MIN_RANKS); `flows_down` is the
+    drawing's direction (rankdir TB, else LR)."""
     extents = _EXTENTS[graph.kind]
-    flows_down = graph.kind is GraphKind.OP_GRAPH  # dot.py: op graphs TB, event DAGs LR
     candidates = []
     for ranking in rankings(graph):
         depth = max(ranking.values(), default=-1) + 1
