@@ -19,7 +19,10 @@ namespace {
 constexpr llvm::StringLiteral kTs = "ts", kDur = "dur", kCount = "count",
                               kTotal = "total", kSelf = "self", kMin = "min",
                               kMax = "max", kP50 = "p50", kP95 = "p95",
-                              kShare = "share", kFusedInto = "fused_into";
+                              kShare = "share", kFusedInto = "fused_into",
+                              kMerged = "merged", kSource = "source",
+                              kFanout = "fanout",
+                              kFusedSources = "fused_sources";
 
 /// Reads `value` as an i64 into `out`; false if it is not one.
 bool ReadInt(Attribute value, int64_t &out) {
@@ -30,19 +33,60 @@ bool ReadInt(Attribute value, int64_t &out) {
   return true;
 }
 
+/// Reads the optional fields of a `profiler_data` dictionary into `data`;
+/// false if one is present with the wrong type.
+bool ReadOptionalFields(DictionaryAttr attr, ProfilerData &data) {
+  if (Attribute merged = attr.get(kMerged))
+    if (!ReadInt(merged, data.merged))
+      return false;
+  if (Attribute fanout = attr.get(kFanout))
+    if (!ReadInt(fanout, data.fanout))
+      return false;
+  if (Attribute source = attr.get(kSource)) {
+    auto text = llvm::dyn_cast<StringAttr>(source);
+    if (!text)
+      return false;
+    data.source = text.getValue().str();
+  }
+  if (Attribute fused = attr.get(kFusedSources)) {
+    auto array = llvm::dyn_cast<ArrayAttr>(fused);
+    if (!array)
+      return false;
+    for (Attribute element : array) {
+      auto text = llvm::dyn_cast<StringAttr>(element);
+      if (!text)
+        return false;
+      data.fused_sources.push_back(text.getValue().str());
+    }
+  }
+  return true;
+}
+
+/// Returns the `profiler_data` record of FusedLoc metadata, or null.
+DictionaryAttr ProfileOfMetadata(FusedLoc fused) {
+  auto metadata = llvm::dyn_cast_or_null<DictionaryAttr>(fused.getMetadata());
+  if (!metadata)
+    return nullptr;
+  return metadata.getAs<DictionaryAttr>(kProfileLocationKey);
+}
+
 } // namespace
 
 ProfilerDataEncoder::ProfilerDataEncoder(MLIRContext *context)
     : attr_name_(StringAttr::get(context, kProfilerDataAttrName)),
       count_(StringAttr::get(context, kCount)),
       dur_(StringAttr::get(context, kDur)),
+      fanout_(StringAttr::get(context, kFanout)),
       fused_into_(StringAttr::get(context, kFusedInto)),
+      fused_sources_(StringAttr::get(context, kFusedSources)),
       max_(StringAttr::get(context, kMax)),
+      merged_(StringAttr::get(context, kMerged)),
       min_(StringAttr::get(context, kMin)),
       p50_(StringAttr::get(context, kP50)),
       p95_(StringAttr::get(context, kP95)),
       self_(StringAttr::get(context, kSelf)),
       share_(StringAttr::get(context, kShare)),
+      source_(StringAttr::get(context, kSource)),
       total_(StringAttr::get(context, kTotal)),
       ts_(StringAttr::get(context, kTs)) {}
 
@@ -53,19 +97,30 @@ DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
         context, {{fused_into_, StringAttr::get(context, data.fused_into)}});
   Type i64 = IntegerType::get(context, 64);
   auto integer = [&](int64_t value) { return IntegerAttr::get(i64, value); };
-  // Already in sorted order: skips DictionaryAttr's sort and duplicate check.
-  NamedAttribute fields[] = {
-      {count_, integer(data.count)},
-      {dur_, integer(data.dur)},
-      {max_, integer(data.max)},
-      {min_, integer(data.min)},
-      {p50_, integer(data.p50)},
-      {p95_, integer(data.p95)},
-      {self_, integer(data.self)},
-      {share_, FloatAttr::get(Float64Type::get(context), data.share)},
-      {total_, integer(data.total)},
-      {ts_, integer(data.ts)},
-  };
+  // Built in sorted order: skips DictionaryAttr's sort and duplicate check.
+  // The optional fields appear only when set, so a plain tf-level record
+  // stays the ten documented fields.
+  llvm::SmallVector<NamedAttribute, 14> fields = {{count_, integer(data.count)},
+                                                  {dur_, integer(data.dur)}};
+  if (data.fanout > 0)
+    fields.push_back({fanout_, integer(data.fanout)});
+  if (!data.fused_sources.empty()) {
+    llvm::SmallVector<Attribute, 4> names;
+    for (const std::string &name : data.fused_sources)
+      names.push_back(StringAttr::get(context, name));
+    fields.push_back({fused_sources_, ArrayAttr::get(context, names)});
+  }
+  fields.push_back({max_, integer(data.max)});
+  if (data.merged > 0)
+    fields.push_back({merged_, integer(data.merged)});
+  fields.append({{min_, integer(data.min)},
+                 {p50_, integer(data.p50)},
+                 {p95_, integer(data.p95)},
+                 {self_, integer(data.self)},
+                 {share_, FloatAttr::get(Float64Type::get(context), data.share)}});
+  if (!data.source.empty())
+    fields.push_back({source_, StringAttr::get(context, data.source)});
+  fields.append({{total_, integer(data.total)}, {ts_, integer(data.ts)}});
   return DictionaryAttr::getWithSorted(context, fields);
 }
 
@@ -89,8 +144,8 @@ std::optional<ProfilerData> ProfilerData::FromAttr(DictionaryAttr attr) {
     return data;
   }
   // DictionaryAttr keeps its fields sorted by name, and so does this list:
-  // one merge pass decodes them. Unknown fields are ignored, every known one
-  // must be present and typed.
+  // one merge pass decodes the required fields. Unknown fields are ignored,
+  // every required one must be present and typed.
   struct Field {
     llvm::StringRef name;
     int64_t *slot; ///< nullptr for `share`, the only f64.
@@ -120,9 +175,41 @@ std::optional<ProfilerData> ProfilerData::FromAttr(DictionaryAttr attr) {
       return std::nullopt;
     data.share = share.getValueAsDouble();
   }
-  if (next != std::size(fields))
+  if (next != std::size(fields) || !ReadOptionalFields(attr, data))
     return std::nullopt;
   return data;
+}
+
+Location WithProfileInLocation(Location loc, DictionaryAttr data) {
+  MLIRContext *context = loc->getContext();
+  auto metadata = DictionaryAttr::get(
+      context, {NamedAttribute(StringAttr::get(context, kProfileLocationKey),
+                               data)});
+  return FusedLoc::get(context, {WithoutProfileInLocation(loc)}, metadata);
+}
+
+Location WithoutProfileInLocation(Location loc) {
+  auto fused = llvm::dyn_cast<FusedLoc>(loc);
+  if (!fused || !ProfileOfMetadata(fused))
+    return loc;
+  return FusedLoc::get(loc->getContext(), fused.getLocations());
+}
+
+void CollectProfilesInLocation(Location loc,
+                               llvm::SmallVectorImpl<DictionaryAttr> &out) {
+  if (auto fused = llvm::dyn_cast<FusedLoc>(loc)) {
+    if (DictionaryAttr profile = ProfileOfMetadata(fused))
+      out.push_back(profile);
+    for (Location inner : fused.getLocations())
+      CollectProfilesInLocation(inner, out);
+    return;
+  }
+  if (auto name_loc = llvm::dyn_cast<NameLoc>(loc))
+    return CollectProfilesInLocation(name_loc.getChildLoc(), out);
+  if (auto call_loc = llvm::dyn_cast<CallSiteLoc>(loc))
+    return CollectProfilesInLocation(call_loc.getCallee(), out);
+  if (auto opaque_loc = llvm::dyn_cast<OpaqueLoc>(loc))
+    return CollectProfilesInLocation(opaque_loc.getFallbackLocation(), out);
 }
 
 void SetProfilerDataAttr(Operation *op, const ProfilerData &data) {
@@ -130,18 +217,31 @@ void SetProfilerDataAttr(Operation *op, const ProfilerData &data) {
 }
 
 std::optional<ProfilerData> ReadProfilerDataAttr(Operation *op) {
-  return ProfilerData::FromAttr(
-      op->getAttrOfType<DictionaryAttr>(kProfilerDataAttrName));
+  if (auto attr = op->getAttrOfType<DictionaryAttr>(kProfilerDataAttrName))
+    return ProfilerData::FromAttr(attr);
+  llvm::SmallVector<DictionaryAttr, 1> carried;
+  CollectProfilesInLocation(op->getLoc(), carried);
+  if (carried.empty())
+    return std::nullopt;
+  return ProfilerData::FromAttr(carried.front());
 }
 
 bool HasProfilerDataAttr(Operation *op) {
-  return op->hasAttr(kProfilerDataAttrName);
+  if (op->hasAttr(kProfilerDataAttrName))
+    return true;
+  llvm::SmallVector<DictionaryAttr, 1> carried;
+  CollectProfilesInLocation(op->getLoc(), carried);
+  return !carried.empty();
 }
 
 bool IsProfileAnnotatable(Operation *op) {
   if (llvm::isa<ProfilerAnnotationsInterface>(op))
     return true;
   return !op->isRegistered() && op->getName().getDialectNamespace() == "tf";
+}
+
+bool IsProfileAnnotatableAtAnyLevel(Operation *op) {
+  return llvm::isa<ProfilerAnnotationsInterface>(op) || !op->isRegistered();
 }
 
 void AttachProfilerData(Operation *op, const ProfilerData &data) {
@@ -171,6 +271,11 @@ bool HasProfilerData(Operation *op) {
 
 bool RemoveProfileAnnotations(Operation *op) {
   bool removed = false;
+  Location plain = WithoutProfileInLocation(op->getLoc());
+  if (plain != op->getLoc()) {
+    op->setLoc(plain);
+    removed = true;
+  }
   // Looking first spares unannotated ops (most of them) an attribute
   // dictionary rebuild each.
   for (llvm::StringRef name : {kProfilerDataAttrName, kProfilerHotAttrName})

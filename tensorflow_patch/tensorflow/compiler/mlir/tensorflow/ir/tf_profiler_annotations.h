@@ -21,11 +21,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
 namespace mlir {
@@ -35,6 +38,10 @@ namespace TF {
 inline constexpr llvm::StringLiteral kProfilerDataAttrName = "profiler_data";
 /// Name of the i64 attribute `tf-profile-mark-hotspots` sets (1 = hottest).
 inline constexpr llvm::StringLiteral kProfilerHotAttrName = "profiler_hot";
+/// Key of the FusedLoc metadata dictionary that carries a `profiler_data`
+/// record in a location: `loc(fused<{profiler_data = {...}}>[original])`.
+/// Passes and lowerings that keep locations keep the profile with them.
+inline constexpr llvm::StringLiteral kProfileLocationKey = "profiler_data";
 
 /// The measured runtime of one op, aggregated over every runtime execution
 /// that was attributed to it. Times are picoseconds from the profile start.
@@ -53,6 +60,17 @@ struct ProfilerData {
   /// Node name of the kernel that executed this op's work; when non-empty
   /// the timing fields are unused.
   std::string fused_into;
+  /// Optional fields, encoded only when set.
+  /// Runtime names merged into this op beyond its own (CSE, folding into a
+  /// rewritten op, see `tf-annotate-operations-profile`).
+  int64_t merged = 0;
+  /// Node name of the tf op these measurements belong to; set on ops that
+  /// carry another op's profile (below tf, or carried in a location).
+  std::string source;
+  /// Number of ops at this level that carry `source`'s measurements.
+  int64_t fanout = 0;
+  /// Further sources whose ops were fused into this one (lowering fusions).
+  std::vector<std::string> fused_sources;
 
   /// Returns true if this records a fused op rather than a measurement.
   bool IsFused() const { return !fused_into.empty(); }
@@ -80,14 +98,26 @@ public:
 private:
   StringAttr attr_name_;
   /// Field names, in the order DictionaryAttr sorts them.
-  StringAttr count_, dur_, fused_into_, max_, min_, p50_, p95_, self_, share_,
-      total_, ts_;
+  StringAttr count_, dur_, fanout_, fused_into_, fused_sources_, max_, merged_,
+      min_, p50_, p95_, self_, share_, source_, total_, ts_;
 };
 
-/// Attribute-level helpers shared by the trait and the fallback path.
+/// Attribute-level helpers shared by the trait, the external models of
+/// upstream ops and the fallback path. Reading looks at the `profiler_data`
+/// attribute first, then at a profile carried in the op's location.
 void SetProfilerDataAttr(Operation *op, const ProfilerData &data);
 std::optional<ProfilerData> ReadProfilerDataAttr(Operation *op);
 bool HasProfilerDataAttr(Operation *op);
+
+/// Returns `loc` with `data` as FusedLoc metadata around it, replacing a
+/// profile `loc` already carried at its top.
+Location WithProfileInLocation(Location loc, DictionaryAttr data);
+/// Returns `loc` without a profile carried at its top.
+Location WithoutProfileInLocation(Location loc);
+/// Appends every `profiler_data` record carried in `loc`, outermost first
+/// (several when a lowering fused the locations of several profiled ops).
+void CollectProfilesInLocation(Location loc,
+                               llvm::SmallVectorImpl<DictionaryAttr> &out);
 
 } // namespace TF
 } // namespace mlir
@@ -127,6 +157,9 @@ namespace TF {
 /// Returns true if profile passes may annotate `op`: it implements
 /// ProfilerAnnotationsInterface, or it is an unregistered `tf.*` op.
 bool IsProfileAnnotatable(Operation *op);
+/// As IsProfileAnnotatable, for any dialect: unregistered ops of every
+/// dialect count (StableHLO parsed without its dialect, IREE's `util`).
+bool IsProfileAnnotatableAtAnyLevel(Operation *op);
 
 /// Interface-or-fallback entry points used by the passes.
 void AttachProfilerData(Operation *op, const ProfilerData &data);

@@ -12,7 +12,6 @@
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -26,12 +25,15 @@
 #include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/node_names.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_profile_reader.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_timing.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir {
 namespace TF {
@@ -50,85 +52,28 @@ constexpr int kMaxFusionDepth = 4;
 constexpr llvm::StringLiteral kAddOpsRewrite =
     "ArithmeticOptimizer/AddOpsRewrite_";
 
-/// Significant digits `share` keeps: enough to rank and to read (the exact
-/// figures are the i64 fields). MLIR prints such a double from its 6-digit
-/// form at once; a full-precision one fails that form's round trip check
-/// and costs the printer a third, shortest-form conversion.
-constexpr int kShareDigits = 6;
-
-/// Returns `value` rounded to kShareDigits significant decimal digits.
-double RoundShare(double value) {
-  char text[32];
-  std::to_chars_result printed =
-      std::to_chars(text, text + sizeof(text), value,
-                    std::chars_format::scientific, kShareDigits - 1);
-  double rounded = value;
-  if (printed.ec == std::errc())
-    std::from_chars(text, printed.ptr, rounded);
-  return rounded;
+/// Kernels of ops that only forward their input (or nothing): the IR
+/// pipeline's canonicalization removes them while the runtime still runs
+/// them.
+bool OnlyForwards(llvm::ArrayRef<llvm::StringRef> kernel_types) {
+  static constexpr llvm::StringLiteral kForwarding[] = {
+      "Identity", "IdentityN", "NoOp", "Snapshot", "StopGradient"};
+  return !kernel_types.empty() &&
+         llvm::all_of(kernel_types, [](llvm::StringRef type) {
+           return llvm::is_contained(kForwarding, type);
+         });
 }
 
-/// Every runtime execution attributed to one op, merged.
-struct OpTiming {
-  int64_t ts = std::numeric_limits<int64_t>::max();
-  int64_t count = 0;
-  int64_t total = 0;
-  int64_t self = 0;
-  int64_t min = std::numeric_limits<int64_t>::max();
-  int64_t max = 0;
-  std::vector<int64_t> durations;
-  /// Kernel types under which the op ran (may name a fused kernel).
-  llvm::SmallVector<llvm::StringRef, 1> kernel_types;
-  /// True if the op ran as Grappler's rewrite of the add tree it roots.
-  bool add_tree_rewritten = false;
+/// What became of one profile entry.
+enum class EntryFate { kAttributed, kRemoved, kUnresolved };
 
-  void Add(const OpProfileEntry &entry) {
-    ts = std::min(ts, entry.first_start_ps);
-    count += entry.count;
-    total += entry.total_ps;
-    self += entry.self_ps;
-    min = std::min(min, entry.min_ps);
-    max = std::max(max, entry.max_ps);
-    durations.insert(durations.end(), entry.durations_ps.begin(),
-                     entry.durations_ps.end());
-    for (llvm::StringRef type : entry.op_types)
-      if (!llvm::is_contained(kernel_types, type))
-        kernel_types.push_back(type);
-    add_tree_rewritten |= entry.name.contains(kAddOpsRewrite);
-  }
-
-  /// Returns the documented record; `durations` gets sorted.
-  ProfilerData ToProfilerData(int64_t all_self) {
-    // Usually one entry, whose durations are sorted already.
-    if (!std::is_sorted(durations.begin(), durations.end()))
-      std::sort(durations.begin(), durations.end());
-    const int64_t n = static_cast<int64_t>(durations.size());
-    ProfilerData data;
-    data.ts = ts;
-    data.count = count;
-    data.total = total;
-    data.self = self;
-    data.min = min;
-    data.max = max;
-    data.dur = count ? (total + count / 2) / count : 0;
-    // Nearest rank: sorted[ceil(q * n) - 1], in integer arithmetic.
-    data.p50 = n ? durations[(n + 1) / 2 - 1] : 0;
-    data.p95 = n ? durations[(95 * n + 99) / 100 - 1] : 0;
-    data.share =
-        all_self > 0 ? RoundShare(static_cast<double>(self) / all_self) : 0.0;
-    return data;
-  }
+/// One profile entry's outcome, for the attribution document.
+struct EntryOutcome {
+  EntryFate fate = EntryFate::kUnresolved;
+  Resolution resolution;
+  /// Why a removed or unresolved entry landed on no op.
+  llvm::StringRef reason;
 };
-
-/// Returns `kernel_type` without the prefixes of TF's internal and oneDNN
-/// kernels (`_MklNativeFusedMatMul` -> `FusedMatMul`).
-llvm::StringRef StripKernelPrefixes(llvm::StringRef kernel_type) {
-  llvm::StringRef type = kernel_type;
-  type.consume_front("_");
-  type.consume_front("Mkl");
-  type.consume_front("Native");
-  return type;
-}
 
 /// Returns true if `op` is the op a `base`-kernel was built from.
 bool IsFusionBase(Operation *op, llvm::StringRef base) {
@@ -253,10 +198,16 @@ private:
   /// Reads the profile while `resolver` indexes every function: on 100k ops
   /// each takes about a tenth of the pass, and they share no data.
   llvm::Expected<OpProfile> ReadWhileIndexing(RuntimeNameResolver &resolver);
-  /// Resolves every entry; returns the merged timing per op in the order of
-  /// first resolution.
+  /// Resolves every entry into `outcomes`; returns the merged timing per op
+  /// in the order of first resolution.
   llvm::MapVector<Operation *, OpTiming>
-  Attribute(const OpProfile &profile, RuntimeNameResolver &resolver);
+  Attribute(const OpProfile &profile, RuntimeNameResolver &resolver,
+            std::vector<EntryOutcome> &outcomes);
+  /// Writes the attribution document (docs/formats.md) to
+  /// `attributionOutput`; false (after an error) if it cannot.
+  bool WriteAttribution(const OpProfile &profile,
+                        llvm::ArrayRef<EntryOutcome> outcomes,
+                        int64_t annotated_ops, int64_t fused_ops);
 };
 
 llvm::Expected<OpProfile> AnnotateOperationsProfilePass::ReadWhileIndexing(
@@ -277,32 +228,152 @@ llvm::Expected<OpProfile> AnnotateOperationsProfilePass::ReadWhileIndexing(
 
 llvm::MapVector<Operation *, OpTiming>
 AnnotateOperationsProfilePass::Attribute(const OpProfile &profile,
-                                         RuntimeNameResolver &resolver) {
+                                         RuntimeNameResolver &resolver,
+                                         std::vector<EntryOutcome> &outcomes) {
   ModuleOp module = getOperation();
   // Resolution only reads the indexed module, so entries resolve in
   // parallel; merging stays serial and in profile order.
-  std::vector<Operation *> resolved(profile.ops.size());
-  parallelFor(&getContext(), 0, resolved.size(), [&](size_t i) {
-    resolved[i] = resolver.Resolve(profile.ops[i].name);
+  outcomes.assign(profile.ops.size(), {});
+  parallelFor(&getContext(), 0, outcomes.size(), [&](size_t i) {
+    const OpProfileEntry &entry = profile.ops[i];
+    EntryOutcome &outcome = outcomes[i];
+    outcome.resolution = resolver.Resolve(entry.name, entry.op_types);
+    const bool found_any = static_cast<bool>(outcome.resolution);
+    llvm::erase_if(outcome.resolution.ops,
+                   [](Operation *op) { return !IsProfileAnnotatable(op); });
+    if (outcome.resolution.kind == MatchKind::kFolded) {
+      outcome.fate = EntryFate::kRemoved;
+      outcome.reason = "removed by the IR pipeline: folded into a constant";
+    } else if (outcome.resolution) {
+      outcome.fate = EntryFate::kAttributed;
+    } else if (OnlyForwards(entry.op_types)) {
+      outcome.fate = EntryFate::kRemoved;
+      outcome.reason = "removed by the IR pipeline: an op that only forwards "
+                       "its input";
+    } else {
+      outcome.reason = found_any ? "matches no annotatable op" : "matches no op";
+    }
   });
   llvm::MapVector<Operation *, OpTiming> timings;
-  for (const auto &[entry, op] : llvm::zip_equal(profile.ops, resolved)) {
+  for (const auto &[entry, outcome] : llvm::zip_equal(profile.ops, outcomes)) {
     ++numEntries;
-    if (op && IsProfileAnnotatable(op)) {
+    if (outcome.fate == EntryFate::kAttributed) {
       ++numResolvedEntries;
       attributedSelfPs += entry.self_ps;
-      timings[op].Add(entry);
+      const Resolution &resolution = outcome.resolution;
+      if (resolution.kind != MatchKind::kMerged) {
+        OpTiming &timing = timings[resolution.ops.front()];
+        timing.Add(entry);
+        timing.add_tree_rewritten |= entry.name.contains(kAddOpsRewrite);
+        continue;
+      }
+      ++numMergedEntries;
+      const int64_t parts = resolution.ops.size();
+      for (int64_t part = 0; part < parts; ++part)
+        timings[resolution.ops[part]].AddMergedPart(entry, part, parts);
       continue;
     }
-    ++numUnresolvedEntries;
+    if (outcome.fate == EntryFate::kRemoved)
+      ++numRemovedEntries;
+    else
+      ++numUnresolvedEntries;
     unattributedSelfPs += entry.self_ps;
     if (reportUnresolved)
       // Free emitRemark: Operation::emitRemark would print the whole module.
       emitRemark(module.getLoc())
           << "profile entry '" << entry.name << "' (" << entry.self_ps
-          << " ps self) matches no " << (op ? "annotatable op" : "op");
+          << " ps self) " << outcome.reason;
   }
   return timings;
+}
+
+bool AnnotateOperationsProfilePass::WriteAttribution(
+    const OpProfile &profile, llvm::ArrayRef<EntryOutcome> outcomes,
+    int64_t annotated_ops, int64_t fused_ops) {
+  struct Tally {
+    int64_t entries = 0, self_ps = 0;
+  };
+  // Indexed by MatchKind for attributed entries, then removed, unresolved.
+  constexpr size_t kRemoved = 4, kUnresolved = 5;
+  Tally tallies[6];
+  auto slot = [&](const EntryOutcome &outcome) -> size_t {
+    if (outcome.fate == EntryFate::kRemoved)
+      return kRemoved;
+    if (outcome.fate == EntryFate::kUnresolved)
+      return kUnresolved;
+    return static_cast<size_t>(outcome.resolution.kind);
+  };
+  int64_t all_self = 0;
+  for (const auto &[entry, outcome] : llvm::zip_equal(profile.ops, outcomes)) {
+    Tally &tally = tallies[slot(outcome)];
+    ++tally.entries;
+    tally.self_ps += entry.self_ps;
+    all_self += entry.self_ps;
+  }
+  const llvm::StringRef slot_names[] = {
+      MatchKindName(MatchKind::kExact), MatchKindName(MatchKind::kResolved),
+      MatchKindName(MatchKind::kMerged), MatchKindName(MatchKind::kFolded),
+      "removed", "unresolved"};
+  auto write = [&](llvm::raw_ostream &os) {
+    llvm::json::OStream json(os, /*IndentSize=*/1);
+    json.object([&] {
+      json.attribute("format", "tfpgo.attribution");
+      json.attribute("version", 1);
+      json.attribute("time_unit", "ps");
+      json.attribute("profile", pathToProfile);
+      json.attribute("profile_self_ps", all_self);
+      json.attribute("attributed_self_ps",
+                     tallies[0].self_ps + tallies[1].self_ps +
+                         tallies[2].self_ps);
+      json.attribute("annotated_ops", annotated_ops);
+      json.attribute("fused_ops", fused_ops);
+      json.attributeObject("by_match", [&] {
+        // Folded entries are counted under "removed", their fate.
+        for (size_t i : {0, 1, 2, 4, 5})
+          json.attributeObject(slot_names[i], [&] {
+            json.attribute("entries", tallies[i].entries);
+            json.attribute("self_ps", tallies[i].self_ps);
+          });
+      });
+      json.attributeArray("entries", [&] {
+        for (const auto &[entry, outcome] :
+             llvm::zip_equal(profile.ops, outcomes)) {
+          size_t kind = slot(outcome);
+          if (kind == static_cast<size_t>(MatchKind::kExact))
+            continue;
+          json.object([&] {
+            json.attribute("name", entry.name);
+            json.attribute("self_ps", entry.self_ps);
+            json.attribute("match", kind == kRemoved &&
+                                            outcome.resolution.kind ==
+                                                MatchKind::kFolded
+                                        ? "folded"
+                                        : slot_names[kind]);
+            if (kind == static_cast<size_t>(MatchKind::kMerged))
+              json.attribute("merged_by", outcome.resolution.by_name
+                                              ? "name"
+                                              : "location");
+            if (outcome.fate == EntryFate::kAttributed)
+              json.attributeArray("ops", [&] {
+                for (Operation *op : outcome.resolution.ops)
+                  json.value(GetNodeName(op));
+              });
+            else
+              json.attribute("reason", outcome.reason);
+          });
+        }
+      });
+    });
+    os << "\n";
+    return llvm::Error::success();
+  };
+  // writeToOutput writes a temporary file and renames it into place.
+  if (llvm::Error error = llvm::writeToOutput(attributionOutput, write)) {
+    emitError(getOperation().getLoc())
+        << "cannot write attribution: " << llvm::toString(std::move(error));
+    return false;
+  }
+  return true;
 }
 
 void AnnotateOperationsProfilePass::runOnOperation() {
@@ -321,8 +392,9 @@ void AnnotateOperationsProfilePass::runOnOperation() {
     return signalPassFailure();
   }
 
+  std::vector<EntryOutcome> outcomes;
   llvm::MapVector<Operation *, OpTiming> timings =
-      Attribute(*profile, resolver);
+      Attribute(*profile, resolver, outcomes);
   // Node names are StringAttr data owned by the context.
   llvm::MapVector<Operation *, llvm::StringRef> fused;
   auto ran = [&](Operation *op) { return timings.count(op) != 0; };
@@ -349,18 +421,30 @@ void AnnotateOperationsProfilePass::runOnOperation() {
   ProfilerDataEncoder encoder(module.getContext());
   const size_t measured = timings.size();
   parallelFor(&getContext(), 0, measured + fused.size(), [&](size_t i) {
-    if (i < measured) {
-      auto &[op, timing] = timings.begin()[i];
-      AttachProfilerData(op, timing.ToProfilerData(all_self), encoder);
-      return;
-    }
-    auto &[op, node] = fused.begin()[i - measured];
+    Operation *op;
     ProfilerData data;
-    data.fused_into = node.empty() ? llvm::StringRef("<unnamed>") : node;
+    if (i < measured) {
+      auto &[timed, timing] = timings.begin()[i];
+      op = timed;
+      data = timing.ToProfilerData(all_self);
+    } else {
+      auto &[swallowed, node] = fused.begin()[i - measured];
+      op = swallowed;
+      data.fused_into = node.empty() ? llvm::StringRef("<unnamed>") : node;
+    }
     AttachProfilerData(op, data, encoder);
+    if (carryInLocation) {
+      // The carried record names its source: lowered ops keep the location
+      // but not the op, so they learn from it whose measurements they hold.
+      data.source = GetNodeName(op).str();
+      op->setLoc(WithProfileInLocation(op->getLoc(), encoder.Encode(data)));
+    }
   });
   numAnnotatedOps += measured;
   numFusedOps += fused.size();
+  if (!attributionOutput.empty() &&
+      !WriteAttribution(*profile, outcomes, measured, fused.size()))
+    return signalPassFailure();
   if (reportUnresolved) {
     int64_t all_entries_self = 0;
     for (const OpProfileEntry &entry : profile->ops)

@@ -71,6 +71,26 @@ bool SplitGrapplerRewrite(llvm::StringRef name, llvm::StringRef &scope,
   return true;
 }
 
+/// Returns true if `op` (a tf op, registered or not) is `type`.
+bool HasOpType(Operation *op, llvm::StringRef type) {
+  return op->getName().stripDialect() == type;
+}
+
+/// Returns true if a kernel of one of `kernel_types` runs `op`'s op type.
+bool RunsOpType(llvm::ArrayRef<llvm::StringRef> kernel_types, Operation *op) {
+  return llvm::any_of(kernel_types, [&](llvm::StringRef type) {
+    return HasOpType(op, StripKernelPrefixes(type));
+  });
+}
+
+/// Returns `resolution`, marked kResolved if it was exact (found below the
+/// entry function).
+Resolution Descended(Resolution resolution) {
+  if (resolution.kind == MatchKind::kExact)
+    resolution.kind = MatchKind::kResolved;
+  return resolution;
+}
+
 } // namespace
 
 llvm::StringRef GetNodeName(Location loc) {
@@ -78,6 +98,58 @@ llvm::StringRef GetNodeName(Location loc) {
 }
 
 llvm::StringRef GetNodeName(Operation *op) { return GetNodeName(op->getLoc()); }
+
+void GetNodeNames(Location loc, llvm::SmallVectorImpl<llvm::StringRef> &out) {
+  auto fused = llvm::dyn_cast<FusedLoc>(loc);
+  if (!fused) {
+    if (llvm::StringRef name = GetNodeName(loc); !name.empty())
+      out.push_back(name);
+    return;
+  }
+  for (Location inner : fused.getLocations())
+    GetNodeNames(inner, out);
+}
+
+std::string StripUniquifiers(llvm::StringRef name) {
+  std::string stem;
+  stem.reserve(name.size());
+  while (!name.empty()) {
+    auto [component, rest] = name.split('/');
+    size_t underscore = component.rfind('_');
+    if (underscore != llvm::StringRef::npos && underscore > 0 &&
+        underscore + 1 < component.size() &&
+        llvm::all_of(component.drop_front(underscore + 1),
+                     [](char c) { return c >= '0' && c <= '9'; }))
+      component = component.take_front(underscore);
+    stem.append(component.begin(), component.end());
+    if (!rest.empty() || name.ends_with("/"))
+      stem.push_back('/');
+    name = rest;
+  }
+  return stem;
+}
+
+llvm::StringRef StripKernelPrefixes(llvm::StringRef kernel_type) {
+  llvm::StringRef type = kernel_type;
+  type.consume_front("_");
+  type.consume_front("Mkl");
+  type.consume_front("Native");
+  return type;
+}
+
+llvm::StringRef MatchKindName(MatchKind kind) {
+  switch (kind) {
+  case MatchKind::kExact:
+    return "exact";
+  case MatchKind::kResolved:
+    return "resolved";
+  case MatchKind::kMerged:
+    return "merged";
+  case MatchKind::kFolded:
+    return "folded";
+  }
+  llvm_unreachable("unknown MatchKind");
+}
 
 RuntimeNameResolver::RuntimeNameResolver(ModuleOp module) : symbols_(module) {
   for (auto function : module.getOps<FunctionOpInterface>()) {
@@ -94,11 +166,20 @@ void RuntimeNameResolver::IndexAll() {
 
 RuntimeNameResolver::~RuntimeNameResolver() = default;
 
-Operation *RuntimeNameResolver::Resolve(llvm::StringRef runtime_name) {
+Resolution
+RuntimeNameResolver::Resolve(llvm::StringRef runtime_name,
+                             llvm::ArrayRef<llvm::StringRef> kernel_types) {
+  // Exact and control-flow names first in every entry function, merges
+  // only then: a merge must never shadow an op that carries the name.
+  Query exact{kernel_types, /*merges=*/false};
   for (Operation *function : entry_functions_)
-    if (Operation *op = ResolveIn(function, runtime_name, /*depth=*/0))
-      return op;
-  return nullptr;
+    if (Resolution found = ResolveIn(function, runtime_name, 0, exact))
+      return found;
+  Query merges{kernel_types, /*merges=*/true};
+  for (Operation *function : entry_functions_)
+    if (Resolution found = ResolveIn(function, runtime_name, 0, merges))
+      return found;
+  return {};
 }
 
 const RuntimeNameResolver::FunctionIndex &
@@ -109,17 +190,25 @@ RuntimeNameResolver::IndexOf(Operation *function) {
     return *known->second;
   std::unique_ptr<FunctionIndex> &index = indices_[function];
   index = std::make_unique<FunctionIndex>();
-  index->reserve(function->getRegion(0).empty()
-                     ? 0
-                     : function->getRegion(0).front().getOperations().size());
+  index->primary.reserve(
+      function->getRegion(0).empty()
+          ? 0
+          : function->getRegion(0).front().getOperations().size());
   // No per-location cache: every op of an export has its own location, and
   // the name sits near the top of it (callee first), so lookups are cheap.
+  llvm::SmallVector<llvm::StringRef, 4> names;
   function->walk([&](Operation *op) {
     if (op == function)
       return;
-    llvm::StringRef name = GetNodeName(op->getLoc());
-    if (!name.empty())
-      index->try_emplace(name, op);
+    names.clear();
+    GetNodeNames(op->getLoc(), names);
+    if (names.empty())
+      return;
+    if (index->primary.try_emplace(names.front(), op).second)
+      index->stems[StripUniquifiers(names.front())].push_back(op);
+    for (llvm::StringRef merged : llvm::drop_begin(names))
+      if (merged != names.front())
+        index->merged.try_emplace(merged, op);
   });
   return *index;
 }
@@ -144,34 +233,69 @@ Operation *RuntimeNameResolver::LookupFunction(Operation *op,
   return callee;
 }
 
-Operation *RuntimeNameResolver::ResolveIn(Operation *function,
-                                          llvm::StringRef name,
-                                          unsigned depth) {
+Resolution RuntimeNameResolver::ResolveIn(Operation *function,
+                                          llvm::StringRef name, unsigned depth,
+                                          const Query &query) {
   if (depth > kMaxResolveDepth || name.empty())
-    return nullptr;
+    return {};
   const FunctionIndex &index = IndexOf(function);
-  if (Operation *op = index.lookup(name))
-    return op;
+  if (Operation *op = index.primary.lookup(name)) {
+    Resolution found;
+    found.ops.push_back(op);
+    found.kind = depth == 0 ? MatchKind::kExact : MatchKind::kResolved;
+    // A folded op's constant may carry its name as its only name.
+    if (HasOpType(op, "Const") && !query.kernel_types.empty() &&
+        !RunsOpType(query.kernel_types, op))
+      found.kind = MatchKind::kFolded;
+    return found;
+  }
   // Longest prefix first: an inner function may reuse the outer node name
   // (`while/body/_1/while/add`).
   for (size_t slash = name.rfind('/'); slash != llvm::StringRef::npos;
        slash = name.rfind('/', slash)) {
-    if (Operation *op = index.lookup(name.take_front(slash)))
-      if (Operation *inner =
-              ResolveThrough(function, op, name.drop_front(slash + 1), depth))
-        return inner;
+    if (Operation *op = index.primary.lookup(name.take_front(slash)))
+      if (Resolution inner = ResolveThrough(
+              function, op, name.drop_front(slash + 1), depth, query))
+        return Descended(std::move(inner));
     if (slash == 0)
       break;
   }
-  return ResolveGrapplerRewrite(function, name, depth);
+  if (Resolution rewritten =
+          ResolveGrapplerRewrite(function, name, depth, query))
+    return Descended(std::move(rewritten));
+  if (!query.merges)
+    return {};
+  return ResolveMerged(index, name, query);
 }
 
-Operation *RuntimeNameResolver::ResolveGrapplerRewrite(Operation *function,
+Resolution RuntimeNameResolver::ResolveMerged(const FunctionIndex &index,
+                                              llvm::StringRef name,
+                                              const Query &query) {
+  Resolution found;
+  found.kind = MatchKind::kMerged;
+  if (Operation *op = index.merged.lookup(name)) {
+    if (HasOpType(op, "Const") && !RunsOpType(query.kernel_types, op))
+      found.kind = MatchKind::kFolded;
+    found.ops.push_back(op);
+    return found;
+  }
+  auto stem = index.stems.find(StripUniquifiers(name));
+  if (stem == index.stems.end())
+    return {};
+  found.by_name = true;
+  for (Operation *op : stem->second)
+    if (RunsOpType(query.kernel_types, op))
+      found.ops.push_back(op);
+  return found;
+}
+
+Resolution RuntimeNameResolver::ResolveGrapplerRewrite(Operation *function,
                                                        llvm::StringRef name,
-                                                       unsigned depth) {
+                                                       unsigned depth,
+                                                       const Query &query) {
   llvm::StringRef scope, rewritten;
   if (!SplitGrapplerRewrite(name, scope, rewritten))
-    return nullptr;
+    return {};
   // The stage prefix has no fixed shape (`AddOpsRewrite_`,
   // `AddOpsRewrite_Leaf_1_`): try every suffix after an underscore, longest
   // first, inside the same scope.
@@ -181,25 +305,26 @@ Operation *RuntimeNameResolver::ResolveGrapplerRewrite(Operation *function,
     llvm::StringRef node = rewritten.drop_front(underscore + 1);
     std::string candidate =
         scope.empty() ? node.str() : (scope + "/" + node).str();
-    if (Operation *op = ResolveIn(function, candidate, depth + 1))
-      return op;
+    if (Resolution found = ResolveIn(function, candidate, depth + 1, query))
+      return found;
   }
-  return nullptr;
+  return {};
 }
 
-Operation *RuntimeNameResolver::ResolveThrough(Operation *function,
+Resolution RuntimeNameResolver::ResolveThrough(Operation *function,
                                                Operation *op,
                                                llvm::StringRef rest,
-                                               unsigned depth) {
+                                               unsigned depth,
+                                               const Query &query) {
   // Calls: the executor inlines the callee under the call node's name.
   for (llvm::StringRef attr_name : {"f", "callee"})
     if (Operation *callee = LookupFunction(op, attr_name))
-      return ResolveIn(callee, rest, depth + 1);
+      return ResolveIn(callee, rest, depth + 1, query);
 
   auto [segment, tail] = rest.split('/');
   llvm::StringRef inner = DropFrameIndex(tail);
   if (inner.empty())
-    return nullptr;
+    return {};
   Operation *callee = nullptr;
   if (segment == "body" || segment == "cond") {
     callee = LookupFunction(op, segment);
@@ -210,17 +335,17 @@ Operation *RuntimeNameResolver::ResolveThrough(Operation *function,
   } else if (segment.consume_front("branch")) {
     unsigned branch;
     if (segment.getAsInteger(10, branch))
-      return nullptr;
+      return {};
     callee = LookupFunction(op, "branches", branch);
   } else {
-    return nullptr;
+    return {};
   }
   if (callee)
-    return ResolveIn(callee, inner, depth + 1);
+    return ResolveIn(callee, inner, depth + 1, query);
   // Region control flow keeps the inner ops in this function.
   if (op->getNumRegions() > 0)
-    return ResolveIn(function, inner, depth + 1);
-  return nullptr;
+    return ResolveIn(function, inner, depth + 1, query);
+  return {};
 }
 
 } // namespace TF

@@ -14,12 +14,15 @@
 #ifndef TENSORFLOW_COMPILER_MLIR_TENSORFLOW_TRANSFORMS_PROFILE_GUIDED_NODE_NAMES_H_
 #define TENSORFLOW_COMPILER_MLIR_TENSORFLOW_TRANSFORMS_PROFILE_GUIDED_NODE_NAMES_H_
 
+#include <map>
 #include <memory>
+#include <string>
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -38,6 +41,45 @@ llvm::StringRef GetNodeName(Location loc);
 /// Returns the TF node name of `op` (see GetNodeName(Location)).
 llvm::StringRef GetNodeName(Operation *op);
 
+/// Appends the node name of each part of `loc` that has one, the primary
+/// (GetNodeName) first. Rewrite patterns fuse the locations of the ops they
+/// replace (`fused["Square:", "Square"(..), "Sub:", "sub"(..)]` for a
+/// SquaredDifference), folding fuses them into the constant: the names after
+/// the first are the ops merged into this one.
+void GetNodeNames(Location loc, llvm::SmallVectorImpl<llvm::StringRef> &out);
+
+/// Returns `name` without TF's uniquifying `_<k>` suffix on each component
+/// (`adam/Cast_24/ReadVariableOp` -> `adam/Cast/ReadVariableOp`).
+std::string StripUniquifiers(llvm::StringRef name);
+
+/// Returns `kernel_type` without the prefixes of TF's internal and oneDNN
+/// kernels (`_MklNativeFusedMatMul` -> `FusedMatMul`).
+llvm::StringRef StripKernelPrefixes(llvm::StringRef kernel_type);
+
+/// How a runtime node name found its op(s).
+enum class MatchKind {
+  kExact,    ///< The op's own node name, in an entry function.
+  kResolved, ///< Through a function body, branch, call or Grappler rewrite.
+  kMerged,   ///< A rewrite fused its location into another op, or CSE kept
+             ///< one of identical ops (same type, name up to `_<k>`).
+  kFolded,   ///< Folded into a constant: no op does this work any more.
+};
+
+/// Returns the documented name of `kind` (`exact`, `resolved`, ...).
+llvm::StringRef MatchKindName(MatchKind kind);
+
+/// The op(s) one runtime name resolved to. Several ops only for a CSE merge
+/// whose survivor is ambiguous (the time is split between them).
+struct Resolution {
+  llvm::SmallVector<Operation *, 1> ops;
+  MatchKind kind = MatchKind::kExact;
+  /// For kMerged: true if only the name (type and name up to `_<k>`) tied
+  /// the entry to `ops`, not a location: the survivor may be misidentified.
+  bool by_name = false;
+
+  explicit operator bool() const { return !ops.empty(); }
+};
+
 /// Maps runtime node names, as the TensorFlow executor reports them, to the
 /// ops of a module. Names resolve against the public functions and descend
 /// through functional control flow and calls:
@@ -50,6 +92,12 @@ llvm::StringRef GetNodeName(Operation *op);
 /// The `_<k>` component is optional. Nodes Grappler created while rewriting
 /// a node resolve to that node:
 ///   `s/ArithmeticOptimizer/AddOpsRewrite_n`, `..._Leaf_<j>_n`   node `s/n`
+/// Names no op carries as its own resolve, as MatchKind::kMerged, to the op
+/// whose location holds them after a rewrite (GetNodeNames), else to the ops
+/// of the same function whose name equals up to `_<k>` suffixes and whose type
+/// is the runtime kernel's (CSE keeps one of identical ops and drops the
+/// others' locations). A name found on a `tf.Const` for a kernel other than
+/// Const was folded (MatchKind::kFolded).
 /// Indexes are built per function on first use, or all at once by IndexAll.
 class RuntimeNameResolver {
 public:
@@ -60,23 +108,46 @@ public:
   /// it, Resolve only reads and may run on several threads at once.
   void IndexAll();
 
-  /// Returns the op `runtime_name` ran as, or nullptr if none matches.
-  Operation *Resolve(llvm::StringRef runtime_name);
+  /// Resolves `runtime_name`, run under the kernels `kernel_types`, merges
+  /// included; empty if nothing matches.
+  Resolution Resolve(llvm::StringRef runtime_name,
+                     llvm::ArrayRef<llvm::StringRef> kernel_types);
 
 private:
-  /// Node name -> op of one function (the first op carrying the name). The
-  /// names are StringAttr data owned by the context, so the map keeps no
-  /// copies (a StringMap allocated one per op).
-  using FunctionIndex = llvm::DenseMap<llvm::StringRef, Operation *>;
+  /// The names of one function's ops. The names are StringAttr data owned by
+  /// the context, so the maps keep no copies (a StringMap allocated one per
+  /// op).
+  struct FunctionIndex {
+    /// Node name -> the first op carrying it as its own name.
+    llvm::DenseMap<llvm::StringRef, Operation *> primary;
+    /// Name merged into another op's location -> that op.
+    llvm::DenseMap<llvm::StringRef, Operation *> merged;
+    /// StripUniquifiers(primary name) -> ops, in IR order.
+    std::map<std::string, llvm::SmallVector<Operation *, 2>, std::less<>>
+        stems;
+  };
+
+  /// What one Resolve call looks for: resolution only reads the index, so
+  /// several run at once, each with its own query.
+  struct Query {
+    /// Kernel types the name ran under; empty: no CSE matching.
+    llvm::ArrayRef<llvm::StringRef> kernel_types;
+    /// False: exact names only (the Operation* overload).
+    bool merges = false;
+  };
 
   const FunctionIndex &IndexOf(Operation *function);
-  Operation *ResolveIn(Operation *function, llvm::StringRef name,
-                       unsigned depth);
-  Operation *ResolveThrough(Operation *function, Operation *op,
-                            llvm::StringRef rest, unsigned depth);
+  Resolution ResolveIn(Operation *function, llvm::StringRef name,
+                       unsigned depth, const Query &query);
+  Resolution ResolveThrough(Operation *function, Operation *op,
+                            llvm::StringRef rest, unsigned depth,
+                            const Query &query);
   /// Resolves a node Grappler created for `<scope>/<node>` to that node.
-  Operation *ResolveGrapplerRewrite(Operation *function, llvm::StringRef name,
-                                    unsigned depth);
+  Resolution ResolveGrapplerRewrite(Operation *function, llvm::StringRef name,
+                                    unsigned depth, const Query &query);
+  /// Resolves a name merged away by the IR pipeline (see the class comment).
+  Resolution ResolveMerged(const FunctionIndex &index, llvm::StringRef name,
+                           const Query &query);
   Operation *LookupFunction(Operation *op, llvm::StringRef attr_name,
                             int index = -1);
 

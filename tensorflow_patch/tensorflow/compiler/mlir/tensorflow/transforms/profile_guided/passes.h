@@ -50,6 +50,14 @@ struct ProfileGuidedPipelineOptions
       *this, "min-share",
       llvm::cl::desc("Mark only ops with at least this share of self time"),
       llvm::cl::init(0.0)};
+  Option<bool> carry_in_location{
+      *this, "carry-in-location",
+      llvm::cl::desc("Also carry each record in the op's location"),
+      llvm::cl::init(false)};
+  Option<std::string> attribution_output{
+      *this, "attribution-output",
+      llvm::cl::desc("Write the tfpgo.attribution document here (empty: do "
+                     "not)")};
   Option<std::string> op_graph_output{
       *this, "op-graph-output",
       llvm::cl::desc("Also write op_graph.json here (empty: do not)")};

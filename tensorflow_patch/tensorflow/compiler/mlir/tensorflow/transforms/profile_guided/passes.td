@@ -37,6 +37,20 @@ def AnnotateOperationsProfilePass
       to `s/n`, the node it replaces; the inner adds of the rewritten add
       tree (single-use Add/AddV2/AddN feeding `s/n` that did not run) get
       `fused_into = "s/n"`.
+    * a name no op carries as its own was merged by the IR pipeline (an
+      export with TensorFlow's default `tf-standard-pipeline`): a rewrite
+      pattern fused its location into the op that replaced it (`sub` and
+      `Square` into a SquaredDifference), or CSE kept one of identical ops
+      and dropped the others' locations. The entry lands on the op whose
+      location lists the name, else on the op(s) of the same function whose
+      name equals it up to TF's `_<k>` uniquifiers and whose type is the
+      kernel's (`adam/Pow_3` -> `adam/Pow`). With several such ops the
+      survivor is ambiguous and the time is split equally between them in
+      exact integer parts. `merged` counts the names merged into an op;
+    * a name found only on a `tf.Const` for another kernel was folded, and
+      an unmatched Identity/IdentityN/NoOp/Snapshot/StopGradient was removed
+      by canonicalization: both are listed as removed by the IR pipeline,
+      with their time, not attributed.
     Resolution recurses, so nested loops and calls resolve too. Several
     runtime names landing on one op (loop iterations, call sites) are merged
     exactly: counts, totals and self times add, min/max/ts combine, p50/p95
@@ -78,6 +92,14 @@ def AnnotateOperationsProfilePass
     Ops implementing ProfilerAnnotationsInterface are annotated through it;
     unregistered `tf.*` ops through the same attribute helpers. Earlier
     annotations are replaced. A missing or malformed profile fails the pass.
+    With `carry-in-location`, each record (plus `source`, the op's node name)
+    is also stored in the op's location as FusedLoc metadata,
+    `loc(fused<{profiler_data = {...}}>[original])`, so that lowerings that
+    keep locations keep the profile (`tf-profile-materialize-annotations`
+    reads it back on the lowered ops). With `attribution-output`, a
+    `tfpgo.attribution` document (docs/formats.md) lists how every entry
+    matched (exact, resolved, merged), and the removed and unresolved
+    entries with their reasons and times.
     With `report-unresolved`, every unmatched entry and a final summary
     (`annotated N ops and F fused ops from E profile entries; S of T ps self
     time attributed`) are emitted as remarks; pass statistics carry the same
@@ -91,11 +113,22 @@ def AnnotateOperationsProfilePass
            /*default=*/"false",
            "Remark on every profile entry that matches no op, and a "
            "summary of attributed self time">,
+    Option<"carryInLocation", "carry-in-location", "bool",
+           /*default=*/"false",
+           "Also store each record in the op's location (FusedLoc "
+           "metadata), where lowerings keep it">,
+    Option<"attributionOutput", "attribution-output", "std::string",
+           /*default=*/"\"\"",
+           "Write the tfpgo.attribution document here (empty: do not)">,
   ];
   let statistics = [
     Statistic<"numEntries", "num-entries", "Profile entries read">,
     Statistic<"numResolvedEntries", "num-resolved-entries",
               "Profile entries resolved to an op">,
+    Statistic<"numMergedEntries", "num-merged-entries",
+              "Profile entries merged into another op by the IR pipeline">,
+    Statistic<"numRemovedEntries", "num-removed-entries",
+              "Profile entries whose op the IR pipeline removed">,
     Statistic<"numUnresolvedEntries", "num-unresolved-entries",
               "Profile entries that matched no annotatable op">,
     Statistic<"numAnnotatedOps", "num-annotated-ops",
@@ -162,12 +195,74 @@ def ProfileExportOpGraphPass
   ];
 }
 
+def ProfileMaterializeAnnotationsPass
+    : Pass<"tf-profile-materialize-annotations", "ModuleOp"> {
+  let summary = "Re-attach profiler_data to the ops of any dialect from "
+                "their locations";
+  let description = [{
+    After a lowering (tf -> StableHLO -> linalg, TOSA, ...), the lowered ops
+    have lost the `profiler_data` attribute but keep their source op's
+    location. This pass gives each op its source's measurements again, in
+    any dialect: ops implementing ProfilerAnnotationsInterface (tf ops, and
+    the upstream dialects' ops through the external models) and
+    unregistered ops (StableHLO, IREE's `util` without their dialects).
+
+    A source is found in the op's location: a record carried there by
+    `tf-annotate-operations-profile carry-in-location=true` (its `source`
+    field names the tf op), or else, with `path-to-profile`, the location's
+    node name looked up in `op_profile.json` (exact runtime names; control
+    flow and call prefixes are resolved only at the tf level). Ops nested in
+    an op of the same source (the body of a `linalg.generic`) and
+    terminators are skipped.
+
+    When one source op became N ops, each carries the source's measurements
+    with `source = "<node>"` and `fanout = N`: summaries count each source
+    once, so their total equals the tf-level total. Where a lowering fused
+    the locations of several sources (or a region holds ops of other
+    sources, as after linalg elementwise fusion), the first is the op's
+    source and the others are listed in `fused_sources`. `share` is the
+    source's share of the self time of every source found.
+
+    ```mlir
+    %0 = "linalg.matmul"(...) loc(fused<{profiler_data = {count = 3 : i64,
+        ..., source = "dense/MatMul", ...}}>["dense/MatMul"])
+    ```
+
+    becomes
+
+    ```mlir
+    %0 = "linalg.matmul"(...) {profiler_data = {count = 3 : i64, ...,
+        fanout = 2 : i64, ..., source = "dense/MatMul", ...}} loc(...)
+    ```
+
+    With `summary-output`, a `tfpgo.level_profile` document
+    (docs/formats.md) lists every source found with its self time and ops.
+  }];
+  let options = [
+    Option<"pathToProfile", "path-to-profile", "std::string",
+           /*default=*/"\"\"",
+           "op_profile.json to match node names against where no record "
+           "is carried (empty: carried records only)">,
+    Option<"summaryOutput", "summary-output", "std::string",
+           /*default=*/"\"\"",
+           "Write the tfpgo.level_profile document here (empty: do not)">,
+  ];
+  let statistics = [
+    Statistic<"numAnnotatedOps", "num-annotated-ops",
+              "Ops given a source's measurements">,
+    Statistic<"numSources", "num-sources", "Distinct sources found">,
+    Statistic<"numFusedSourceOps", "num-fused-source-ops",
+              "Ops that hold more than one source">,
+  ];
+}
+
 def StripProfileAnnotationsPass
     : Pass<"tf-strip-profile-annotations", "ModuleOp"> {
   let summary = "Remove profiler_data and profiler_hot from every op";
   let description = [{
-    Removes every attribute the profile-guided passes add, e.g. before
-    exporting back to a GraphDef, which cannot carry a DictionaryAttr.
+    Removes every attribute the profile-guided passes add, and a record
+    carried in an op's location, e.g. before exporting back to a GraphDef,
+    which cannot carry a DictionaryAttr.
 
     ```mlir
     %0 = "tf.Relu"(%x) {profiler_data = {...}, profiler_hot = 1 : i64}

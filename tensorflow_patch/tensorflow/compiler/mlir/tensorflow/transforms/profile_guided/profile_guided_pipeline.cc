@@ -29,6 +29,8 @@ void CreateTFProfileGuidedPipeline(
   AnnotateOperationsProfilePassOptions annotate;
   annotate.pathToProfile = options.path_to_profile;
   annotate.reportUnresolved = options.report_unresolved;
+  annotate.carryInLocation = options.carry_in_location;
+  annotate.attributionOutput = options.attribution_output;
   pm.addPass(createAnnotateOperationsProfilePass(annotate));
 
   ProfileMarkHotspotsPassOptions hotspots;

@@ -1,0 +1,122 @@
+//===- op_timing.h - Runtime executions merged per op -----------*- C++ -*-===//
+//
+// Licensed under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// OpTiming merges the op_profile.json entries that land on one op into the
+// documented ProfilerData record; the annotate pass (tf level) and the
+// materialize pass (lower levels, matching names) share it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TENSORFLOW_COMPILER_MLIR_TENSORFLOW_TRANSFORMS_PROFILE_GUIDED_OP_TIMING_H_
+#define TENSORFLOW_COMPILER_MLIR_TENSORFLOW_TRANSFORMS_PROFILE_GUIDED_OP_TIMING_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_profile_reader.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir {
+namespace TF {
+
+/// Significant digits `share` keeps: enough to rank and to read (the exact
+/// figures are the i64 fields). MLIR prints such a double from its 6-digit
+/// form at once; a full-precision one fails that form's round trip check
+/// and costs the printer a third, shortest-form conversion.
+inline constexpr int kShareDigits = 6;
+
+/// Returns `value` rounded to kShareDigits significant decimal digits.
+double RoundShare(double value);
+
+/// Every runtime execution attributed to one op, merged.
+struct OpTiming {
+  int64_t ts = std::numeric_limits<int64_t>::max();
+  int64_t count = 0;
+  int64_t total = 0;
+  int64_t self = 0;
+  int64_t min = std::numeric_limits<int64_t>::max();
+  int64_t max = 0;
+  std::vector<int64_t> durations;
+  /// Kernel types under which the op ran (may name a fused kernel).
+  llvm::SmallVector<llvm::StringRef, 1> kernel_types;
+  /// True if the op ran as Grappler's rewrite of the add tree it roots.
+  bool add_tree_rewritten = false;
+  /// Runtime names the IR pipeline merged into this op (MatchKind::kMerged).
+  int64_t merged = 0;
+
+  void Add(const OpProfileEntry &entry) {
+    AddExecutions(entry, entry.count, entry.total_ps, entry.self_ps);
+    durations.insert(durations.end(), entry.durations_ps.begin(),
+                     entry.durations_ps.end());
+    for (llvm::StringRef type : entry.op_types)
+      if (!llvm::is_contained(kernel_types, type))
+        kernel_types.push_back(type);
+  }
+
+  /// Adds part `part` of `parts` equal parts of a merged entry: CSE kept one
+  /// of identical ops and which one is ambiguous, so each candidate gets an
+  /// equal share of the counts and times (integer parts that sum exactly to
+  /// the entry's). Its durations stay out of the percentiles, which describe
+  /// whole executions of this op's own names.
+  void AddMergedPart(const OpProfileEntry &entry, int64_t part, int64_t parts) {
+    auto share = [&](int64_t value) {
+      return value / parts + (part < value % parts ? 1 : 0);
+    };
+    if (parts == 1) {
+      durations.insert(durations.end(), entry.durations_ps.begin(),
+                       entry.durations_ps.end());
+      AddExecutions(entry, entry.count, entry.total_ps, entry.self_ps);
+    } else {
+      AddExecutions(entry, share(entry.count), share(entry.total_ps),
+                    share(entry.self_ps));
+    }
+    ++merged;
+  }
+
+  /// Returns the documented record; `durations` gets sorted.
+  ProfilerData ToProfilerData(int64_t all_self) {
+    // Usually one entry, whose durations are sorted already.
+    if (!std::is_sorted(durations.begin(), durations.end()))
+      std::sort(durations.begin(), durations.end());
+    const int64_t n = static_cast<int64_t>(durations.size());
+    ProfilerData data;
+    data.ts = ts;
+    data.count = count;
+    data.total = total;
+    data.self = self;
+    data.min = min;
+    data.max = max;
+    data.dur = count ? (total + count / 2) / count : 0;
+    // Nearest rank: sorted[ceil(q * n) - 1], in integer arithmetic.
+    data.p50 = n ? durations[(n + 1) / 2 - 1] : 0;
+    data.p95 = n ? durations[(95 * n + 99) / 100 - 1] : 0;
+    data.share =
+        all_self > 0 ? RoundShare(static_cast<double>(self) / all_self) : 0.0;
+    data.merged = merged;
+    return data;
+  }
+
+private:
+  void AddExecutions(const OpProfileEntry &entry, int64_t executions,
+                     int64_t total_ps, int64_t self_ps) {
+    ts = std::min(ts, entry.first_start_ps);
+    count += executions;
+    total += total_ps;
+    self += self_ps;
+    min = std::min(min, entry.min_ps);
+    max = std::max(max, entry.max_ps);
+  }
+};
+
+} // namespace TF
+} // namespace mlir
+
+#endif // TENSORFLOW_COMPILER_MLIR_TENSORFLOW_TRANSFORMS_PROFILE_GUIDED_OP_TIMING_H_
