@@ -1,37 +1,45 @@
 """Runs `tf-profile-guided-pipeline` in tfpgo-opt and reads back what it did.
 
 The pass pipeline is C++ (tensorflow_patch/); this module is the Python side of
-the process boundary: it builds the pipeline string, runs the driver, and turns
-its remarks into an `Attribution` record (which profile entries landed on ops,
-which did not) for the report and the coverage check.
+the process boundary: it builds the pipeline string, runs the driver, and reads
+the `tfpgo.attribution` document the annotate pass writes (docs/formats.md) into
+an `Attribution` record (how each profile entry matched, which landed on no op
+and why) for the report and the coverage check.
 """
 
 from __future__ import annotations
 
-import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo.cli import UserError
+from tfpgo.documents import expect_format, read_json
 from tfpgo.toolpaths import tfpgo_opt
 
-# Remarks of tf-annotate-operations-profile with report-unresolved=true.
-_UNRESOLVED = re.compile(
-    r"remark: profile entry '(?P<name>.*)' \((?P<self>\d+) ps self\) matches no"
-)
-_SUMMARY = re.compile(
-    r"remark: annotated (?P<ops>\d+) ops and (?P<fused>\d+) fused ops from (?P<entries>\d+) "
-    r"profile entries; (?P<attributed>\d+) of (?P<total>\d+) ps self time attributed"
-)
+ATTRIBUTION_FORMAT = "tfpgo.attribution"
 
 
 @dataclass(frozen=True)
 class UnresolvedEntry:
-    """A runtime node name of the profile that matched no op of the module."""
+    """A runtime node name of the profile that landed on no op of the module:
+    unresolved, or removed by the IR pipeline (`reason` says which)."""
 
     name: str
     self_ps: int
+    reason: str = "matches no op"
+
+
+@dataclass(frozen=True)
+class MergedEntry:
+    """A runtime node name the IR pipeline merged into other op(s)."""
+
+    name: str
+    self_ps: int
+    ops: tuple[str, ...]
+    # "location": a rewrite fused its location into `ops`; "name": CSE, found by
+    # op type and name up to TF's `_<k>` uniquifiers (split over `ops`).
+    merged_by: str
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,8 @@ class Attribution:
     attributed_self_ps: int
     profile_self_ps: int
     unresolved: tuple[UnresolvedEntry, ...]
+    removed: tuple[UnresolvedEntry, ...] = ()
+    merged: tuple[MergedEntry, ...] = ()
 
     @property
     def coverage(self) -> float:
@@ -53,12 +63,20 @@ class Attribution:
         return self.attributed_self_ps / self.profile_self_ps
 
 
-def pipeline_spec(op_profile: Path, op_graph: Path, top_k: int, min_share: float) -> str:
+def pipeline_spec(
+    op_profile: Path,
+    op_graph: Path,
+    top_k: int,
+    min_share: float,
+    attribution: Path,
+    carry_in_location: bool = False,
+) -> str:
     """The `--tf-profile-guided-pipeline=` option string."""
     return (
-        "enable-profile=true report-unresolved=true "
+        "enable-profile=true "
         f"path-to-profile={op_profile} top-k={top_k} min-share={min_share} "
-        f"op-graph-output={op_graph}"
+        f"op-graph-output={op_graph} attribution-output={attribution} "
+        f"carry-in-location={'true' if carry_in_location else 'false'}"
     )
 
 
@@ -67,20 +85,30 @@ def annotate_module(
     op_profile: Path,
     annotated: Path,
     op_graph: Path,
+    attribution: Path,
     top_k: int = 10,
     min_share: float = 0.0,
+    carry_in_location: bool = False,
 ) -> Attribution:
-    """Annotates `module` with `op_profile`, writing `annotated` and `op_graph`."""
-    spec = pipeline_spec(op_profile, op_graph, top_k, min_share)
+    """Annotates `module` with `op_profile`, writing `annotated`, `op_graph` and the
+    `attribution` document; returns the attribution read from it."""
+    spec = pipeline_spec(op_profile, op_graph, top_k, min_share, attribution, carry_in_location)
+    run_tfpgo_opt(module, annotated, [f"--tf-profile-guided-pipeline={spec}"])
+    return read_attribution(attribution)
+
+
+def run_tfpgo_opt(module: Path, output: Path, pass_flags: list[str]) -> None:
+    """Runs tfpgo-opt on `module` into `output`; a failure is one UserError line
+    naming the driver's first error (or its last words)."""
     done = subprocess.run(
         [
             str(tfpgo_opt()),
             "--allow-unregistered-dialect",
             "--mlir-print-debuginfo",
-            f"--tf-profile-guided-pipeline={spec}",
+            *pass_flags,
             str(module),
             "-o",
-            str(annotated),
+            str(output),
         ],
         capture_output=True,
         text=True,
@@ -91,28 +119,41 @@ def annotate_module(
         errors = [line for line in lines if "error:" in line]
         detail = errors[0] if errors else (lines[-1] if lines else f"exit status {done.returncode}")
         raise UserError(f"{module}: tfpgo-opt failed: {detail}")
-    return parse_remarks(done.stderr)
 
 
-def parse_remarks(stderr: str) -> Attribution:
-    """Reads the annotate pass's remarks (report-unresolved=true)."""
-    summary = _SUMMARY.search(stderr)
-    if summary is None:
-        raise UserError("tfpgo-opt printed no annotation summary; is it tfpgo's driver?")
-    unresolved = tuple(
-        sorted(
-            (
-                UnresolvedEntry(match["name"], int(match["self"]))
-                for match in _UNRESOLVED.finditer(stderr)
-            ),
-            key=lambda entry: -entry.self_ps,
+def read_attribution(path: Path) -> Attribution:
+    """Reads a `tfpgo.attribution` document (docs/formats.md)."""
+    document = read_json(path)
+    expect_format(path, document, ATTRIBUTION_FORMAT)
+    try:
+        entries = document["entries"]
+        by_match = document["by_match"]
+        unresolved, removed, merged = [], [], []
+        for entry in entries:
+            match = entry["match"]
+            if match == "unresolved":
+                unresolved.append(UnresolvedEntry(entry["name"], entry["self_ps"], entry["reason"]))
+            elif match in ("removed", "folded"):
+                removed.append(UnresolvedEntry(entry["name"], entry["self_ps"], entry["reason"]))
+            elif match == "merged":
+                merged.append(
+                    MergedEntry(
+                        entry["name"], entry["self_ps"], tuple(entry["ops"]), entry["merged_by"]
+                    )
+                )
+        return Attribution(
+            annotated_ops=document["annotated_ops"],
+            fused_ops=document["fused_ops"],
+            profile_entries=sum(tally["entries"] for tally in by_match.values()),
+            attributed_self_ps=document["attributed_self_ps"],
+            profile_self_ps=document["profile_self_ps"],
+            unresolved=_hottest_first(unresolved),
+            removed=_hottest_first(removed),
+            merged=tuple(sorted(merged, key=lambda entry: -entry.self_ps)),
         )
-    )
-    return Attribution(
-        annotated_ops=int(summary["ops"]),
-        fused_ops=int(summary["fused"]),
-        profile_entries=int(summary["entries"]),
-        attributed_self_ps=int(summary["attributed"]),
-        profile_self_ps=int(summary["total"]),
-        unresolved=unresolved,
-    )
+    except (KeyError, TypeError) as error:
+        raise UserError(f"{path}: malformed {ATTRIBUTION_FORMAT} document ({error})") from None
+
+
+def _hottest_first(entries: list[UnresolvedEntry]) -> tuple[UnresolvedEntry, ...]:
+    return tuple(sorted(entries, key=lambda entry: -entry.self_ps))

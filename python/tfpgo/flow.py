@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from tfpgo import annotate, report
+from tfpgo import annotate, lowering, report
 from tfpgo.cli import UserError, atomic_output_dir, working_directory
 from tfpgo.models import DEFAULT_MODEL, check_model_spec
 from tfpgo.op_profile import OpProfile
@@ -39,7 +39,16 @@ OUTPUT_FILES = {
     "op_profile.json": "per-op profile: runtime node name → count, total, self, percentiles",
     "model.annotated.mlir": "model.mlir with profiler_data on every executed op, hot marks",
     "op_graph.json": "annotated op graph (docs/formats.md)",
+    "attribution.json": "how each profile entry matched an op (exact, resolved, merged), what "
+    "was removed or unresolved and why",
     "op_graph.{fmt}": "op graph colored by self time, hot ops red",
+    "model.stablehlo.mlir": "the frozen model lowered to StableHLO (TensorFlow's tf-stablehlo), "
+    "profiler_data on every op that carries a profiled op's work (generic form)",
+    "op_graph.stablehlo.json": "op graph of the StableHLO module",
+    "op_graph.stablehlo.{fmt}": "StableHLO op graph colored by self time",
+    "model.linalg.mlir": "the StableHLO lowered to linalg on tensors (IREE), annotated likewise",
+    "op_graph.linalg.json": "op graph of the linalg module",
+    "op_graph.linalg.{fmt}": "linalg op graph colored by self time",
     "event_dag.{fmt}": "event DAG (hottest events), critical path highlighted",
     "model_explorer.json": "Model Explorer node data: colors the same model in its graph view",
     "trace.json": "Chrome/Perfetto trace-event JSON of the profiled events",
@@ -65,6 +74,8 @@ class FlowOptions:
     formats: tuple[str, ...] = ("svg", "png")
     picture_nodes: int = 150
     min_coverage: float = 0.9
+    # Lower the profiled function to these levels (lowering.LEVELS, in order).
+    lower: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,8 +114,9 @@ def run_flow(options: FlowOptions) -> FlowResult:
     """Runs every stage into a staging copy of `options.output_dir`."""
     _check_options(options)
     # Profiling: model, profile, export, trace, annotate, verify, render, report;
-    # from a trace: trace, annotate, render, report.
-    progress = Progress(total=8 if options.from_trace is None else 4)
+    # from a trace: trace, annotate, render, report; plus lower when asked.
+    stages = (8 if options.from_trace is None else 4) + (1 if options.lower else 0)
+    progress = Progress(total=stages)
     with atomic_output_dir(options.output_dir) as staging:
         attribution = _run_stages(options, staging, progress)
     final = options.output_dir
@@ -126,6 +138,7 @@ def _check_options(options: FlowOptions) -> None:
         raise UserError(f"--formats: unknown {', '.join(unknown)}; use {','.join(PICTURE_FORMATS)}")
     if options.top_k < 0:
         raise UserError("--top-k must not be negative")
+    lowering.check_levels(options.lower)
     _check_output_dir(options.output_dir, options.from_trace)
 
 
@@ -161,8 +174,9 @@ def _check_output_dir(path: Path, from_trace: Path | None) -> None:
 
 def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate.Attribution:
     profiling_run = options.from_trace is None
+    lowerable = None  # the tf module to lower: frozen (profiling) or the user's
     if profiling_run:
-        trace, module, run_info = _profile_stages(options, out, progress)
+        trace, module, run_info, lowerable = _profile_stages(options, out, progress)
     else:
         trace = _carry_over_trace(options.from_trace, options.output_dir, out)
         module = out / "model.mlir"
@@ -177,6 +191,7 @@ def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate
             trace_source=str(trace.relative_to(out) if trace.is_relative_to(out) else trace),
             module="model.mlir",
         )
+        lowerable = module
 
     def note(message: str) -> None:  # name files where they will be, not in staging
         progress.note(message.replace(str(out), str(options.output_dir)))
@@ -193,8 +208,9 @@ def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate
             out / "op_profile.json",
             out / "model.annotated.mlir",
             out / "op_graph.json",
-            options.top_k,
-            options.min_share,
+            out / "attribution.json",
+            top_k=options.top_k,
+            min_share=options.min_share,
         ),
     )
     _check_coverage(attribution, options.min_coverage, trace, options.mlir or module)
@@ -204,11 +220,20 @@ def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate
             "TensorFlow tf-standard-pipeline on the annotated module",
             lambda: _verify_in_tensorflow(out / "model.annotated.mlir"),
         )
-    pictures = progress.stage("render", "pictures and exports", lambda: _render(options, out))
+    levels: list[lowering.LoweredLevel] = []
+    if options.lower:
+        levels = progress.stage(
+            "lower",
+            f"frozen tf -> {' -> '.join(options.lower)} (TensorFlow, IREE), profile re-attached",
+            lambda: _lower(options, out, lowerable, profile.totals.op_self_ps, note),
+        )
+    pictures = progress.stage(
+        "render", "pictures and exports", lambda: _render(options, out, levels)
+    )
     progress.stage(
         "report",
         "report.md, report.html",
-        lambda: _report(out, run_info, profile, attribution, pictures),
+        lambda: _report(out, run_info, profile, attribution, pictures, levels),
     )
     return attribution
 
@@ -235,6 +260,12 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
         "tf-dialect MLIR with node-name locations",
         lambda: module.write_text(profiling.export_mlir(case)),
     )
+    frozen = None
+    if options.lower:
+        # Frozen now, while the model is loaded; a scratch file the lower stage
+        # removes (it holds every weight).
+        frozen = out / ".model.frozen.mlir"
+        frozen.write_text(lowering.freeze_and_export(case.concrete_function()))
     info = report.RunInfo(
         model=case.name,
         mode=case.mode.value,
@@ -245,7 +276,7 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
         trace_source=str(run.run_dir.relative_to(out)),
         module="model.mlir",
     )
-    return run.logdir, module, info
+    return run.logdir, module, info, frozen
 
 
 def _carry_over_trace(trace: Path, final: Path, out: Path) -> Path:
@@ -307,7 +338,32 @@ def _verify_in_tensorflow(annotated: Path) -> None:
         raise UserError(f"{annotated}: TensorFlow's pipeline dropped every annotation")
 
 
-def _render(options: FlowOptions, out: Path) -> list[tuple[str, str]]:
+def _lower(
+    options: FlowOptions,
+    out: Path,
+    tf_module: Path,
+    profile_self_ps: int,
+    note: Callable[[str], None],
+) -> list[lowering.LoweredLevel]:
+    try:
+        levels = lowering.lower(
+            tf_module, out / "op_profile.json", options.lower, out, profile_self_ps
+        )
+    finally:
+        if tf_module.name == ".model.frozen.mlir":
+            tf_module.unlink(missing_ok=True)
+    for level in levels:
+        coverage = level.coverage
+        note(
+            f"{coverage.level}: {coverage.annotated_ops} of {coverage.ops} ops annotated, "
+            f"{coverage.coverage:.2%} of the op time reachable"
+        )
+    return levels
+
+
+def _render(
+    options: FlowOptions, out: Path, levels: list[lowering.LoweredLevel]
+) -> list[tuple[str, str]]:
     """Both pictures in every requested format (one Graphviz layout per graph), and
     the exports: Model Explorer node data, Perfetto trace events, the CSV.
 
@@ -319,9 +375,16 @@ def _render(options: FlowOptions, out: Path) -> list[tuple[str, str]]:
         "op_graph": "op graph, colored by self time; hot ops red",
         "event_dag": "event DAG, colored by time; critical path in purple",
     }
+    graphs = [("op_graph", "op_graph.json"), ("event_dag", "mlir_graph.json")]
+    for level in levels:
+        stem = level.op_graph.stem
+        captions[stem] = (
+            f"{level.coverage.level} op graph, colored by the self time of each op's source"
+        )
+        graphs.append((stem, level.op_graph.name))
     pictures = []
     picture = next((fmt for fmt in ("svg", "png") if fmt in options.formats), None)
-    for stem, source in (("op_graph", "op_graph.json"), ("event_dag", "mlir_graph.json")):
+    for stem, source in graphs:
         graph = load_graph(out / source)
         caption = captions[stem]
         top = None
@@ -352,7 +415,7 @@ def _render(options: FlowOptions, out: Path) -> list[tuple[str, str]]:
     return pictures
 
 
-def _report(out: Path, run_info, profile: OpProfile, attribution, pictures) -> None:
+def _report(out: Path, run_info, profile: OpProfile, attribution, pictures, levels) -> None:
     files = []
     for name, what in OUTPUT_FILES.items():
         if "{fmt}" in name:
@@ -368,6 +431,7 @@ def _report(out: Path, run_info, profile: OpProfile, attribution, pictures) -> N
             attribution=attribution,
             pictures=tuple(pictures),
             files=tuple(files),
+            levels=tuple(level.coverage for level in levels),
         ),
         out,
     )

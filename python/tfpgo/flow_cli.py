@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from tfpgo.cli import ArgumentParser, positive_int, user_path
 from tfpgo.flow import FlowOptions, run_flow
+from tfpgo.lowering import LEVELS
 from tfpgo.models import BUILTIN_MODELS, DEFAULT_MODEL
 from tfpgo.profiling import ProfilerLevels
 
@@ -93,6 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="picture formats, comma-separated from svg,png,dot,graphml (default svg,png)",
     )
     add(
+        "--lower",
+        choices=LEVELS,
+        help="also lower the frozen model with TensorFlow's passes to StableHLO (and on to "
+        "linalg with IREE) and re-attach the profile there: model.<level>.mlir, its op graph "
+        "and the reachable share of op time per level in the report",
+    )
+    add(
         "--min-coverage",
         type=float,
         default=0.9,
@@ -118,7 +126,15 @@ def options_from_args(args: argparse.Namespace) -> FlowOptions:
         mlir=user_path(args.mlir) if args.mlir else None,
         formats=tuple(fmt.strip() for fmt in args.formats.split(",") if fmt.strip()),
         min_coverage=args.min_coverage,
+        lower=_levels_up_to(args.lower),
     )
+
+
+def _levels_up_to(level: str | None) -> tuple[str, ...]:
+    """`--lower linalg` goes through StableHLO: every level up to the named one."""
+    if level is None:
+        return ()
+    return LEVELS[: LEVELS.index(level) + 1]
 
 
 def main(argv: list[str]) -> int:

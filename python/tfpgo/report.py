@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tfpgo.annotate import Attribution
 from tfpgo.cli import atomic_output_file
+from tfpgo.lowering import LevelCoverage
 from tfpgo.op_profile import OpProfile
 from tfpgo.render import RenderGraph, RenderNode
 
@@ -41,6 +42,7 @@ class ReportInputs:
     pictures: tuple[tuple[str, str], ...]  # (caption, file name relative to the report)
     files: tuple[tuple[str, str], ...]  # (file name, what it is)
     top_n: int = 15
+    levels: tuple[LevelCoverage, ...] = ()  # the profile at lower levels, if lowered
 
 
 def human_time(ps: float) -> str:
@@ -77,8 +79,9 @@ def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
             "attribution",
             f"{attribution.coverage:.2%} of TF op self time on module ops "
             f"({attribution.annotated_ops} ops annotated, {attribution.fused_ops} fused, "
-            f"{len(attribution.unresolved)} of {attribution.profile_entries} "
-            "runtime names unresolved)",
+            f"{len(attribution.merged)} runtime names merged, {len(attribution.removed)} removed "
+            f"by the IR pipeline, {len(attribution.unresolved)} of "
+            f"{attribution.profile_entries} unresolved)",
         ),
     ]
     return rows
@@ -116,6 +119,60 @@ def _runtime_rows(inputs: ReportInputs) -> list[list[str]]:
     ]
 
 
+def _sections(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Tables shown only when they have rows: (title, header, rows)."""
+    attribution, top = inputs.attribution, inputs.top_n
+    sections = []
+    if inputs.levels:
+        rows = [
+            [
+                "tf",
+                inputs.run.module,
+                "",
+                str(attribution.annotated_ops),
+                str(attribution.annotated_ops),
+                f"{attribution.coverage:.2%}",
+            ]
+        ]
+        rows += [
+            [
+                level.level,
+                level.module,
+                str(level.ops),
+                str(level.annotated_ops),
+                str(level.sources),
+                f"{level.coverage:.2%}",
+            ]
+            for level in inputs.levels
+        ]
+        header = ["level", "module", "ops", "annotated", "sources", "op time reachable"]
+        sections.append(("The profile at lower levels", header, rows))
+        lost = [
+            [level.level, source.name, human_time(source.self_ps), source.reason]
+            for level in inputs.levels
+            for source in level.lost[:top]
+        ]
+        if lost:
+            header = ["level", "tf op", "self", "why"]
+            sections.append(("Profiled ops no lowered op carries", header, lost))
+    if attribution.merged:
+        rows = [
+            [entry.name, ", ".join(entry.ops), f"by {entry.merged_by}", human_time(entry.self_ps)]
+            for entry in attribution.merged[:top]
+        ]
+        header = ["runtime name", "merged into", "found", "self"]
+        sections.append(("Runtime names the IR pipeline merged", header, rows))
+    if attribution.removed:
+        rows = [
+            [entry.name, entry.reason, human_time(entry.self_ps)]
+            for entry in attribution.removed[:top]
+        ]
+        sections.append(
+            ("Runtime names the IR pipeline removed", ["runtime name", "why", "self"], rows)
+        )
+    return sections
+
+
 _OP_HEADER = ["hot", "node", "op", "self", "total", "share", "count"]
 _RUNTIME_HEADER = ["runtime name", "kernel", "self", "share", "count"]
 
@@ -133,6 +190,8 @@ def to_markdown(inputs: ReportInputs) -> str:
     parts += ["", "## Hottest MLIR ops", "", _markdown_table(_OP_HEADER, _op_rows(inputs))]
     parts += ["", "## Hottest runtime ops (op profile)", ""]
     parts += [_markdown_table(_RUNTIME_HEADER, _runtime_rows(inputs))]
+    for title, header, rows in _sections(inputs):
+        parts += ["", f"## {title}", "", _markdown_table(header, rows)]
     if inputs.attribution.unresolved:
         parts += ["", "## Unresolved runtime names", ""]
         parts += [
@@ -193,6 +252,8 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         "<h2>Hottest runtime ops (op profile)</h2>",
         _html_table(_RUNTIME_HEADER, _runtime_rows(inputs)),
     ]
+    for title, header, rows in _sections(inputs):
+        parts += [f"<h2>{esc(title)}</h2>", _html_table(header, rows)]
     if inputs.attribution.unresolved:
         items = "".join(
             f"<li><code>{esc(entry.name)}</code> ({esc(human_time(entry.self_ps))} self)</li>"

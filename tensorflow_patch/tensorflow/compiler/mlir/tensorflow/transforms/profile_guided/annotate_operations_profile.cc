@@ -395,12 +395,12 @@ void AnnotateOperationsProfilePass::runOnOperation() {
   std::vector<EntryOutcome> outcomes;
   llvm::MapVector<Operation *, OpTiming> timings =
       Attribute(*profile, resolver, outcomes);
-  // Node names are StringAttr data owned by the context.
-  llvm::MapVector<Operation *, llvm::StringRef> fused;
+  // Swallowed op -> the op whose kernel did its work.
+  llvm::MapVector<Operation *, Operation *> fused;
   auto ran = [&](Operation *op) { return timings.count(op) != 0; };
   auto swallow = [&](Operation *kernel_op, Operation *other) {
     if (!ran(other) && IsProfileAnnotatable(other))
-      fused.insert({other, GetNodeName(kernel_op)});
+      fused.insert({other, kernel_op});
   };
   for (auto &[op, timing] : timings) {
     for (llvm::StringRef kernel_type : timing.kernel_types)
@@ -416,29 +416,38 @@ void AnnotateOperationsProfilePass::runOnOperation() {
   int64_t all_self = 0;
   for (auto &entry : timings)
     all_self += entry.second.self;
+  const size_t measured = timings.size();
+  std::vector<ProfilerData> records(measured);
+  parallelFor(&getContext(), 0, measured, [&](size_t i) {
+    records[i] = timings.begin()[i].second.ToProfilerData(all_self);
+  });
   // Uniquing the attributes is most of the pass; MLIR's uniquers are
   // thread-safe and each op is set exactly once, so ops are set in parallel.
   ProfilerDataEncoder encoder(module.getContext());
-  const size_t measured = timings.size();
+  auto carry = [&](Operation *op, ProfilerData data, Operation *source) {
+    // The carried record names its source: lowered ops keep the location but
+    // not the op, so they learn from it whose measurements they hold.
+    data.source = GetNodeName(source).str();
+    op->setLoc(WithProfileInLocation(op->getLoc(), encoder.Encode(data)));
+  };
   parallelFor(&getContext(), 0, measured + fused.size(), [&](size_t i) {
-    Operation *op;
-    ProfilerData data;
     if (i < measured) {
-      auto &[timed, timing] = timings.begin()[i];
-      op = timed;
-      data = timing.ToProfilerData(all_self);
-    } else {
-      auto &[swallowed, node] = fused.begin()[i - measured];
-      op = swallowed;
-      data.fused_into = node.empty() ? llvm::StringRef("<unnamed>") : node;
+      Operation *op = timings.begin()[i].first;
+      AttachProfilerData(op, records[i], encoder);
+      if (carryInLocation)
+        carry(op, records[i], op);
+      return;
     }
+    auto &[op, kernel_op] = fused.begin()[i - measured];
+    llvm::StringRef kernel = GetNodeName(kernel_op);
+    ProfilerData data;
+    data.fused_into = kernel.empty() ? llvm::StringRef("<unnamed>") : kernel;
     AttachProfilerData(op, data, encoder);
-    if (carryInLocation) {
-      // The carried record names its source: lowered ops keep the location
-      // but not the op, so they learn from it whose measurements they hold.
-      data.source = GetNodeName(op).str();
-      op->setLoc(WithProfileInLocation(op->getLoc(), encoder.Encode(data)));
-    }
+    // Below tf, a swallowed op is part of its kernel's work: it carries the
+    // kernel's record, so a lowering that drops the kernel's own op (a zero
+    // BiasAdd folded away) still finds the time on the ops it fused.
+    if (carryInLocation)
+      carry(op, records[timings.find(kernel_op) - timings.begin()], kernel_op);
   });
   numAnnotatedOps += measured;
   numFusedOps += fused.size();

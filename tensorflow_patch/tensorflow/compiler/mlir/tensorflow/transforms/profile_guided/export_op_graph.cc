@@ -187,7 +187,7 @@ private:
     Operation *parent = op->getParentOp();
     auto parent_it = parent ? ids_.find(parent) : ids_.end();
     std::optional<ProfilerData> data;
-    if (IsProfileAnnotatable(op))
+    if (IsProfileAnnotatableAtAnyLevel(op))
       data = GetProfilerData(op);
     auto hot = op->getAttrOfType<IntegerAttr>(kProfilerHotAttrName);
     // Values are written in place: a json::Value per field would allocate.
@@ -230,6 +230,18 @@ private:
       json.attribute("p50", data.p50);
       json.attribute("p95", data.p95);
       json.attribute("share", data.share);
+      // Optional fields: only where the annotate or materialize pass set them.
+      if (data.merged > 0)
+        json.attribute("merged", data.merged);
+      if (!data.source.empty())
+        json.attribute("source", data.source);
+      if (data.fanout > 0)
+        json.attribute("fanout", data.fanout);
+      if (!data.fused_sources.empty())
+        json.attributeArray("fused_sources", [&] {
+          for (const std::string &source : data.fused_sources)
+            json.value(source);
+        });
     });
   }
 

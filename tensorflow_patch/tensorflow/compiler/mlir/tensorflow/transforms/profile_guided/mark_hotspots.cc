@@ -47,7 +47,7 @@ public:
       // Looking first spares most ops an attribute dictionary rebuild.
       if (op->getAttr(kProfilerHotAttrName))
         op->removeAttr(kProfilerHotAttrName);
-      if (!IsProfileAnnotatable(op))
+      if (!IsProfileAnnotatableAtAnyLevel(op))
         return;
       std::optional<ProfilerData> data = GetProfilerData(op);
       if (data && !data->IsFused() && data->share >= minShare)

@@ -1,0 +1,315 @@
+"""The profile below the tf dialect: lower the annotated module and find it again.
+
+tf → StableHLO with TensorFlow's own passes (`tf-shape-inference,tf-stablehlo`,
+run by the wheel's `run_pass_pipeline`), StableHLO → linalg on tensors with IREE's
+real compiler (`iree-compile --compile-to=input`). The tf module is annotated with
+`carry-in-location=true` first, so every record rides in the ops' locations
+through both lowerings; `tf-profile-materialize-annotations` (tfpgo-opt) turns the
+records back into `profiler_data` on the lowered ops and writes a
+`tfpgo.level_profile` summary, from which `LevelCoverage` reports how much of the
+profiled op time is still reachable at that level and which sources were lost.
+
+Neither StableHLO nor IREE's `util` dialect is in upstream MLIR, so modules cross
+to tfpgo-opt in generic form; IREE's `util.func`/`util.return` become
+`func.func`/`func.return`, whose properties they share, so that the op graph sees
+functions. Large constants are elided on the way (`dense_resource<__elided__>`):
+the annotated files describe the program, not its weights.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfpgo import annotate
+from tfpgo.cli import UserError
+from tfpgo.documents import expect_format, read_json
+
+LEVELS = ("stablehlo", "linalg")
+LEVEL_FORMAT = "tfpgo.level_profile"
+TF_TO_STABLEHLO = "tf-shape-inference,tf-stablehlo"
+# Constants larger than this many elements are elided in the lowered files.
+ELIDE_ELEMENTS = 64
+
+
+@dataclass(frozen=True)
+class LostSource:
+    """A tf op whose measurements no op of a lower level carries."""
+
+    name: str
+    op: str  # its tf op type (`tf.ReadVariableOp`)
+    self_ps: int
+
+    @property
+    def reason(self) -> str:
+        # Frozen, a read is an Identity that keeps the read's node name.
+        if self.op == "tf.ReadVariableOp" or self.name.endswith("/ReadVariableOp"):
+            return "a variable read: freezing for the lowering made it a constant"
+        return "no op at this level carries its location: folded or erased by the lowering"
+
+
+@dataclass(frozen=True)
+class LevelCoverage:
+    """How much of the profile one abstraction level still holds."""
+
+    level: str
+    module: str  # file name in the output directory
+    ops: int  # ops of the level (functions and terminators aside)
+    annotated_ops: int
+    sources: int  # distinct tf ops whose measurements reached the level
+    source_self_ps: int
+    profile_self_ps: int
+    lost: tuple[LostSource, ...]  # hottest first
+
+    @property
+    def coverage(self) -> float:
+        """Share of the profiled op self time retrievable at this level."""
+        if self.profile_self_ps == 0:
+            return 1.0
+        return self.source_self_ps / self.profile_self_ps
+
+
+@dataclass(frozen=True)
+class LoweredLevel:
+    """One lowered, annotated module written by `lower`."""
+
+    coverage: LevelCoverage
+    module: Path
+    op_graph: Path
+
+
+def check_levels(levels: tuple[str, ...]) -> None:
+    """Refuses a level `lower` does not know, before anything runs."""
+    unknown = sorted(set(levels) - set(LEVELS))
+    if unknown:
+        raise UserError(f"--lower: unknown level {', '.join(unknown)}; use {' or '.join(LEVELS)}")
+
+
+def freeze_and_export(concrete_function: Any) -> str:
+    """The function with its variables frozen into constants, as tf-dialect MLIR
+    with node-name locations: TensorFlow's lowerings cannot read resource
+    variables (`tensor<*xf32>` reads)."""
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2,
+    )
+
+    from tfpgo.profiling import EXPORT_PIPELINE
+
+    try:
+        frozen = convert_variables_to_constants_v2(concrete_function)
+    except Exception as error:  # TensorFlow raises assorted errors here
+        raise UserError(
+            f"cannot freeze the profiled function for lowering: {_first_line(error)}"
+        ) from None
+    return tf.mlir.experimental.convert_function(
+        frozen, pass_pipeline=EXPORT_PIPELINE, show_debug_info=True
+    )
+
+
+def lower(
+    tf_module: Path,
+    op_profile: Path,
+    levels: tuple[str, ...],
+    out: Path,
+    profile_self_ps: int,
+) -> list[LoweredLevel]:
+    """Annotates `tf_module` (frozen tf MLIR) with records in its locations and
+    lowers it to each of `levels` (checked by `check_levels`) in order, writing
+    `model.<level>.mlir` and `op_graph.<level>.json` into `out`. Intermediate files stay in a scratch
+    directory; a model that cannot be lowered raises one UserError line."""
+    with tempfile.TemporaryDirectory(prefix="tfpgo-lower-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        carried = scratch / "tf.carried.mlir"
+        annotate.annotate_module(
+            tf_module,
+            op_profile,
+            carried,
+            scratch / "op_graph.tf.json",
+            scratch / "attribution.tf.json",
+            carry_in_location=True,
+        )
+        tf_sources = _annotated_sources(scratch / "op_graph.tf.json")
+        stablehlo = scratch / "stablehlo.mlir"
+        _write_generic(_tf_to_stablehlo(carried), stablehlo)
+        lowered = [("stablehlo", stablehlo)]
+        if "linalg" in levels:
+            linalg = scratch / "linalg.mlir"
+            linalg.write_text(util_functions_to_func(_stablehlo_to_linalg(stablehlo)))
+            lowered.append(("linalg", linalg))
+        return [
+            _materialize(level, module, out, tf_sources, profile_self_ps, scratch)
+            for level, module in lowered
+            if level in levels
+        ]
+
+
+def util_functions_to_func(generic: str) -> str:
+    """IREE's `util.func`/`util.return` (generic form) as `func.func`/`func.return`.
+    A `util.func` with properties `func.func` lacks (tied operands, inlining
+    policies) is left as it is: its body is still annotated, only the op graph
+    does not see it as a function."""
+    return _UTIL_FUNC.sub(_as_func, generic).replace('"util.return"(', '"func.return"(')
+
+
+_UTIL_FUNC = re.compile(r'"util\.func"\(\) <\{(?P<props>[^{}]*(?:\{[^{}]*\}[^{}]*)*)\}>')
+_FUNC_PROPERTIES = {"function_type", "sym_name", "sym_visibility", "arg_attrs", "res_attrs"}
+
+
+def _as_func(match: re.Match[str]) -> str:
+    names = set(re.findall(r"(?:^|, )([a-z_]+) = ", match["props"]))
+    if not names <= _FUNC_PROPERTIES:
+        return match[0]
+    return match[0].replace('"util.func"', '"func.func"', 1)
+
+
+def _tf_to_stablehlo(carried: Path) -> str:
+    import tensorflow as tf
+
+    try:
+        return tf.mlir.experimental.run_pass_pipeline(
+            carried.read_text(), TF_TO_STABLEHLO, show_debug_info=True
+        )
+    except Exception as error:  # TensorFlow raises bare Exceptions with MLIR diagnostics
+        raise UserError(f"cannot lower to StableHLO: {_mlir_error(error)}") from None
+
+
+def _write_generic(text: str, path: Path) -> None:
+    """StableHLO in generic form with big constants elided, through IREE's
+    iree-opt (which knows StableHLO)."""
+    source = path.with_suffix(".custom.mlir")
+    source.write_text(text)
+    _run_iree(
+        "iree-opt",
+        [
+            "--mlir-print-op-generic",
+            "--mlir-print-debuginfo",
+            f"--mlir-elide-elementsattrs-if-larger={ELIDE_ELEMENTS}",
+            str(source),
+            "-o",
+            str(path),
+        ],
+        "cannot read TensorFlow's StableHLO",
+    )
+
+
+def _stablehlo_to_linalg(stablehlo: Path) -> str:
+    output = stablehlo.with_name("linalg.generic.mlir")
+    _run_iree(
+        "iree-compile",
+        [
+            "--iree-input-type=stablehlo",
+            "--compile-to=input",
+            "--mlir-print-debuginfo",
+            "--mlir-print-op-generic",
+            str(stablehlo),
+            "-o",
+            str(output),
+        ],
+        "cannot lower StableHLO to linalg",
+    )
+    return output.read_text()
+
+
+def _run_iree(tool: str, args: list[str], what: str) -> None:
+    try:
+        from iree.compiler.tools.binaries import find_tool
+    except ImportError:
+        raise UserError(
+            f"{what}: IREE's compiler is not installed (pip install iree-base-compiler; "
+            "tools/bootstrap.sh installs it)"
+        ) from None
+    done = subprocess.run([find_tool(tool), *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise UserError(f"{what}: {_mlir_error(done.stderr)}")
+
+
+def _materialize(
+    level: str,
+    module: Path,
+    out: Path,
+    tf_sources: dict[str, tuple[str, int]],
+    profile_self_ps: int,
+    scratch: Path,
+) -> LoweredLevel:
+    annotated = out / f"model.{level}.mlir"
+    op_graph = out / f"op_graph.{level}.json"
+    summary = scratch / f"{level}.summary.json"
+    annotate.run_tfpgo_opt(
+        module,
+        annotated,
+        [
+            "--mlir-print-op-generic",
+            f"--tf-profile-materialize-annotations=summary-output={summary}",
+            "--tf-profile-mark-hotspots=top-k=10",
+            f"--tf-profile-export-op-graph=output={op_graph}",
+        ],
+    )
+    return LoweredLevel(
+        read_level_coverage(summary, level, annotated.name, tf_sources, profile_self_ps),
+        annotated,
+        op_graph,
+    )
+
+
+def read_level_coverage(
+    summary: Path,
+    level: str,
+    module: str,
+    tf_sources: dict[str, tuple[str, int]],
+    profile_self_ps: int,
+) -> LevelCoverage:
+    """Reads a `tfpgo.level_profile` summary; `tf_sources` (tf node name → (op
+    type, self ps)) are the sources the tf level had, to name what the level lost."""
+    document = read_json(summary)
+    expect_format(summary, document, LEVEL_FORMAT)
+    try:
+        found = {source["name"] for source in document["sources"]}
+        lost = sorted(
+            (
+                LostSource(name, op, self_ps)
+                for name, (op, self_ps) in tf_sources.items()
+                if name not in found
+            ),
+            key=lambda source: -source.self_ps,
+        )
+        return LevelCoverage(
+            level=level,
+            module=module,
+            ops=document["level_ops"],
+            annotated_ops=document["annotated_ops"],
+            sources=len(found),
+            source_self_ps=document["source_self_ps"],
+            profile_self_ps=profile_self_ps,
+            lost=tuple(source for source in lost if source.self_ps > 0),
+        )
+    except (KeyError, TypeError) as error:
+        raise UserError(f"{summary}: malformed {LEVEL_FORMAT} document ({error})") from None
+
+
+def _annotated_sources(op_graph: Path) -> dict[str, tuple[str, int]]:
+    """tf node name → (op type, self ps) of every measured op of an op graph."""
+    document = read_json(op_graph)
+    return {
+        node["name"]: (node["op"], node["profiler_data"]["self"])
+        for node in document["nodes"]
+        if node.get("profiler_data") and node.get("name")
+    }
+
+
+def _mlir_error(error: object) -> str:
+    """The first MLIR `error:` line of a diagnostic dump, without its location."""
+    lines = str(error).strip().splitlines()
+    for line in lines:
+        if "error:" in line:
+            return line.split("error:", 1)[1].strip()
+    return lines[0] if lines else "unknown error"
+
+
+def _first_line(error: object) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
