@@ -85,6 +85,7 @@ class FlowResult:
     report_html: Path
     attribution: annotate.Attribution
     stage_seconds: tuple[tuple[str, float], ...]
+    levels: tuple[lowering.LevelCoverage, ...] = ()  # with --lower
 
 
 class Progress:
@@ -118,10 +119,15 @@ def run_flow(options: FlowOptions) -> FlowResult:
     stages = (8 if options.from_trace is None else 4) + (1 if options.lower else 0)
     progress = Progress(total=stages)
     with atomic_output_dir(options.output_dir) as staging:
-        attribution = _run_stages(options, staging, progress)
+        attribution, levels = _run_stages(options, staging, progress)
     final = options.output_dir
     return FlowResult(
-        final, final / "report.md", final / "report.html", attribution, tuple(progress.seconds)
+        final,
+        final / "report.md",
+        final / "report.html",
+        attribution,
+        tuple(progress.seconds),
+        tuple(level.coverage for level in levels),
     )
 
 
@@ -172,7 +178,9 @@ def _check_output_dir(path: Path, from_trace: Path | None) -> None:
         )
 
 
-def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate.Attribution:
+def _run_stages(
+    options: FlowOptions, out: Path, progress: Progress
+) -> tuple[annotate.Attribution, list[lowering.LoweredLevel]]:
     profiling_run = options.from_trace is None
     lowerable = None  # the tf module to lower: frozen (profiling) or the user's
     if profiling_run:
@@ -235,7 +243,7 @@ def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate
         "report.md, report.html",
         lambda: _report(out, run_info, profile, attribution, pictures, levels),
     )
-    return attribution
+    return attribution, levels
 
 
 def _profile_stages(options: FlowOptions, out: Path, progress: Progress):

@@ -135,7 +135,7 @@ def lower(
         )
         tf_sources = _annotated_sources(scratch / "op_graph.tf.json")
         stablehlo = scratch / "stablehlo.mlir"
-        _write_generic(_tf_to_stablehlo(carried), stablehlo)
+        write_generic_stablehlo(_tf_to_stablehlo(carried), stablehlo)
         lowered = [("stablehlo", stablehlo)]
         if "linalg" in levels:
             linalg = scratch / "linalg.mlir"
@@ -171,14 +171,46 @@ def _tf_to_stablehlo(carried: Path) -> str:
     import tensorflow as tf
 
     try:
-        return tf.mlir.experimental.run_pass_pipeline(
+        lowered = tf.mlir.experimental.run_pass_pipeline(
             carried.read_text(), TF_TO_STABLEHLO, show_debug_info=True
         )
     except Exception as error:  # TensorFlow raises bare Exceptions with MLIR diagnostics
         raise UserError(f"cannot lower to StableHLO: {_mlir_error(error)}") from None
+    # tf-stablehlo converts partially: an op without a lowering stays a tf op.
+    left = _tf_ops_left(lowered)
+    if left:
+        op, node = left[0]
+        more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+        raise UserError(
+            f"cannot lower to StableHLO: {op} (node '{node}'){more} has no StableHLO "
+            "lowering in TensorFlow's tf-stablehlo, so its profile stops at the tf level "
+            "(run without --lower)"
+        )
+    return lowered
 
 
-def _write_generic(text: str, path: Path) -> None:
+_TF_OP = re.compile(r'"(tf\.\w+)"\(.*loc\((#loc\d+)\)\s*$', re.MULTILINE)
+_LOC_ALIAS = re.compile(r"^(#loc\d+) = (.*)$", re.MULTILINE)
+_NODE_NAME = re.compile(r'"([^"]*[^":])"')
+
+
+def _tf_ops_left(module: str) -> list[tuple[str, str]]:
+    """(op, node name) of every tf op in a printed module with debug locations."""
+    aliases = dict(_LOC_ALIAS.findall(module))
+    left = []
+    for op, alias in _TF_OP.findall(module):
+        location = aliases.get(alias, "")
+        # Follow aliases until a quoted name shows (callee first, as TF prints).
+        for _ in range(8):
+            name = _NODE_NAME.search(location)
+            if name or "#loc" not in location:
+                break
+            location = re.sub(r"#loc\d+", lambda m: aliases.get(m[0], ""), location)
+        left.append((op, name[1] if name else "?"))
+    return left
+
+
+def write_generic_stablehlo(text: str, path: Path) -> None:
     """StableHLO in generic form with big constants elided, through IREE's
     iree-opt (which knows StableHLO)."""
     source = path.with_suffix(".custom.mlir")
@@ -292,12 +324,15 @@ def read_level_coverage(
 
 
 def _annotated_sources(op_graph: Path) -> dict[str, tuple[str, int]]:
-    """tf node name → (op type, self ps) of every measured op of an op graph."""
+    """tf node name → (op type, self ps) of every measured op of an op graph. An
+    op that only carries another op's record (its `source`) adds no source."""
     document = read_json(op_graph)
     return {
         node["name"]: (node["op"], node["profiler_data"]["self"])
         for node in document["nodes"]
-        if node.get("profiler_data") and node.get("name")
+        if node.get("profiler_data")
+        and node.get("name")
+        and node["profiler_data"].get("source", node["name"]) == node["name"]
     }
 
 

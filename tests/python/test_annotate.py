@@ -1,5 +1,6 @@
-"""The Python side of tfpgo-opt: pipeline options and the annotate pass's remarks."""
+"""The Python side of tfpgo-opt: pipeline options and the attribution document."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -8,52 +9,118 @@ from tfpgo import annotate
 from tfpgo.cli import UserError
 from tfpgo.report import human_time
 
-REMARKS = (
-    "m.mlir:0:0: remark: profile entry 'a/ArithmeticOptimizer/x' (7 ps self) matches no op\n"
-    "m.mlir:0:0: remark: profile entry 'b/while/body/_1/y' (1200 ps self) matches no "
-    "annotatable op\n"
-    "m.mlir:0:0: remark: annotated 12 ops and 3 fused ops from 14 profile entries; "
-    "98793 of 100000 ps self time attributed\n"
-)
+# A tf-standard-pipeline export in miniature: a rewrite fused two locations, CSE
+# kept one of two Pow ops, folding left a constant, canonicalization dropped an
+# Identity; one name belongs to no op at all.
+MODULE = """
+func.func @main(%x: tensor<f32>) -> tensor<f32> {
+  %c = "tf.Const"() <{value = dense<1.0> : tensor<f32>}> : () -> tensor<f32> loc(fused["RealDiv:", "g/truediv"])
+  %p = "tf.Pow"(%x, %c) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc("adam/Pow")
+  %d = "tf.SquaredDifference"(%p, %x) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc(fused["Square:", "Square", "Sub:", "sub"])
+  return %d : tensor<f32>
+}
+"""
 
 
-def test_parse_remarks_reads_summary_and_unresolved_hottest_first():
-    attribution = annotate.parse_remarks(REMARKS)
-    assert (attribution.annotated_ops, attribution.fused_ops, attribution.profile_entries) == (
-        12,
-        3,
-        14,
+def _entry(name: str, kernel: str, self_ps: int) -> dict:
+    return {
+        "name": name, "op_types": [kernel], "count": 1, "total_ps": self_ps,
+        "self_ps": self_ps, "mean_ps": self_ps, "min_ps": self_ps, "max_ps": self_ps,
+        "p50_ps": self_ps, "p95_ps": self_ps, "first_start_ps": 0, "durations_ps": [self_ps],
+    }  # fmt: skip
+
+
+ENTRIES = [
+    _entry("adam/Pow", "Pow", 100),
+    _entry("adam/Pow_3", "Pow", 40),
+    _entry("Square", "Square", 20),
+    _entry("sub", "Sub", 10),
+    _entry("g/truediv", "RealDiv", 3),
+    _entry("Identity_1", "Identity", 2),
+    _entry("elsewhere/Conv2D", "Conv2D", 5),
+]
+
+
+@pytest.fixture
+def attribution(tmp_path):
+    module = tmp_path / "m.mlir"
+    module.write_text(MODULE)
+    profile = tmp_path / "op_profile.json"
+    total = sum(entry["self_ps"] for entry in ENTRIES)
+    profile.write_text(
+        json.dumps(
+            {
+                "format": "tfpgo.op_profile", "version": 1, "time_unit": "ps", "source": "test",
+                "hosts": ["h"], "steps": [0], "step_wall_ps": [total],
+                "totals": {"wall_ps": total, "op_total_ps": total, "op_self_ps": total,
+                           "non_op_ps": 0, "op_events": 7, "events": 7},
+                "ops": ENTRIES,
+            }
+        )
+    )  # fmt: skip
+    return annotate.annotate_module(
+        module,
+        profile,
+        tmp_path / "a.mlir",
+        tmp_path / "g.json",
+        tmp_path / "attribution.json",
     )
-    assert attribution.coverage == pytest.approx(0.98793)
-    assert [entry.name for entry in attribution.unresolved] == [
-        "b/while/body/_1/y",
-        "a/ArithmeticOptimizer/x",
+
+
+def test_attribution_document_accounts_for_every_entry(attribution):
+    # Pow 100 + Pow_3 40 (merged by name) + Square 20 + sub 10 (merged by location).
+    assert attribution.attributed_self_ps == 170
+    assert attribution.profile_self_ps == 180
+    assert attribution.profile_entries == len(ENTRIES)
+    accounted = (
+        attribution.attributed_self_ps
+        + sum(entry.self_ps for entry in attribution.removed)
+        + sum(entry.self_ps for entry in attribution.unresolved)
+    )
+    assert accounted == attribution.profile_self_ps
+    assert attribution.coverage == pytest.approx(170 / 180)
+
+
+def test_attribution_says_how_each_name_matched(attribution):
+    merged = {entry.name: entry for entry in attribution.merged}
+    assert merged["adam/Pow_3"].ops == ("adam/Pow",)
+    assert merged["adam/Pow_3"].merged_by == "name"
+    assert merged["sub"].ops == ("Square",)
+    assert merged["sub"].merged_by == "location"
+    reasons = {entry.name: entry.reason for entry in attribution.removed}
+    assert reasons == {
+        "g/truediv": "removed by the IR pipeline: folded into a constant",
+        "Identity_1": "removed by the IR pipeline: an op that only forwards its input",
+    }
+    assert [(entry.name, entry.reason) for entry in attribution.unresolved] == [
+        ("elsewhere/Conv2D", "matches no op")
     ]
-    assert attribution.unresolved[0].self_ps == 1200
 
 
-def test_parse_remarks_without_summary_is_a_user_error():
-    with pytest.raises(UserError, match="no annotation summary"):
-        annotate.parse_remarks("some other driver's output\n")
+def test_a_document_of_another_format_is_one_user_error(tmp_path):
+    path = tmp_path / "attribution.json"
+    path.write_text(json.dumps({"format": "tfpgo.op_graph", "version": 1}))
+    with pytest.raises(UserError, match="attribution.json"):
+        annotate.read_attribution(path)
 
 
 def test_empty_profile_counts_as_fully_attributed():
-    attribution = annotate.parse_remarks(
-        "x: remark: annotated 0 ops and 0 fused ops from 0 profile entries; "
-        "0 of 0 ps self time attributed\n"
-    )
+    attribution = annotate.Attribution(0, 0, 0, 0, 0, ())
     assert attribution.coverage == 1.0
 
 
 def test_pipeline_spec_names_every_option():
-    spec = annotate.pipeline_spec(Path("/p/op_profile.json"), Path("/o/op_graph.json"), 5, 0.01)
+    spec = annotate.pipeline_spec(
+        Path("/p/op_profile.json"), Path("/o/op_graph.json"), 5, 0.01, Path("/o/a.json")
+    )
     assert spec.split() == [
         "enable-profile=true",
-        "report-unresolved=true",
         "path-to-profile=/p/op_profile.json",
         "top-k=5",
         "min-share=0.01",
         "op-graph-output=/o/op_graph.json",
+        "attribution-output=/o/a.json",
+        "carry-in-location=false",
     ]
 
 
@@ -80,6 +147,6 @@ def test_a_failing_driver_is_one_line_naming_its_last_words(tmp_path, monkeypatc
     module.write_text("module {}\n")
     with pytest.raises(UserError) as failure:
         annotate.annotate_module(
-            module, tmp_path / "p.json", tmp_path / "a.mlir", tmp_path / "g.json"
+            module, tmp_path / "p.json", tmp_path / "a.mlir", tmp_path / "g.json", tmp_path / "d"
         )
     assert str(failure.value) == f"{module}: tfpgo-opt failed: Segmentation fault"

@@ -70,6 +70,14 @@ DictionaryAttr ProfileOfMetadata(FusedLoc fused) {
   return metadata.getAs<DictionaryAttr>(kProfileLocationKey);
 }
 
+/// Returns `loc` without the record at its very top (the op's own).
+Location WithoutOwnProfile(Location loc) {
+  auto fused = llvm::dyn_cast<FusedLoc>(loc);
+  if (!fused || !ProfileOfMetadata(fused))
+    return loc;
+  return FusedLoc::get(loc->getContext(), fused.getLocations());
+}
+
 } // namespace
 
 ProfilerDataEncoder::ProfilerDataEncoder(MLIRContext *context)
@@ -185,14 +193,27 @@ Location WithProfileInLocation(Location loc, DictionaryAttr data) {
   auto metadata = DictionaryAttr::get(
       context, {NamedAttribute(StringAttr::get(context, kProfileLocationKey),
                                data)});
-  return FusedLoc::get(context, {WithoutProfileInLocation(loc)}, metadata);
+  return FusedLoc::get(context, {WithoutOwnProfile(loc)}, metadata);
+}
+
+Location WithForwardedProfile(Location loc, DictionaryAttr data) {
+  MLIRContext *context = loc->getContext();
+  auto fused = llvm::dyn_cast<FusedLoc>(loc);
+  if (!fused || !ProfileOfMetadata(fused) || fused.getLocations().size() != 1)
+    return WithProfileInLocation(loc, data);
+  // Below the op's own record, which stays the first found.
+  Location inner = WithForwardedProfile(fused.getLocations().front(), data);
+  return FusedLoc::get(context, {inner}, fused.getMetadata());
 }
 
 Location WithoutProfileInLocation(Location loc) {
-  auto fused = llvm::dyn_cast<FusedLoc>(loc);
-  if (!fused || !ProfileOfMetadata(fused))
-    return loc;
-  return FusedLoc::get(loc->getContext(), fused.getLocations());
+  // Records are only ever stacked at the top: peel every layer.
+  while (auto fused = llvm::dyn_cast<FusedLoc>(loc)) {
+    if (!ProfileOfMetadata(fused))
+      break;
+    loc = FusedLoc::get(loc->getContext(), fused.getLocations());
+  }
+  return loc;
 }
 
 void CollectProfilesInLocation(Location loc,

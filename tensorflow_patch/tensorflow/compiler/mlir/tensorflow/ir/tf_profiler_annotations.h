@@ -112,7 +112,10 @@ bool HasProfilerDataAttr(Operation *op);
 /// Returns `loc` with `data` as FusedLoc metadata around it, replacing a
 /// profile `loc` already carried at its top.
 Location WithProfileInLocation(Location loc, DictionaryAttr data);
-/// Returns `loc` without a profile carried at its top.
+/// Returns `loc` with `data` carried after the records it already carries:
+/// the op also holds the work of another op (one the lowering will erase).
+Location WithForwardedProfile(Location loc, DictionaryAttr data);
+/// Returns `loc` without the profiles carried at its top.
 Location WithoutProfileInLocation(Location loc);
 /// Appends every `profiler_data` record carried in `loc`, outermost first
 /// (several when a lowering fused the locations of several profiled ops).

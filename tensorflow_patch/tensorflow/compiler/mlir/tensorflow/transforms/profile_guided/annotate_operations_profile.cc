@@ -203,6 +203,12 @@ private:
   llvm::MapVector<Operation *, OpTiming>
   Attribute(const OpProfile &profile, RuntimeNameResolver &resolver,
             std::vector<EntryOutcome> &outcomes);
+  /// Lowerings erase ops that only forward their input (a frozen variable
+  /// read is an Identity of a constant): each such op's record also rides on
+  /// the ops producing and using its value, which the lowering keeps.
+  void CarryForwardedRecords(
+      const llvm::MapVector<Operation *, OpTiming> &timings,
+      llvm::ArrayRef<ProfilerData> records, const ProfilerDataEncoder &encoder);
   /// Writes the attribution document (docs/formats.md) to
   /// `attributionOutput`; false (after an error) if it cannot.
   bool WriteAttribution(const OpProfile &profile,
@@ -376,6 +382,30 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
   return true;
 }
 
+void AnnotateOperationsProfilePass::CarryForwardedRecords(
+    const llvm::MapVector<Operation *, OpTiming> &timings,
+    llvm::ArrayRef<ProfilerData> records, const ProfilerDataEncoder &encoder) {
+  // Serial: several forwarders may share one producer.
+  for (const auto &[i, entry] : llvm::enumerate(timings)) {
+    Operation *op = entry.first;
+    if (op->getNumOperands() == 0 ||
+        !OnlyForwards({op->getName().stripDialect()}))
+      continue;
+    ProfilerData data = records[i];
+    data.source = GetNodeName(op).str();
+    DictionaryAttr record = encoder.Encode(data);
+    auto ride_on = [&](Operation *other) {
+      if (other && other->getBlock() == op->getBlock())
+        other->setLoc(WithForwardedProfile(other->getLoc(), record));
+    };
+    // Producer and users both: folding keeps one or the other (a reshaped
+    // constant keeps the reshape's location, a zero bias add its input's).
+    ride_on(op->getOperand(0).getDefiningOp());
+    for (Operation *user : op->getUsers())
+      ride_on(user);
+  }
+}
+
 void AnnotateOperationsProfilePass::runOnOperation() {
   ModuleOp module = getOperation();
   if (pathToProfile.empty()) {
@@ -449,6 +479,8 @@ void AnnotateOperationsProfilePass::runOnOperation() {
     if (carryInLocation)
       carry(op, records[timings.find(kernel_op) - timings.begin()], kernel_op);
   });
+  if (carryInLocation)
+    CarryForwardedRecords(timings, records, encoder);
   numAnnotatedOps += measured;
   numFusedOps += fused.size();
   if (!attributionOutput.empty() &&

@@ -1,0 +1,114 @@
+"""--lower: the profile at StableHLO and linalg, on real small models, and the
+records carried in locations through TensorFlow's own passes."""
+
+from pathlib import Path
+
+import pytest
+
+from tfpgo import annotate, lowering
+from tfpgo.cli import UserError
+from tfpgo.flow import FlowOptions, run_flow
+
+MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
+
+
+def _lowered_flow(tmp_path: Path, model: str):
+    return run_flow(
+        FlowOptions(
+            model=str(MODELS / model),
+            steps=3,
+            warmup=1,
+            batch_size=4,
+            output_dir=tmp_path / "out",
+            formats=("svg",),
+            lower=lowering.LEVELS,
+        )
+    )
+
+
+def test_the_profile_reaches_stablehlo_and_linalg(tmp_path):
+    result = _lowered_flow(tmp_path, "small_convnet.py")
+    assert [level.level for level in result.levels] == ["stablehlo", "linalg"]
+    for level in result.levels:
+        assert level.coverage >= 0.99, (level.level, level.lost)
+        assert level.annotated_ops > level.sources > 0
+        # Summed once per source, never once per op: no level exceeds the profile.
+        assert level.source_self_ps <= level.profile_self_ps
+    out = result.output_dir
+    linalg = (out / "model.linalg.mlir").read_text()
+    assert '"linalg.generic"' in linalg and "fanout = " in linalg
+    assert 'source = "convnet_1/conv_1/Relu"' in linalg
+    for name in ("model.stablehlo.mlir", "op_graph.stablehlo.svg", "op_graph.linalg.json"):
+        assert (out / name).is_file(), name
+    assert not (out / ".model.frozen.mlir").exists()
+    report = (out / "report.md").read_text()
+    assert "## The profile at lower levels" in report
+
+
+def test_a_model_that_cannot_be_lowered_is_one_line_and_leaves_nothing(tmp_path):
+    with pytest.raises(UserError) as failure:
+        _lowered_flow(tmp_path, "no_stablehlo.py")
+    assert str(failure.value).startswith(
+        "cannot lower to StableHLO: tf.Unique (node 'Unique') has no StableHLO lowering"
+    )
+    assert "\n" not in str(failure.value)
+    assert not (tmp_path / "out").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_util_functions_become_func_functions():
+    generic = (
+        '"util.func"() <{function_type = () -> (), sym_name = "main"}> ({\n'
+        '  "util.return"() : () -> ()\n}) : () -> ()\n'
+        '"util.func"() <{function_type = () -> (), sym_name = "t", tied_operands = [0]}> ({'
+    )
+    converted = lowering.util_functions_to_func(generic)
+    assert converted.startswith('"func.func"() <{function_type = () -> (), sym_name = "main"}>')
+    assert '"func.return"() : () -> ()' in converted
+    # A property func.func lacks: left alone rather than made invalid.
+    assert '"util.func"() <{function_type = () -> (), sym_name = "t", tied_operands' in converted
+
+
+def test_location_records_survive_tensorflows_passes(tmp_path):
+    """Annotated with carry-in-location, a real frozen export keeps its records
+    through TensorFlow's tf-standard-pipeline and tf-stablehlo, with the node
+    names still where TF's name extraction (and ours) finds them."""
+    import tensorflow as tf
+
+    from tfpgo import profiling, trace_reader
+    from tfpgo.models import load_model
+
+    case = load_model(str(MODELS / "small_convnet.py"), "infer", 4)
+    run = profiling.profile(case, tmp_path / "profile", steps=2, warmup=1)
+    trace_reader.run(run.logdir, op_profile_out=tmp_path / "op_profile.json", build_graph=False)
+    frozen = tmp_path / "frozen.mlir"
+    frozen.write_text(lowering.freeze_and_export(case.concrete_function()))
+    carried = tmp_path / "carried.mlir"
+    annotate.annotate_module(
+        frozen,
+        tmp_path / "op_profile.json",
+        carried,
+        tmp_path / "g.json",
+        tmp_path / "a.json",
+        carry_in_location=True,
+    )
+    text = carried.read_text()
+    sources = {}
+    for pipeline in ("tf-standard-pipeline", lowering.TF_TO_STABLEHLO):
+        output = tf.mlir.experimental.run_pass_pipeline(text, pipeline, show_debug_info=True)
+        assert "fused<{profiler_data = {" in output, pipeline
+        assert '"convnet_1/conv_1/Relu"' in output, pipeline
+        passed = tmp_path / "passed.mlir"
+        if pipeline == lowering.TF_TO_STABLEHLO:  # tfpgo-opt reads StableHLO generic
+            lowering.write_generic_stablehlo(output, passed)
+        else:
+            passed.write_text(output)
+        summary = tmp_path / "summary.json"
+        annotate.run_tfpgo_opt(
+            passed,
+            tmp_path / "materialized.mlir",
+            [f"--tf-profile-materialize-annotations=summary-output={summary}"],
+        )
+        level = lowering.read_level_coverage(summary, pipeline, passed.name, {}, 1)
+        sources[pipeline] = level.sources
+    assert sources["tf-standard-pipeline"] > 0 and sources[lowering.TF_TO_STABLEHLO] > 0
