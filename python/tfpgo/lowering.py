@@ -120,8 +120,9 @@ def lower(
 ) -> list[LoweredLevel]:
     """Annotates `tf_module` (frozen tf MLIR) with records in its locations and
     lowers it to each of `levels` (checked by `check_levels`) in order, writing
-    `model.<level>.mlir` and `op_graph.<level>.json` into `out`. Intermediate files stay in a scratch
-    directory; a model that cannot be lowered raises one UserError line."""
+    `model.<level>.mlir` and `op_graph.<level>.json` into `out`. Intermediate
+    files stay in a scratch directory; a model that cannot be lowered raises one
+    UserError line."""
     with tempfile.TemporaryDirectory(prefix="tfpgo-lower-") as scratch_dir:
         scratch = Path(scratch_dir)
         carried = scratch / "tf.carried.mlir"

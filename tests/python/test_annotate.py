@@ -14,9 +14,11 @@ from tfpgo.report import human_time
 # Identity; one name belongs to no op at all.
 MODULE = """
 func.func @main(%x: tensor<f32>) -> tensor<f32> {
-  %c = "tf.Const"() <{value = dense<1.0> : tensor<f32>}> : () -> tensor<f32> loc(fused["RealDiv:", "g/truediv"])
+  %c = "tf.Const"() <{value = dense<1.0> : tensor<f32>}> : () -> tensor<f32>
+    loc(fused["RealDiv:", "g/truediv"])
   %p = "tf.Pow"(%x, %c) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc("adam/Pow")
-  %d = "tf.SquaredDifference"(%p, %x) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc(fused["Square:", "Square", "Sub:", "sub"])
+  %d = "tf.SquaredDifference"(%p, %x) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    loc(fused["Square:", "Square", "Sub:", "sub"])
   return %d : tensor<f32>
 }
 """
@@ -100,7 +102,7 @@ def test_attribution_says_how_each_name_matched(attribution):
 def test_a_document_of_another_format_is_one_user_error(tmp_path):
     path = tmp_path / "attribution.json"
     path.write_text(json.dumps({"format": "tfpgo.op_graph", "version": 1}))
-    with pytest.raises(UserError, match="attribution.json"):
+    with pytest.raises(UserError, match=r"attribution\.json: .*not a tfpgo\.attribution"):
         annotate.read_attribution(path)
 
 

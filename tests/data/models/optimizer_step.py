@@ -37,7 +37,7 @@ def tfpgo_model(batch_size):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.square(model(x, training=True) - y))
         variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
         return loss
 
     return train, (tokens, target)
