@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tfpgo.analysis.phase import Phase, PhaseClassifier, fold_gradient_scope
+from tfpgo.analysis.phase import Phase, PhaseClassifier, fold_gradient_scope, is_optimizer_scope
 from tfpgo.op_profile import OpProfile
 
 
@@ -88,6 +88,20 @@ def _add(node: _Builder, self_ps: int, total_ps: int, count: int, phase: Phase) 
     node.count += count
     node.ops += 1
     node.phase_self_ps[phase] += self_ps
+
+
+def layers(root: ScopeNode) -> tuple[ScopeNode, ...]:
+    """The layer level of the tree, by self time: the children of every top-level
+    scope that is a pure scope (the model: no op of its own) other than the
+    optimizer's, and every other top-level node as it is. The rows partition the
+    ops, so their self times sum to the root's."""
+    rows: list[ScopeNode] = []
+    for top in root.children:
+        if top.children and top.own_self_ps == 0 and not is_optimizer_scope(top.name):
+            rows.extend(top.children)
+        else:
+            rows.append(top)
+    return tuple(sorted(rows, key=lambda node: (-node.self_ps, node.path)))
 
 
 def walk(node: ScopeNode):
