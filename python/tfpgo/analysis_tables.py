@@ -40,7 +40,10 @@ def layer_table(analysis: Analysis, top_n: int) -> Table:
             node.path,
             format_ps(node.self_ps),
             _share(node.self_ps, whole),
-            *(format_ps(node.phase_self_ps[phase]) if node.phase_self_ps[phase] else "–" for phase in Phase),
+            *(
+                format_ps(node.phase_self_ps[phase]) if node.phase_self_ps[phase] else "–"
+                for phase in Phase
+            ),
             str(node.ops),
         ]
         for node in layers(analysis.scopes)[:top_n]

@@ -52,7 +52,10 @@ def _step_time_text(diff: ProfileDiff) -> str:
         f"{signed_ps(change.delta_ps)} ({change.relative:+.1%})"
     )
     if change.low_ps is None or change.high_ps is None:
-        return text + f"; no interval (needs ≥ 2 steps each, have {change.steps_a} and {change.steps_b})"
+        return (
+            text
+            + f"; no interval (needs ≥ 2 steps each, have {change.steps_a} and {change.steps_b})"
+        )
     return text + (
         f", {change.confidence:.0%} interval [{signed_ps(change.low_ps)}, "
         f"{signed_ps(change.high_ps)}] (Welch's t, {change.steps_a} vs {change.steps_b} steps)"
@@ -85,7 +88,11 @@ def tables(diff: ProfileDiff, top_n: int) -> list[tuple[str, list[str], list[lis
             ["op", *_DELTA_HEADER],
             [[d.name, *_delta_cells(d)] for d in diff.changed_ops[:top_n]],
         ),
-        ("Added ops (only in B)", ["op", *_DELTA_HEADER], [[d.name, *_delta_cells(d)] for d in added]),
+        (
+            "Added ops (only in B)",
+            ["op", *_DELTA_HEADER],
+            [[d.name, *_delta_cells(d)] for d in added],
+        ),
         (
             "Removed ops (only in A)",
             ["op", *_DELTA_HEADER],

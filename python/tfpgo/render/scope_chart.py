@@ -26,12 +26,15 @@ PHASE_FILLS = {
 def scope_chart_svg(analysis: Analysis, title: str = "") -> str:
     root_total = analysis.scopes.self_ps
     root = _icicle(analysis.scopes, root_total)
-    legend = tuple(
+    phases = [
         (PHASE_FILLS[row.phase], f"{row.phase.value} {format_ps(row.self_ps)}")
         for row in analysis.phases.rows
-    ) + (("#ffffff", f"no op running: {format_ps(analysis.phases.non_op_ps)}"),)
+    ]
+    idle = ("#ffffff", f"no op running: {format_ps(analysis.phases.non_op_ps)}")
+    legend = (*phases, idle)
     style = IcicleStyle(
-        title=title or "op self time by layer scope: width = time, color = main phase, strip = phase split",
+        title=title
+        or "op self time by layer scope: width = time, color = main phase, strip = phase split",
         legend=legend,
     )
     return to_svg(root, style)
