@@ -11,7 +11,7 @@ from profile_fixtures import CONV_TRAIN, DENSE_INFER, TRAIN, profile_real_step, 
 from tfpgo.analysis import analyse
 from tfpgo.analysis.document import FORMAT
 from tfpgo.analysis.op_type import tf_op_type
-from tfpgo.analysis.phase import Phase, PhaseClassifier, fold_gradient_scope
+from tfpgo.analysis.phase import Phase, PhaseClassifier, fold_gradient_scope, is_optimizer_scope
 from tfpgo.analysis.scope import ScopeNode, layers, walk
 from tfpgo.render.icicle import IcicleNode, IcicleStyle, layout, to_svg
 from tfpgo.render.scope_chart import scope_chart_svg
@@ -92,6 +92,15 @@ def test_phases_of_a_training_step():
         op.name.startswith("gradient_tape/") for op in profile.ops
     )
     assert rows[Phase.OPTIMIZER].ops == sum(op.name.startswith("sgd/") for op in profile.ops)
+
+
+@pytest.mark.parametrize(
+    ("scope", "is_optimizer"),
+    [("sgd", True), ("sgd_1", True), ("sgd_1_1", True), ("Adam_2", True), ("sgdx", False)],
+)
+def test_optimizer_scopes_with_repeated_uniquifying_suffixes(scope, is_optimizer):
+    # a second model in one process gets `sgd_1_1` (Keras' `_1`, then TensorFlow's)
+    assert is_optimizer_scope(scope) is is_optimizer
 
 
 def test_an_inference_step_is_all_forward():

@@ -7,8 +7,9 @@ profile knows about it:
   (or tf.gradients) emits `gradient_tape/<forward op's name>/<grad op>`
   (`gradients/...`), so stripping that first component folds a gradient op
   onto the forward scope it differentiates (`fold_gradient_scope`).
-* optimizer: under a Keras optimizer's scope (`sgd`, `adam_1`, ...: the
-  optimizer's lowercase class name, Keras adds `_<n>` for repeated names).
+* optimizer: under a Keras optimizer's scope (`sgd`, `adam_1`, `sgd_1_1`: the
+  optimizer's lowercase class name; Keras and TensorFlow each append `_<n>` to
+  a repeated name, so there may be several).
 * forward: in a top-level scope the tape differentiated (some backward op
   folds into it: the model), or every op of a profile with no backward ops
   (an inference step).
@@ -48,7 +49,7 @@ OPTIMIZER_SCOPES = frozenset(
         "loss_scale_optimizer",
     }
 )
-_UNIQUIFIED = re.compile(r"^(.*?)(_\d+)?$")
+_UNIQUIFIED = re.compile(r"^(.*?)(?:_\d+)*$")
 
 
 class Phase(enum.Enum):
