@@ -98,6 +98,9 @@ def test_cli_writes_markdown_html_and_picture(tmp_path, capsys, two_real_runs):
     assert "overlap:" in capsys.readouterr().out
     markdown = (out / "diff.md").read_text()
     assert "95% interval" in markdown and "## Ops with the largest change" in markdown
+    scope_rows = markdown.split("## Scopes with the largest change")[1].split("## Ops")[0]
+    rows = [line.split("|")[2:8] for line in scope_rows.strip().splitlines()[2:]]
+    assert rows and len(rows) == len({tuple(row) for row in rows})  # no chain repeats
     page = (out / "diff.html").read_text()
     assert "<svg" in page and "<title>" in page
     assert (out / "diff.svg").read_text().startswith("<?xml")

@@ -74,7 +74,10 @@ def _delta_cells(delta: Delta) -> list[str]:
 
 
 def tables(diff: ProfileDiff, top_n: int) -> list[tuple[str, list[str], list[list[str]]]]:
-    changed_scopes = [delta for delta in diff.scopes if delta.changed][:top_n]
+    by_path = {delta.name: delta for delta in diff.scopes}
+    changed_scopes = [
+        delta for delta in diff.scopes if delta.changed and not _repeats_parent(delta, by_path)
+    ][:top_n]
     added = sorted(diff.added, key=lambda d: (-d.b.self_ps, d.name))[:top_n]
     removed = sorted(diff.removed, key=lambda d: (-d.a.self_ps, d.name))[:top_n]
     return [
@@ -99,6 +102,13 @@ def tables(diff: ProfileDiff, top_n: int) -> list[tuple[str, list[str], list[lis
             [[d.name, *_delta_cells(d)] for d in removed],
         ),
     ]
+
+
+def _repeats_parent(delta: Delta, by_path: dict[str, Delta]) -> bool:
+    """A scope whose figures equal its parent's in both profiles (the parent's only
+    content, as `convolution` in `block_1_expand/convolution`): a row saying nothing new."""
+    parent = by_path.get(delta.name.rpartition("/")[0])
+    return parent is not None and (parent.a, parent.b) == (delta.a, delta.b)
 
 
 def delta_svg(diff: ProfileDiff) -> str:
