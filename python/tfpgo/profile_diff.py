@@ -55,8 +55,11 @@ def read_profile(path: Path) -> OpProfile:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     path_a, path_b = cli.user_path(args.a), cli.user_path(args.b)
+    output_dir = cli.user_path(args.output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise cli.UserError(f"-o {output_dir}: exists and is not a directory; name a directory")
     diff = compare(read_profile(path_a), read_profile(path_b), args.a, args.b)
-    written = write_outputs(diff, cli.user_path(args.output_dir), args.top)
+    written = write_outputs(diff, output_dir, args.top)
     for key, value in summary_rows(diff):
         print(f"{key}: {value}")
     print("wrote " + ", ".join(str(path) for path in written))

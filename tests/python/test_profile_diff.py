@@ -135,6 +135,16 @@ def test_bad_input_is_one_line_and_nonzero(tmp_path, capsys, make_input, message
     assert not (tmp_path / "out").exists()
 
 
+def test_an_output_dir_that_is_a_file_is_one_line(tmp_path, capsys):
+    taken = _write(tmp_path / "taken", "")
+    status = cli.run_main(
+        profile_diff.main, [str(TRAIN), str(TRAIN), "-o", str(taken)], prog="profile_diff"
+    )
+    assert status == 1
+    assert "is not a directory" in capsys.readouterr().err
+    assert taken.read_text() == ""
+
+
 def _write(path, text):
     path.write_text(text)
     return path

@@ -15,8 +15,7 @@ from tfpgo.render.colormap import diverging_hex
 from tfpgo.render.icicle import IcicleNode, IcicleStyle, to_svg
 from tfpgo.render.metrics import format_ps
 
-# The report's table and page helpers: both documents look alike (the report's
-# module is kept as is while other work edits it, hence the private names).
+# The report's table helpers and page style: a diff page reads like a report page.
 from tfpgo.report import _STYLE, _html_table, _markdown_table
 
 OUTPUT_NAMES = ("diff.md", "diff.html", "diff.svg")
