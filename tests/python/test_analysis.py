@@ -103,6 +103,15 @@ def test_optimizer_scopes_with_repeated_uniquifying_suffixes(scope, is_optimizer
     assert is_optimizer_scope(scope) is is_optimizer
 
 
+def test_top_level_gradient_sums_are_backward(transformer_train):
+    names = [op.name for op in transformer_train.ops]
+    sums = [name for name in names if name.startswith("AddN")]
+    assert sums  # the tape's gradient sums: top-level AddN_<n>
+    classifier = PhaseClassifier(names)
+    assert all(classifier.phase(name) is Phase.BACKWARD for name in sums)
+    assert PhaseClassifier(["model/dense/MatMul", "AddN"]).phase("AddN") is Phase.FORWARD
+
+
 def test_an_inference_step_is_all_forward():
     rows = {row.phase: row for row in analyse(read(DENSE_INFER)).phases.rows}
     assert rows[Phase.FORWARD].self_ps == read(DENSE_INFER).totals.op_self_ps

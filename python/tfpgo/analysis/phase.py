@@ -7,6 +7,9 @@ profile knows about it:
   (or tf.gradients) emits `gradient_tape/<forward op's name>/<grad op>`
   (`gradients/...`), so stripping that first component folds a gradient op
   onto the forward scope it differentiates (`fold_gradient_scope`).
+  Also backward: the `AddN` ops with which the tape sums the gradients of a
+  tensor used more than once. They carry the default name (`AddN`, `AddN_<n>`)
+  in the scope `tape.gradient` was called in, the top level in a training step.
 * optimizer: under a Keras optimizer's scope (`sgd`, `adam_1`, `sgd_1_1`: the
   optimizer's lowercase class name; Keras and TensorFlow each append `_<n>` to
   a repeated name, so there may be several).
@@ -14,7 +17,7 @@ profile knows about it:
   folds into it: the model), or every op of a profile with no backward ops
   (an inference step).
 * other: the rest: loss and step bookkeeping outside the model's scope (the
-  loss reduction, the iteration counter, AddN that sum gradients at top level).
+  loss reduction, the iteration counter).
 
 Besides op time, a step has time during which no op ran on the host (the op
 profile's `non_op_ps`): reported next to the phases, never inside one.
@@ -50,6 +53,7 @@ OPTIMIZER_SCOPES = frozenset(
     }
 )
 _UNIQUIFIED = re.compile(r"^(.*?)(?:_\d+)*$")
+_GRADIENT_SUM = re.compile(r"^AddN(?:_\d+)?$")
 
 
 class Phase(enum.Enum):
@@ -82,7 +86,7 @@ class PhaseClassifier:
         self.forward_scopes = frozenset(name.split("/")[0] for name in backward if "/" in name)
 
     def phase(self, name: str) -> Phase:
-        if _is_gradient(name):
+        if _is_gradient(name) or (not self.inference and _GRADIENT_SUM.match(name)):
             return Phase.BACKWARD
         top = name.split("/")[0]
         if is_optimizer_scope(top) and "/" in name:
