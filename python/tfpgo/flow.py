@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from tfpgo import annotate, lowering, report
+from tfpgo.analysis import analyse
 from tfpgo.cli import UserError, atomic_output_dir, working_directory
 from tfpgo.models import DEFAULT_MODEL, check_model_spec
 from tfpgo.op_profile import OpProfile
 from tfpgo.plot_graph import Exports, plot_graph
 from tfpgo.profiling import ProfilerLevels
 from tfpgo.render import PICTURE_FORMATS, RenderOptions, load_graph, prepare, write_pictures
+from tfpgo.render.scope_chart import write_scope_chart
 
 T = TypeVar("T")
 
@@ -53,6 +55,8 @@ OUTPUT_FILES = {
     "model_explorer.json": "Model Explorer node data: colors the same model in its graph view",
     "trace.json": "Chrome/Perfetto trace-event JSON of the profiled events",
     "op_profile.csv": "the op profile as CSV",
+    "analysis.json": "op time by phase, layer scope and op type (docs/formats.md)",
+    "scope_chart.svg": "icicle chart: op time by layer scope, colored by phase",
     "report.md": "this report (Markdown)",
     "report.html": "this report (HTML, pictures inline)",
 }
@@ -240,7 +244,7 @@ def _run_stages(
     )
     progress.stage(
         "report",
-        "report.md, report.html",
+        "analysis.json, scope_chart.svg, report.md, report.html",
         lambda: _report(out, run_info, profile, attribution, pictures, levels),
     )
     return attribution, levels
@@ -424,6 +428,9 @@ def _render(
 
 
 def _report(out: Path, run_info, profile: OpProfile, attribution, pictures, levels) -> None:
+    analysis = analyse(profile)
+    analysis.write(out / "analysis.json")
+    write_scope_chart(analysis, out / "scope_chart.svg")
     files = []
     for name, what in OUTPUT_FILES.items():
         if "{fmt}" in name:
@@ -440,6 +447,8 @@ def _report(out: Path, run_info, profile: OpProfile, attribution, pictures, leve
             pictures=tuple(pictures),
             files=tuple(files),
             levels=tuple(level.coverage for level in levels),
+            analysis=analysis,
+            analysis_chart="scope_chart.svg",
         ),
         out,
     )

@@ -12,6 +12,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfpgo.analysis import Analysis
+from tfpgo.analysis_tables import analysis_tables
 from tfpgo.annotate import Attribution
 from tfpgo.cli import atomic_output_file
 from tfpgo.lowering import LevelCoverage
@@ -43,6 +45,8 @@ class ReportInputs:
     files: tuple[tuple[str, str], ...]  # (file name, what it is)
     top_n: int = 15
     levels: tuple[LevelCoverage, ...] = ()  # the profile at lower levels, if lowered
+    analysis: Analysis | None = None  # phase, layer and op type breakdowns
+    analysis_chart: str | None = None  # icicle chart of time by scope (file name)
 
 
 def human_time(ps: float) -> str:
@@ -187,6 +191,7 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
 def to_markdown(inputs: ReportInputs) -> str:
     parts = [f"# tfpgo report: {inputs.run.model}", ""]
     parts += [f"- **{key}**: {value}" for key, value in _summary_rows(inputs)]
+    parts += _analysis_markdown(inputs)
     parts += ["", "## Hottest MLIR ops", "", _markdown_table(_OP_HEADER, _op_rows(inputs))]
     parts += ["", "## Hottest runtime ops (op profile)", ""]
     parts += [_markdown_table(_RUNTIME_HEADER, _runtime_rows(inputs))]
@@ -203,6 +208,29 @@ def to_markdown(inputs: ReportInputs) -> str:
     parts += ["", "## Files", ""]
     parts += [f"- `{name}`: {what}" for name, what in inputs.files]
     return "\n".join(parts) + "\n"
+
+
+def _analysis_markdown(inputs: ReportInputs) -> list[str]:
+    if inputs.analysis is None:
+        return []
+    parts = ["", "## Where the time goes", ""]
+    if inputs.analysis_chart:
+        parts += [f"![time by layer scope]({inputs.analysis_chart})", ""]
+    for title, header, rows in analysis_tables(inputs.analysis, inputs.top_n):
+        parts += [f"### {title}", "", _markdown_table(header, rows), ""]
+    return parts[:-1]
+
+
+def _analysis_html(inputs: ReportInputs, svgs: dict[str, str]) -> list[str]:
+    if inputs.analysis is None:
+        return []
+    parts = ["<h2>Where the time goes</h2>"]
+    if inputs.analysis_chart:
+        chart = inputs.analysis_chart
+        parts.append(_figure("time by layer scope", chart, svgs.get(chart)))
+    for title, header, rows in analysis_tables(inputs.analysis, inputs.top_n):
+        parts += [f"<h3>{html.escape(title)}</h3>", _html_table(header, rows)]
+    return parts
 
 
 def _html_table(header: list[str], rows: list[list[str]]) -> str:
@@ -247,6 +275,7 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         f"<html><head><meta charset='utf-8'><title>tfpgo report: {esc(inputs.run.model)}</title>",
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>tfpgo report: {esc(inputs.run.model)}</h1><ul>{summary}</ul>",
+        *_analysis_html(inputs, svgs),
         "<h2>Hottest MLIR ops</h2>",
         _html_table(_OP_HEADER, _op_rows(inputs)),
         "<h2>Hottest runtime ops (op profile)</h2>",
@@ -275,9 +304,10 @@ def write_reports(inputs: ReportInputs, directory: Path) -> tuple[Path, Path]:
     markdown, page = directory / "report.md", directory / "report.html"
     with atomic_output_file(markdown) as handle:
         handle.write(to_markdown(inputs))
+    names = [name for _, name in inputs.pictures] + [inputs.analysis_chart or ""]
     svgs = {
         name: (directory / name).read_text()
-        for _, name in inputs.pictures
+        for name in names
         if name.endswith(".svg") and (directory / name).is_file()
     }
     with atomic_output_file(page) as handle:

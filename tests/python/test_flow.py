@@ -32,6 +32,8 @@ EXPECTED_FILES = {
     "model_explorer.json",
     "trace.json",
     "op_profile.csv",
+    "analysis.json",
+    "scope_chart.svg",
     "report.md",
     "report.html",
 }
@@ -81,8 +83,9 @@ def test_flow_writes_every_output(run, request):
     assert EXPECTED_FILES.issubset(path.name for path in out.iterdir())
     assert list((out / "profile" / "plugins" / "profile").glob("*/*.xplane.pb"))
     page = (out / "report.html").read_text()
-    # Both SVGs are embedded (tooltips on hover, a page that stands alone).
-    assert page.count("<svg") == 2 and "<?xml" not in page
+    # Every SVG is embedded: the scope chart and both graphs (tooltips on hover,
+    # a page that stands alone).
+    assert page.count("<svg") == 3 and "<?xml" not in page
     assert "<title>" in page.split("<h2>Pictures</h2>")[1]
     assert not [path for path in out.parent.iterdir() if path.name.startswith(".out")]
 
@@ -112,6 +115,21 @@ def test_hot_ops_carry_profiler_data_and_coverage_is_complete(run, request):
     report = (out / "report.md").read_text()
     coverage = float(re.search(r"\*\*attribution\*\*: ([\d.]+)%", report).group(1))
     assert coverage >= 99.0
+
+
+@pytest.mark.parametrize("run", ["train_run", "transformer_train_run"])
+def test_analysis_accounts_for_every_picosecond_of_the_op_profile(run, request):
+    out = request.getfixturevalue(run)
+    totals = OpProfile.read(out / "op_profile.json").totals
+    analysis = json.loads((out / "analysis.json").read_text())
+    phases = {row["phase"]: row["self_ps"] for row in analysis["phases"]}
+    assert sum(phases.values()) == totals.op_self_ps
+    assert phases["forward"] > 0 and phases["backward"] > 0 and phases["optimizer"] > 0
+    assert analysis["non_op_ps"] == totals.non_op_ps
+    assert analysis["scopes"]["self_ps"] == totals.op_self_ps
+    assert sum(row["self_ps"] for row in analysis["op_types"]) == totals.op_self_ps
+    report = (out / "report.md").read_text()
+    assert "![time by layer scope](scope_chart.svg)" in report
 
 
 @pytest.mark.parametrize("run", ["rnn_run", "train_run"])

@@ -50,3 +50,27 @@ def test_a_report_from_an_existing_trace_takes_step_time_from_its_markers():
     profile = dataclasses.replace(inputs.profile, step_wall_ps=walls)
     rows = dict(report._summary_rows(dataclasses.replace(inputs, profile=profile)))
     assert rows["step time"] == "median 3 ms (the trace's step markers)"
+
+
+def test_the_report_answers_which_phase_layer_and_op_type(tmp_path):
+    from profile_fixtures import TRAIN
+
+    from tfpgo.analysis import analyse
+    from tfpgo.render.scope_chart import write_scope_chart
+
+    profile = OpProfile.read(TRAIN)
+    analysis = analyse(profile)
+    write_scope_chart(analysis, tmp_path / "scope_chart.svg")
+    inputs = dataclasses.replace(
+        _inputs((1_000_000,)), profile=profile, analysis=analysis, analysis_chart="scope_chart.svg"
+    )
+    markdown, page = report.write_reports(inputs, tmp_path)
+    text = markdown.read_text()
+    for section in ("### Time by phase", "### Time by layer", "### Time by op type"):
+        assert section in text
+    assert "![time by layer scope](scope_chart.svg)" in text
+    assert "| sequential_3_1/dense_3_1 |" in text  # the hottest layer, gradients folded in
+    assert "| no op running (in the steps) |" in text
+    html_text = page.read_text()
+    assert "<h3>Time by phase</h3>" in html_text
+    assert "<svg" in html_text and "<title>sequential_3_1" in html_text  # inline, tooltips work

@@ -97,3 +97,15 @@ class ColorScale:
 
     def rgb(self, value: float) -> tuple[int, int, int]:
         return colormap_rgb(self.position(value))
+
+
+_DIVERGING_LOW = (33, 102, 172)  # blue: less (faster)
+_DIVERGING_HIGH = (178, 24, 43)  # red: more (slower)
+
+
+def diverging_hex(position: float) -> str:
+    """A blue-white-red map for signed changes: -1 blue, 0 white, +1 red."""
+    position = min(1.0, max(-1.0, position))
+    end = _DIVERGING_HIGH if position > 0 else _DIVERGING_LOW
+    weight = abs(position)
+    return hex_color(tuple(round(255 + (channel - 255) * weight) for channel in end))

@@ -1,0 +1,66 @@
+"""`bazel run //tools:profile_diff -- A B`: compares two op profiles.
+
+A and B are op_profile.json files or pgo output directories (their
+op_profile.json). Writes diff.md, diff.html and diff.svg into `-o DIR` and
+prints the summary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tfpgo import cli
+from tfpgo.diff import compare
+from tfpgo.diff.output import summary_rows, write_outputs
+from tfpgo.op_profile import OpProfile
+
+PROG = "profile_diff"
+
+
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog=PROG,
+        description="Compare two op profiles: per-op and per-scope deltas, added and removed "
+        "ops, overlap score, step-time change with a 95%% confidence interval.",
+    )
+    parser.add_argument("a", help="the baseline: op_profile.json or a pgo output directory")
+    parser.add_argument("b", help="the changed run: op_profile.json or a pgo output directory")
+    parser.add_argument(
+        "-o",
+        "--output-dir",
+        default="profile_diff",
+        help="where diff.md, diff.html and diff.svg go (default: ./profile_diff)",
+    )
+    parser.add_argument(
+        "--top", type=cli.positive_int, default=20, help="rows per table (default 20)"
+    )
+    return parser
+
+
+def read_profile(path: Path) -> OpProfile:
+    """An op profile from its file or from the pgo output directory holding it."""
+    if path.is_dir():
+        document = path / "op_profile.json"
+        if not document.is_file():
+            raise cli.UserError(
+                f"{path}: a directory without op_profile.json; pass an op_profile.json "
+                "or a pgo output directory"
+            )
+        return OpProfile.read(document)
+    if not path.exists():
+        raise cli.UserError(f"{path}: no such file or directory; pass an op_profile.json")
+    return OpProfile.read(path)
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    path_a, path_b = cli.user_path(args.a), cli.user_path(args.b)
+    output_dir = cli.user_path(args.output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise cli.UserError(f"-o {output_dir}: exists and is not a directory; name a directory")
+    diff = compare(read_profile(path_a), read_profile(path_b), args.a, args.b)
+    written = write_outputs(diff, output_dir, args.top)
+    for key, value in summary_rows(diff):
+        print(f"{key}: {value}")
+    print("wrote " + ", ".join(str(path) for path in written))
+    return 0
