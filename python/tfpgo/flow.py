@@ -203,7 +203,7 @@ def _run_stages(
             trace_source=str(trace.relative_to(out) if trace.is_relative_to(out) else trace),
             module="model.mlir",
         )
-        lowerable = module
+        lowerable = module.read_text()
 
     def note(message: str) -> None:  # name files where they will be, not in staging
         progress.note(message.replace(str(out), str(options.output_dir)))
@@ -272,12 +272,8 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
         "tf-dialect MLIR with node-name locations",
         lambda: module.write_text(profiling.export_mlir(case)),
     )
-    frozen = None
-    if options.lower:
-        # Frozen now, while the model is loaded; a scratch file the lower stage
-        # removes (it holds every weight).
-        frozen = out / ".model.frozen.mlir"
-        frozen.write_text(lowering.freeze_and_export(case.concrete_function()))
+    # Frozen now, while the model is loaded, for the lower stage.
+    frozen = lowering.freeze_and_export(case.concrete_function()) if options.lower else None
     info = report.RunInfo(
         model=case.name,
         mode=case.mode.value,
@@ -353,17 +349,11 @@ def _verify_in_tensorflow(annotated: Path) -> None:
 def _lower(
     options: FlowOptions,
     out: Path,
-    tf_module: Path,
+    tf_module: str,
     profile_self_ps: int,
     note: Callable[[str], None],
 ) -> list[lowering.LoweredLevel]:
-    try:
-        levels = lowering.lower(
-            tf_module, out / "op_profile.json", options.lower, out, profile_self_ps
-        )
-    finally:
-        if tf_module.name == ".model.frozen.mlir":
-            tf_module.unlink(missing_ok=True)
+    levels = lowering.lower(tf_module, out / "op_profile.json", options.lower, out, profile_self_ps)
     for level in levels:
         coverage = level.coverage
         note(

@@ -112,22 +112,24 @@ def freeze_and_export(concrete_function: Any) -> str:
 
 
 def lower(
-    tf_module: Path,
+    tf_module: str,
     op_profile: Path,
     levels: tuple[str, ...],
     out: Path,
     profile_self_ps: int,
 ) -> list[LoweredLevel]:
-    """Annotates `tf_module` (frozen tf MLIR) with records in its locations and
+    """Annotates `tf_module` (frozen tf MLIR text) with records in its locations and
     lowers it to each of `levels` (checked by `check_levels`) in order, writing
     `model.<level>.mlir` and `op_graph.<level>.json` into `out`. Intermediate
     files stay in a scratch directory; a model that cannot be lowered raises one
     UserError line."""
     with tempfile.TemporaryDirectory(prefix="tfpgo-lower-") as scratch_dir:
         scratch = Path(scratch_dir)
+        frozen = scratch / "tf.mlir"  # it holds every weight: never in the output
+        frozen.write_text(tf_module)
         carried = scratch / "tf.carried.mlir"
         annotate.annotate_module(
-            tf_module,
+            frozen,
             op_profile,
             carried,
             scratch / "op_graph.tf.json",
