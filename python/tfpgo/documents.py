@@ -13,7 +13,8 @@ from typing import Any
 
 from tfpgo.cli import UserError
 
-SUPPORTED_VERSION = 1
+# Newest version read, per format; formats not listed are at version 1.
+SUPPORTED_VERSIONS = {"tfpgo.op_profile": 2}
 
 
 def read_json(path: Path) -> Any:
@@ -43,10 +44,11 @@ def document_header(path: Path | str, document: Any) -> tuple[str, int]:
         )
     if not isinstance(version, int) or isinstance(version, bool):
         raise UserError(f"{path}: '{fmt}' document without an integer 'version'")
-    if version > SUPPORTED_VERSION:
+    supported = SUPPORTED_VERSIONS.get(fmt, 1)
+    if version > supported:
         raise UserError(
             f"{path}: {fmt} version {version} is newer than this tool reads "
-            f"({SUPPORTED_VERSION}); update tfpgo"
+            f"({supported}); update tfpgo"
         )
     return fmt, version
 
