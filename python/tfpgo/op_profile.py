@@ -236,10 +236,11 @@ def _running_max_per_track(ends: np.ndarray, tracks: np.ndarray) -> np.ndarray:
     return result
 
 
-def build_op_profile(table: EventTable) -> OpProfile:
-    """Aggregates the TF op events and the HLO events of `table` (see the module doc)."""
+def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> OpProfile:
+    """Aggregates the TF op events and the HLO events of `table` (see the module doc);
+    `xla` is `tfpgo.xla_attribution.attribute(table)` if the caller has it already."""
     op_names = table.op_names
-    xla = attribute(table)
+    xla = xla or attribute(table)
     nodes = sorted({op[0] for op in op_names if op is not None} | {p.node for p in xla.parts})
     node_index = {node: i for i, node in enumerate(nodes)}
     node_of_name = np.array(

@@ -2,7 +2,9 @@
 MLIR carries, and the pictures.
 
 Presentation only: every number comes from records other stages produced (the
-op profile, the annotated op graph, the attribution of the annotate pass).
+op profile, the annotated op graph, the attribution of the annotate pass, and
+for XLA-compiled steps the HLO profile: its modules, top fusions and the tf ops
+each covers, and the XLA-inserted instructions).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from tfpgo.annotate import Attribution
 from tfpgo.cli import atomic_output_file
+from tfpgo.hlo_profile import HloProfile
 from tfpgo.op_profile import OpProfile
 from tfpgo.render import RenderGraph, RenderNode
 
@@ -41,6 +44,7 @@ class ReportInputs:
     pictures: tuple[tuple[str, str], ...]  # (caption, file name relative to the report)
     files: tuple[tuple[str, str], ...]  # (file name, what it is)
     top_n: int = 15
+    hlo: HloProfile | None = None  # XLA-compiled steps only
 
 
 def human_time(ps: float) -> str:
@@ -116,6 +120,52 @@ def _runtime_rows(inputs: ReportInputs) -> list[list[str]]:
     ]
 
 
+# A fusion row names this many of the tf ops it covers, then "+k more".
+_COVERED_SHOWN = 6
+
+
+def _xla_summary(hlo: HloProfile) -> str:
+    share = hlo.attributed_ps / hlo.hlo_ps if hlo.hlo_ps else 1.0
+    return (
+        f"{len(hlo.modules)} XLA modules, {human_time(hlo.hlo_ps)} of HLO instruction time: "
+        f"{share:.2%} split onto tf ops (fusions in equal parts per tf op), "
+        f"{human_time(hlo.xla_inserted_ps)} in XLA-inserted instructions."
+    )
+
+
+def _xla_tables(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of the XLA section: modules, top fusions, XLA-inserted."""
+    hlo = inputs.hlo
+    if hlo is None:
+        return []
+    modules = [
+        [m.name, ", ".join(c or "(the step)" for c in m.calls), str(m.events), human_time(m.total_ps)]
+        for m in hlo.modules
+    ]
+    fusions = []
+    for module, fusion in hlo.fusions()[: inputs.top_n]:
+        names = [node.name for node in fusion.nodes]
+        covered = ", ".join(names[:_COVERED_SHOWN])
+        if len(names) > _COVERED_SHOWN:
+            covered += f", +{len(names) - _COVERED_SHOWN} more"
+        fusions.append(
+            [fusion.name, module, human_time(fusion.total_ps), str(fusion.count), covered]
+        )
+    inserted = [
+        [e.instruction, e.opcode, e.module, human_time(e.total_ps), str(e.count), e.reason]
+        for e in inputs.profile.xla_inserted[: inputs.top_n]
+    ]
+    return [
+        ("XLA modules", ["module", "called as", "HLO events", "time"], modules),
+        ("Top XLA fusions", ["fusion", "module", "time", "count", "tf ops covered"], fusions),
+        (
+            "XLA-inserted instructions (no tf op)",
+            ["instruction", "opcode", "module", "time", "count", "why"],
+            inserted,
+        ),
+    ]
+
+
 _OP_HEADER = ["hot", "node", "op", "self", "total", "share", "count"]
 _RUNTIME_HEADER = ["runtime name", "kernel", "self", "share", "count"]
 
@@ -133,6 +183,10 @@ def to_markdown(inputs: ReportInputs) -> str:
     parts += ["", "## Hottest MLIR ops", "", _markdown_table(_OP_HEADER, _op_rows(inputs))]
     parts += ["", "## Hottest runtime ops (op profile)", ""]
     parts += [_markdown_table(_RUNTIME_HEADER, _runtime_rows(inputs))]
+    if inputs.hlo is not None:
+        parts += ["", "## XLA", "", _xla_summary(inputs.hlo)]
+        for title, header, rows in _xla_tables(inputs):
+            parts += ["", f"### {title}", "", _markdown_table(header, rows)]
     if inputs.attribution.unresolved:
         parts += ["", "## Unresolved runtime names", ""]
         parts += [
@@ -193,6 +247,10 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         "<h2>Hottest runtime ops (op profile)</h2>",
         _html_table(_RUNTIME_HEADER, _runtime_rows(inputs)),
     ]
+    if inputs.hlo is not None:
+        parts.append(f"<h2>XLA</h2><p>{esc(_xla_summary(inputs.hlo))}</p>")
+        for title, header, rows in _xla_tables(inputs):
+            parts += [f"<h3>{esc(title)}</h3>", _html_table(header, rows)]
     if inputs.attribution.unresolved:
         items = "".join(
             f"<li><code>{esc(entry.name)}</code> ({esc(human_time(entry.self_ps))} self)</li>"

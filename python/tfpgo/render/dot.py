@@ -3,7 +3,8 @@
 Clusters (drawn by `dot` only; force-directed engines ignore them):
 - one per function (op graph) or trace line (event DAG);
 - one per region-holding op (`parent`, e.g. a tf.WhileRegion) around its body;
-- one per runtime kernel around the ops fused into it (`fused_into`).
+- one per runtime kernel around the ops fused into it (`fused_into`);
+- one per XLA fusion around the ops it covers (`xla_fusion`).
 The legend is the graph label (an HTML table), which every engine places.
 A drawing too deep for a screen is folded into columns (fold.py): one
 invisible cluster per column holds that column's clusters.
@@ -105,6 +106,9 @@ def _cluster_paths(graph: RenderGraph) -> dict[int, list[tuple[tuple, str, str]]
                 path = [*path, region(node)]
             if node.id in has_fused:
                 path = [*path, (("kernel", node.id), f"kernel {node.name}", "kernel")]
+            if node.xla_fusion:  # the ops one XLA fusion covers, like a fused kernel
+                key = ("xla", node.group, node.xla_fusion)
+                path = [*path, (key, f"XLA fusion {node.xla_fusion}", "xla")]
         paths[node.id] = path
         return path
 
@@ -133,6 +137,7 @@ _CLUSTER_STYLE = {
     "group": 'style="rounded", color="#8c8c8c", fontsize=12',
     "region": 'style="rounded,dashed", color="#5a5a5a", fontsize=11',
     "kernel": 'style="rounded,filled", color="#c0392b", fillcolor="#fdf0ec", fontsize=10',
+    "xla": 'style="rounded,filled", color="#2e6da4", fillcolor="#edf3fa", fontsize=10',
 }
 
 

@@ -19,7 +19,9 @@ namespace {
 constexpr llvm::StringLiteral kTs = "ts", kDur = "dur", kCount = "count",
                               kTotal = "total", kSelf = "self", kMin = "min",
                               kMax = "max", kP50 = "p50", kP95 = "p95",
-                              kShare = "share", kFusedInto = "fused_into";
+                              kShare = "share", kFusedInto = "fused_into",
+                              kXlaFusion = "xla_fusion",
+                              kXlaModule = "xla_module";
 
 /// Reads `value` as an i64 into `out`; false if it is not one.
 bool ReadInt(Attribute value, int64_t &out) {
@@ -44,7 +46,9 @@ ProfilerDataEncoder::ProfilerDataEncoder(MLIRContext *context)
       self_(StringAttr::get(context, kSelf)),
       share_(StringAttr::get(context, kShare)),
       total_(StringAttr::get(context, kTotal)),
-      ts_(StringAttr::get(context, kTs)) {}
+      ts_(StringAttr::get(context, kTs)),
+      xla_fusion_(StringAttr::get(context, kXlaFusion)),
+      xla_module_(StringAttr::get(context, kXlaModule)) {}
 
 DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
   MLIRContext *context = attr_name_.getContext();
@@ -54,7 +58,7 @@ DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
   Type i64 = IntegerType::get(context, 64);
   auto integer = [&](int64_t value) { return IntegerAttr::get(i64, value); };
   // Already in sorted order: skips DictionaryAttr's sort and duplicate check.
-  NamedAttribute fields[] = {
+  llvm::SmallVector<NamedAttribute, 12> fields = {
       {count_, integer(data.count)},
       {dur_, integer(data.dur)},
       {max_, integer(data.max)},
@@ -66,6 +70,11 @@ DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
       {total_, integer(data.total)},
       {ts_, integer(data.ts)},
   };
+  // Optional XLA origin; `xla_*` sorts after `ts`.
+  if (!data.xla_fusion.empty())
+    fields.push_back({xla_fusion_, StringAttr::get(context, data.xla_fusion)});
+  if (!data.xla_module.empty())
+    fields.push_back({xla_module_, StringAttr::get(context, data.xla_module)});
   return DictionaryAttr::getWithSorted(context, fields);
 }
 
@@ -122,6 +131,10 @@ std::optional<ProfilerData> ProfilerData::FromAttr(DictionaryAttr attr) {
   }
   if (next != std::size(fields))
     return std::nullopt;
+  if (auto module = llvm::dyn_cast_or_null<StringAttr>(attr.get(kXlaModule)))
+    data.xla_module = module.getValue().str();
+  if (auto fusion = llvm::dyn_cast_or_null<StringAttr>(attr.get(kXlaFusion)))
+    data.xla_fusion = fusion.getValue().str();
   return data;
 }
 

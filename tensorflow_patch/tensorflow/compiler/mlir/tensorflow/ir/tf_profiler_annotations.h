@@ -53,6 +53,10 @@ struct ProfilerData {
   /// Node name of the kernel that executed this op's work; when non-empty
   /// the timing fields are unused.
   std::string fused_into;
+  /// XLA module the op's time was measured in ("" if it ran as a TF kernel).
+  std::string xla_module;
+  /// XLA fusion instruction that did most of the op's work ("" if none).
+  std::string xla_fusion;
 
   /// Returns true if this records a fused op rather than a measurement.
   bool IsFused() const { return !fused_into.empty(); }
@@ -81,7 +85,7 @@ private:
   StringAttr attr_name_;
   /// Field names, in the order DictionaryAttr sorts them.
   StringAttr count_, dur_, fused_into_, max_, min_, p50_, p95_, self_, share_,
-      total_, ts_;
+      total_, ts_, xla_fusion_, xla_module_;
 };
 
 /// Attribute-level helpers shared by the trait and the fallback path.

@@ -81,6 +81,8 @@ struct OpTiming {
   llvm::SmallVector<llvm::StringRef, 1> kernel_types;
   /// True if the op ran as Grappler's rewrite of the add tree it roots.
   bool add_tree_rewritten = false;
+  /// XLA origin of the first entry that has one (entries come largest first).
+  llvm::StringRef xla_module, xla_fusion;
 
   void Add(const OpProfileEntry &entry) {
     ts = std::min(ts, entry.first_start_ps);
@@ -95,6 +97,10 @@ struct OpTiming {
       if (!llvm::is_contained(kernel_types, type))
         kernel_types.push_back(type);
     add_tree_rewritten |= entry.name.contains(kAddOpsRewrite);
+    if (xla_module.empty()) {
+      xla_module = entry.xla_module;
+      xla_fusion = entry.xla_fusion;
+    }
   }
 
   /// Returns the documented record; `durations` gets sorted.
@@ -116,6 +122,8 @@ struct OpTiming {
     data.p95 = n ? durations[(95 * n + 99) / 100 - 1] : 0;
     data.share =
         all_self > 0 ? RoundShare(static_cast<double>(self) / all_self) : 0.0;
+    data.xla_module = xla_module.str();
+    data.xla_fusion = xla_fusion.str();
     return data;
   }
 };

@@ -230,6 +230,10 @@ private:
       json.attribute("p50", data.p50);
       json.attribute("p95", data.p95);
       json.attribute("share", data.share);
+      if (!data.xla_module.empty())
+        json.attribute("xla_module", data.xla_module);
+      if (!data.xla_fusion.empty())
+        json.attribute("xla_fusion", data.xla_fusion);
     });
   }
 
