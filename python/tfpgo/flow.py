@@ -199,6 +199,7 @@ def _run_stages(options: FlowOptions, out: Path, progress: Progress) -> annotate
             options.min_share,
         ),
     )
+    attribution = attribution.with_xla_launch(profile)
     _check_coverage(attribution, options.min_coverage, trace, options.mlir or module)
     if profiling_run:
         progress.stage(
