@@ -256,9 +256,9 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
     ).astype(np.int64)
     durations = np.concatenate([table.duration_ps[rows], part_ps])
     selfs = np.concatenate([selfs, part_ps])
-    starts = np.concatenate(
-        [table.start_ps[rows], [p.event.start_ps for p in xla.parts]]
-    ).astype(np.int64)
+    starts = np.concatenate([table.start_ps[rows], [p.event.start_ps for p in xla.parts]]).astype(
+        np.int64
+    )
     order = np.lexsort((durations, node))
     bounds = np.searchsorted(node[order], np.arange(len(nodes) + 1))
     self_sum = np.bincount(node, weights=selfs, minlength=len(nodes))

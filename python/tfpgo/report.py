@@ -152,7 +152,12 @@ def _xla_tables(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[st
     if hlo is None:
         return []
     modules = [
-        [m.name, ", ".join(c or "(the step)" for c in m.calls), str(m.events), human_time(m.total_ps)]
+        [
+            m.name,
+            ", ".join(c or "(the step)" for c in m.calls),
+            str(m.events),
+            human_time(m.total_ps),
+        ]
         for m in hlo.modules
     ]
     fusions = []

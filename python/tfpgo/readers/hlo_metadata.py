@@ -125,4 +125,3 @@ def _covered_nodes(fusion: Any, computations: Mapping[int, Any]) -> tuple[TfNode
             for node in _own_node(instruction):
                 nodes.setdefault(node.name, node)
     return tuple(nodes.values())
-

@@ -1,6 +1,6 @@
 """tfpgo hook: a small Keras CNN inference step compiled by XLA (`jit_compile=True`).
 
-    bazel run //:pgo -- --model tests/data/xla/infer.py
+bazel run //:pgo -- --model tests/data/xla/infer.py
 """
 
 import keras

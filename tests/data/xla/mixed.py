@@ -15,8 +15,8 @@ import os
 
 os.environ["TF_XLA_FLAGS"] = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
 
-import keras  # noqa: E402 (after the flags)
-import tensorflow as tf  # noqa: E402
+import keras
+import tensorflow as tf
 
 tf.config.optimizer.set_jit("autoclustering")
 

@@ -27,7 +27,7 @@ def tfpgo_model(batch_size):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.square(model(x, training=True) - y))
         variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
         return loss
 
     x = tf.random.stateless_normal((batch_size, 512), seed=(0, 1))
