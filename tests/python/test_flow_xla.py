@@ -24,7 +24,7 @@ PGO = Path(__file__).resolve().parents[2] / "tools" / "pgo.py"
 # (hook, mode, batch size): the training batch keeps XLA's weight copies, which
 # no TF node owns, well under 1% (see tests/data/xla/train_adam.py).
 RUNS = {
-    "train_adam": ("train", "128"),
+    "train_adam": ("train", "256"),
     "infer": ("infer", "32"),
     "mixed": ("infer", "32"),
 }
@@ -36,7 +36,9 @@ def run(request, tmp_path_factory):
     mode, batch = RUNS[name]
     out = tmp_path_factory.mktemp(name) / "out"
     flags = ["--model", str(HOOKS / f"{name}.py"), "--mode", mode, "--batch-size", batch]
-    flags += ["--steps", "2", "--warmup", "1", "--output-dir", str(out)]
+    # Two warmup steps: in the first steps XLA's buffers are new, and page faults
+    # lengthen its small copies.
+    flags += ["--steps", "3", "--warmup", "2", "--output-dir", str(out)]
     package_root = str(Path(tfpgo.__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=package_root, TF_CPP_MIN_LOG_LEVEL="2")
     done = subprocess.run(
