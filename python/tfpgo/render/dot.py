@@ -132,12 +132,15 @@ def _cluster_tree(graph: RenderGraph, fold: Fold | None) -> _Cluster:
     return root
 
 
+# An XLA fusion cluster: blue, apart from the red of runtime kernels.
+XLA_COLOR, XLA_FILL = "#2e6da4", "#edf3fa"
+
 _CLUSTER_STYLE = {
     "column": "style=invis",
     "group": 'style="rounded", color="#8c8c8c", fontsize=12',
     "region": 'style="rounded,dashed", color="#5a5a5a", fontsize=11',
     "kernel": 'style="rounded,filled", color="#c0392b", fillcolor="#fdf0ec", fontsize=10',
-    "xla": 'style="rounded,filled", color="#2e6da4", fillcolor="#edf3fa", fontsize=10',
+    "xla": f'style="rounded,filled", color="{XLA_COLOR}", fillcolor="{XLA_FILL}", fontsize=10',
 }
 
 
@@ -201,6 +204,8 @@ def legend_html(graph: RenderGraph, metric: Metric, scale: ColorScale) -> str:
         f'<TD BGCOLOR="{FUSED_FILL}" BORDER="1">fused into kernel</TD>'
         f'<TD BGCOLOR="{NEVER_FILL}"><FONT COLOR="#7a7a7a">not executed</FONT></TD>'
     )
+    if any(node.xla_fusion for node in graph.nodes):
+        keys += f'<TD BGCOLOR="{XLA_FILL}" BORDER="1" COLOR="{XLA_COLOR}">XLA fusion</TD>'
     if any(edge.kind is EdgeKind.ELIDED for edge in graph.edges):
         keys += f'<TD><FONT COLOR="#7a7a7a">{html(ELIDED_KEY)}</FONT></TD>'
     return (
