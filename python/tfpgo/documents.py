@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tfpgo.cli import UserError
+from tfpgo.cli import UserError, atomic_output_file
 
 # Newest version read, per format; formats not listed are at version 1.
 SUPPORTED_VERSIONS = {"tfpgo.op_profile": 2}
@@ -29,6 +29,13 @@ def read_json(path: Path) -> Any:
         return json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UserError(f"{path}: not valid JSON ({error})") from None
+
+
+def write_compact_json(path: Path, document: Any) -> None:
+    """Writes `document` as one compact JSON line, atomically (no half-written file)."""
+    with atomic_output_file(path) as handle:
+        # one dumps call: json.dump would issue a write per token
+        handle.write(json.dumps(document, separators=(",", ":")) + "\n")
 
 
 def document_header(path: Path | str, document: Any) -> tuple[str, int]:

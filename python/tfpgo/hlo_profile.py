@@ -9,14 +9,13 @@ nodes). The report's XLA section and the op graph's fusion clusters read it.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfpgo.cli import UserError, atomic_output_file
-from tfpgo.documents import expect_format, read_json
+from tfpgo.cli import UserError
+from tfpgo.documents import expect_format, read_json, write_compact_json
 from tfpgo.xla_attribution import SPLIT_RULE, HloAttribution
 
 FORMAT = "tfpgo.hlo_profile"
@@ -86,8 +85,8 @@ class HloProfile:
         }
 
     def write(self, path: Path) -> None:
-        with atomic_output_file(path) as handle:
-            handle.write(json.dumps(self.to_json(), separators=(",", ":")) + "\n")
+        """Writes the document atomically (no half-written file on failure)."""
+        write_compact_json(path, self.to_json())
 
     @staticmethod
     def read(path: Path) -> HloProfile:

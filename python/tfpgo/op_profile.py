@@ -20,7 +20,6 @@ Instructions without a TF node are listed in `xla_inserted`.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -28,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from tfpgo.cli import UserError, atomic_output_file
-from tfpgo.documents import expect_format, read_json
+from tfpgo.cli import UserError
+from tfpgo.documents import expect_format, read_json, write_compact_json
 from tfpgo.events import NO_STEP, EventTable
 from tfpgo.xla_attribution import HloAttribution, attribute
 
@@ -135,9 +134,7 @@ class OpProfile:
 
     def write(self, path: Path) -> None:
         """Writes the document atomically (no half-written file on failure)."""
-        with atomic_output_file(path) as handle:
-            # one dumps call: json.dump would issue a write per token
-            handle.write(json.dumps(self.to_json(), separators=(",", ":")) + "\n")
+        write_compact_json(path, self.to_json())
 
     def by_name(self) -> dict[str, OpStats]:
         return {op.name: op for op in self.ops}
