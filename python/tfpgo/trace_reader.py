@@ -299,6 +299,13 @@ def _print_summary(result: TraceReaderResult, top: int = 10) -> None:
         f"{len(result.op_profile.ops)} ops; wall {totals.wall_ps / 1e6:.1f} us, "
         f"op self {totals.op_self_ps / 1e6:.1f} us, no op {totals.non_op_ps / 1e6:.1f} us"
     )
+    if result.hlo_profile is not None:
+        hlo = result.hlo_profile
+        print(
+            f"XLA: {len(hlo.modules)} modules, {len(hlo.fusions())} fusions; "
+            f"HLO {hlo.hlo_ps / 1e6:.1f} us, {hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} "
+            f"on TF nodes, {hlo.xla_inserted_ps / 1e6:.1f} us XLA-inserted"
+        )
     for op in result.op_profile.ops[:top]:
         share = op.self_ps / totals.op_self_ps if totals.op_self_ps else 0.0
         print(

@@ -194,3 +194,17 @@ def test_unannotated_module_is_not_called_dropped(tmp_path):
     plain = tmp_path / "plain.mlir"
     plain.write_text((DATA / "infer" / "module.mlir").read_text())
     flow._verify_in_tensorflow(plain)
+
+
+def test_trace_reader_cli_writes_hlo_profile_only_for_xla_traces(tmp_path, capsys):
+    from tfpgo import trace_reader
+
+    hlo_out = tmp_path / "hlo_profile.json"
+    trace = DATA / "mixed" / "trace.xplane.pb"
+    assert trace_reader.main(["--path-to-trace", str(trace), "--hlo-profile", str(hlo_out)]) == 0
+    assert HloProfile.read(hlo_out).modules
+    assert "XLA: 3 modules" in capsys.readouterr().out
+    no_xla = tmp_path / "no_xla.json"
+    plain = DATA.parent / "trace_reader" / "mlp_infer.xplane.pb"
+    assert trace_reader.main(["--path-to-trace", str(plain), "--hlo-profile", str(no_xla)]) == 0
+    assert not no_xla.exists()
