@@ -30,37 +30,17 @@ import numpy as np
 from tfpgo.cli import UserError
 from tfpgo.documents import expect_format, read_json, write_compact_json
 from tfpgo.events import NO_STEP, EventTable
-from tfpgo.xla_attribution import HloAttribution, attribute
+from tfpgo.xla_attribution import (
+    HloAttribution,
+    XlaInserted,
+    XlaOrigin,
+    attribute,
+    inserted_instructions,
+    origins_by_node,
+)
 
 FORMAT = "tfpgo.op_profile"
 VERSION = 2
-
-
-@dataclass(frozen=True)
-class XlaOrigin:
-    """The HLO instruction some of an op entry's time came from."""
-
-    module: str
-    instruction: str
-    fusion: bool
-    count: int
-    total_ps: int
-
-
-@dataclass(frozen=True)
-class XlaInserted:
-    """An HLO instruction no TF node is named for; `reason` says why.
-
-    `no_op_name`: XLA inserted it (copies, its own ops); `no_hlo_proto`: the
-    trace's metadata plane does not describe its module.
-    """
-
-    module: str
-    instruction: str
-    opcode: str
-    reason: str
-    count: int
-    total_ps: int
 
 
 @dataclass(frozen=True)
@@ -267,7 +247,7 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
             types[node_index[op[0]]].add(op[1])
     for part in xla.parts:
         types[node_index[part.node]].add(part.op_type)
-    origins = _xla_origins(xla)
+    origins = origins_by_node(xla)
     ops = []
     for i, name in enumerate(nodes):
         sorted_durations = durations[order[bounds[i] : bounds[i + 1]]]
@@ -314,49 +294,8 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
         totals,
         tuple(ops),
         _step_walls(table, steps),
-        _xla_inserted(xla),
+        inserted_instructions(xla),
     )
-
-
-def _xla_origins(xla: HloAttribution) -> dict[str, tuple[XlaOrigin, ...]]:
-    """Per runtime node name, the HLO instructions its parts came from, largest first."""
-    sums: dict[str, dict[tuple[str, str, bool], list[int]]] = {}
-    for part in xla.parts:
-        key = (part.event.module, part.event.instruction, part.event.is_fusion)
-        count_ps = sums.setdefault(part.node, {}).setdefault(key, [0, 0])
-        count_ps[0] += 1
-        count_ps[1] += part.ps
-    return {
-        node: tuple(
-            sorted(
-                (XlaOrigin(*key, count, ps) for key, (count, ps) in by_origin.items()),
-                key=lambda o: (-o.total_ps, o.module, o.instruction),
-            )
-        )
-        for node, by_origin in sums.items()
-    }
-
-
-def _xla_inserted(xla: HloAttribution) -> tuple[XlaInserted, ...]:
-    """The XLA-inserted instructions with their count and time, largest first."""
-    sums: dict[tuple[str, str], list[int]] = {}
-    for event in xla.inserted:
-        count_ps = sums.setdefault((event.module, event.instruction), [0, 0])
-        count_ps[0] += 1
-        count_ps[1] += event.duration_ps
-    entries = [
-        XlaInserted(module, instruction, *_why_inserted(xla, module, instruction), count, ps)
-        for (module, instruction), (count, ps) in sums.items()
-    ]
-    return tuple(sorted(entries, key=lambda e: (-e.total_ps, e.module, e.instruction)))
-
-
-def _why_inserted(xla: HloAttribution, module: str, instruction: str) -> tuple[str, str]:
-    """(opcode, reason) of an XLA-inserted instruction."""
-    known = xla.modules.get(module)
-    if known is None or instruction not in known.instructions:
-        return "", "no_hlo_proto"
-    return known.instructions[instruction].opcode, "no_op_name"
 
 
 def _step_walls(table: EventTable, steps: tuple[int, ...]) -> tuple[int, ...]:

@@ -89,6 +89,33 @@ class HloAttribution:
         return sum(event.duration_ps for event in self.inserted)
 
 
+@dataclass(frozen=True)
+class XlaOrigin:
+    """The HLO instruction some of an op entry's time came from."""
+
+    module: str
+    instruction: str
+    fusion: bool
+    count: int
+    total_ps: int
+
+
+@dataclass(frozen=True)
+class XlaInserted:
+    """An HLO instruction no TF node is named for; `reason` says why.
+
+    `no_op_name`: XLA inserted it (copies, its own ops); `no_hlo_proto`: the
+    trace's metadata plane does not describe its module.
+    """
+
+    module: str
+    instruction: str
+    opcode: str
+    reason: str
+    count: int
+    total_ps: int
+
+
 def split_equally(total_ps: int, parts: int) -> list[int]:
     """`total_ps` in `parts` integer parts that differ by at most 1 and sum exactly."""
     base, remainder = divmod(total_ps, parts)
@@ -183,3 +210,44 @@ def _enclosing_calls(table: EventTable, rows: np.ndarray) -> list[str]:
         else (next(iter(by_module[module])) if len(by_module[module]) == 1 else "")
         for module, call in zip(modules, found, strict=True)
     ]
+
+
+def origins_by_node(xla: HloAttribution) -> dict[str, tuple[XlaOrigin, ...]]:
+    """Per runtime node name, the HLO instructions its parts came from, largest first."""
+    sums: dict[str, dict[tuple[str, str, bool], list[int]]] = {}
+    for part in xla.parts:
+        key = (part.event.module, part.event.instruction, part.event.is_fusion)
+        count_ps = sums.setdefault(part.node, {}).setdefault(key, [0, 0])
+        count_ps[0] += 1
+        count_ps[1] += part.ps
+    return {
+        node: tuple(
+            sorted(
+                (XlaOrigin(*key, count, ps) for key, (count, ps) in by_origin.items()),
+                key=lambda o: (-o.total_ps, o.module, o.instruction),
+            )
+        )
+        for node, by_origin in sums.items()
+    }
+
+
+def inserted_instructions(xla: HloAttribution) -> tuple[XlaInserted, ...]:
+    """The XLA-inserted instructions with their count and time, largest first."""
+    sums: dict[tuple[str, str], list[int]] = {}
+    for event in xla.inserted:
+        count_ps = sums.setdefault((event.module, event.instruction), [0, 0])
+        count_ps[0] += 1
+        count_ps[1] += event.duration_ps
+    entries = [
+        XlaInserted(module, instruction, *_why_inserted(xla, module, instruction), count, ps)
+        for (module, instruction), (count, ps) in sums.items()
+    ]
+    return tuple(sorted(entries, key=lambda e: (-e.total_ps, e.module, e.instruction)))
+
+
+def _why_inserted(xla: HloAttribution, module: str, instruction: str) -> tuple[str, str]:
+    """(opcode, reason) of an XLA-inserted instruction."""
+    known = xla.modules.get(module)
+    if known is None or instruction not in known.instructions:
+        return "", "no_hlo_proto"
+    return known.instructions[instruction].opcode, "no_op_name"
