@@ -173,6 +173,12 @@ void OpProfileParser::ReadEntry(size_t position) {
     return;
   }
   RawEntry raw;
+  // The optional XLA strings (version 2): a mistyped one fails the entry.
+  auto read_xla = [&](llvm::StringRef &out) {
+    std::optional<llvm::StringRef> text = ReadStringField();
+    raw.xla_ok &= text.has_value();
+    out = text.value_or("");
+  };
   durations_.clear();
   cursor_.BeginObject();
   for (llvm::StringRef key; cursor_.NextKey(key);) {
@@ -194,12 +200,11 @@ void OpProfileParser::ReadEntry(size_t position) {
       raw.first_start_ps = ReadIntegerField();
     else if (key == "durations_ps")
       ReadDurations(raw);
-    else if (key == "xla_module" || key == "xla_fusion") {
-      std::optional<llvm::StringRef> text = ReadStringField();
-      raw.xla_ok &= text.has_value();
-      (key == "xla_module" ? raw.xla_module : raw.xla_fusion) =
-          text.value_or("");
-    } else
+    else if (key == "xla_module")
+      read_xla(raw.xla_module);
+    else if (key == "xla_fusion")
+      read_xla(raw.xla_fusion);
+    else
       cursor_.SkipValue();
   }
   if (!cursor_.ok())
