@@ -60,6 +60,13 @@ def _hottest_ops(graph: RenderGraph, count: int) -> list[RenderNode]:
     return sorted(timed, key=lambda node: -node.timing.self_ps)[:count]
 
 
+def _op_self_time(profile: OpProfile) -> str:
+    text = human_time(profile.totals.op_self_ps)
+    if profile.totals.hlo_attributed_ps:
+        text += f" (of it {human_time(profile.totals.hlo_attributed_ps)} HLO instruction time)"
+    return text
+
+
 def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
     run, profile, attribution = inputs.run, inputs.profile, inputs.attribution
     rows = [("model", run.model)]
@@ -75,7 +82,7 @@ def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
     rows += [
         ("trace", run.trace_source),
         ("module", run.module),
-        ("TF op self time", human_time(profile.totals.op_self_ps)),
+        ("TF op self time", _op_self_time(profile)),
         ("time on no TF op", human_time(profile.totals.non_op_ps)),
         (
             "attribution",
