@@ -9,15 +9,21 @@ and why) for the report and the coverage check.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo.cli import UserError
 from tfpgo.documents import expect_format, read_json
+from tfpgo.op_profile import OpProfile
 from tfpgo.toolpaths import tfpgo_opt
 
 ATTRIBUTION_FORMAT = "tfpgo.attribution"
+
+# Ops XLA's auto-clustering puts into the graph TensorFlow runs, after the graph
+# the MLIR was exported from: no op of the module can ever match them.
+XLA_LAUNCH_OP_TYPES = frozenset({"_XlaCompile", "_XlaRun", "_XlaMerge"})
 
 
 @dataclass(frozen=True)
@@ -54,13 +60,36 @@ class Attribution:
     unresolved: tuple[UnresolvedEntry, ...]
     removed: tuple[UnresolvedEntry, ...] = ()
     merged: tuple[MergedEntry, ...] = ()
+    # Self time of unresolved XLA launch ops (XLA_LAUNCH_OP_TYPES), set by
+    # `with_xla_launch`; left out of `coverage`, reported on their own.
+    xla_launch_self_ps: int = 0
 
     @property
     def coverage(self) -> float:
-        """Attributed share of all TF op self time (1.0 for an empty profile)."""
-        if self.profile_self_ps == 0:
+        """Attributed share of the TF op self time that could land on the module
+        (all of it but XLA launch ops); 1.0 for an empty profile."""
+        possible = self.profile_self_ps - self.xla_launch_self_ps
+        if possible <= 0:
             return 1.0
-        return self.attributed_self_ps / self.profile_self_ps
+        return self.attributed_self_ps / possible
+
+    def with_xla_launch(self, profile: OpProfile) -> Attribution:
+        """This attribution with the self time of its unresolved XLA launch ops."""
+        launch = {op.name for op in profile.ops if set(op.op_types) <= XLA_LAUNCH_OP_TYPES}
+        launch_ps = sum(e.self_ps for e in self.unresolved if e.name in launch)
+        return dataclasses.replace(self, xla_launch_self_ps=launch_ps)
+
+
+def xla_annotated_ps(profile: OpProfile, attribution: Attribution) -> int:
+    """HLO instruction time that landed on ops of the module: the XLA parts of
+    every profile entry the annotate pass resolved."""
+    unresolved = {entry.name for entry in attribution.unresolved + attribution.removed}
+    return sum(
+        origin.total_ps
+        for op in profile.ops
+        if op.xla and op.name not in unresolved
+        for origin in op.xla
+    )
 
 
 def pipeline_spec(

@@ -2,8 +2,9 @@
 
 Exact semantics (the contract behind `mlir_graph.json`, docs/formats.md):
 
-Nodes. The selected events (`DagEvents.OPS`: TF op events, the default;
-`DagEvents.ALL`: every event). Node ids are 0..n-1 in the order
+Nodes. The selected events (`DagEvents.OPS`: TF op events and the HLO
+instruction events of XLA-compiled steps, the default; `DagEvents.ALL`: every
+event). Node ids are 0..n-1 in the order
 (start, longer first, track, source order), so every edge goes from a smaller
 to a larger id: the DAG is acyclic by construction.
 
@@ -45,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from tfpgo.events import Event, EventTable
+from tfpgo.xla_attribution import hlo_event_rows
 
 
 class DagEvents(enum.Enum):
@@ -187,7 +189,11 @@ class EventDag:
 
 def build_dag(table: EventTable, events: DagEvents = DagEvents.OPS) -> EventDag:
     """Builds the DAG of `table` in O(n log n) (see the module doc)."""
-    selected = table.is_op_mask() if events is DagEvents.OPS else np.ones(len(table), bool)
+    if events is DagEvents.OPS:
+        selected = table.is_op_mask()
+        selected[hlo_event_rows(table)] = True
+    else:
+        selected = np.ones(len(table), bool)
     rows = np.flatnonzero(selected)
     order = np.lexsort((rows, table.track_id[rows], -table.duration_ps[rows], table.start_ps[rows]))
     rows = rows[order]

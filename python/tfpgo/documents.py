@@ -11,9 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tfpgo.cli import UserError
+from tfpgo.cli import UserError, atomic_output_file
 
-SUPPORTED_VERSION = 1
+# Newest version read, per format; formats not listed are at version 1.
+SUPPORTED_VERSIONS = {"tfpgo.op_profile": 2}
 
 
 def read_json(path: Path) -> Any:
@@ -30,6 +31,13 @@ def read_json(path: Path) -> Any:
         raise UserError(f"{path}: not valid JSON ({error})") from None
 
 
+def write_compact_json(path: Path, document: Any) -> None:
+    """Writes `document` as one compact JSON line, atomically (no half-written file)."""
+    with atomic_output_file(path) as handle:
+        # one dumps call: json.dump would issue a write per token
+        handle.write(json.dumps(document, separators=(",", ":")) + "\n")
+
+
 def document_header(path: Path | str, document: Any) -> tuple[str, int]:
     """Returns (format, version) from `meta` (event DAG) or the top level (others)."""
     if not isinstance(document, dict):
@@ -43,10 +51,11 @@ def document_header(path: Path | str, document: Any) -> tuple[str, int]:
         )
     if not isinstance(version, int) or isinstance(version, bool):
         raise UserError(f"{path}: '{fmt}' document without an integer 'version'")
-    if version > SUPPORTED_VERSION:
+    supported = SUPPORTED_VERSIONS.get(fmt, 1)
+    if version > supported:
         raise UserError(
             f"{path}: {fmt} version {version} is newer than this tool reads "
-            f"({SUPPORTED_VERSION}); update tfpgo"
+            f"({supported}); update tfpgo"
         )
     return fmt, version
 

@@ -19,9 +19,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tfpgo.readers.hlo_metadata import HloModule
 
 # TF node names: see tensorflow/core/framework/node_def_util.cc (kNodeNameRegexp),
 # op types: op_def_util.cc. A runtime name like `A::B` fails on the second colon.
@@ -89,7 +92,8 @@ class EventTable:
     Columns have one entry per event; `name_id` indexes `names`, `track_id`
     indexes `tracks`. `flows` is an (m, 2) array of (producer, consumer) event
     indices: causal links the trace recorded. `stats` maps an event index to
-    its stats (only events that have any).
+    its stats (only events that have any). `hlo_modules` maps the name of each
+    XLA module the trace's metadata plane describes to its instructions.
     """
 
     source: str
@@ -105,6 +109,7 @@ class EventTable:
     stats: dict[int, dict[str, Any]]
     steps: list[StepMarker]
     _ops: list[tuple[str, str] | None] | None = None
+    hlo_modules: Mapping[str, HloModule] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.start_ps.shape[0])
@@ -177,6 +182,7 @@ class EventTable:
             stats,
             self.steps,
             self._ops,
+            self.hlo_modules,
         )
 
 
@@ -193,6 +199,7 @@ class TableBuilder:
         self.stats: dict[int, dict[str, Any]] = {}
         self.flow_pairs: list[tuple[int, int]] = []
         self.step_events: list[tuple[int, int]] = []  # (event index, step number)
+        self.hlo_modules: dict[str, HloModule] = {}
 
     @property
     def count(self) -> int:
@@ -257,6 +264,7 @@ class TableBuilder:
             flows,
             self.stats,
             [],
+            hlo_modules=self.hlo_modules,
         )
         _assign_steps(table, self.step_events)
         return table

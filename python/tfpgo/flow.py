@@ -24,6 +24,7 @@ from typing import TypeVar
 from tfpgo import annotate, lowering, report
 from tfpgo.analysis import analyse
 from tfpgo.cli import UserError, atomic_output_dir, working_directory
+from tfpgo.hlo_profile import HloProfile
 from tfpgo.models import DEFAULT_MODEL, check_model_spec
 from tfpgo.op_profile import OpProfile
 from tfpgo.plot_graph import Exports, plot_graph
@@ -39,6 +40,7 @@ OUTPUT_FILES = {
     "model.mlir": "the profiled function as tf-dialect MLIR with node-name locations",
     "mlir_graph.json": "event DAG of the profile (docs/formats.md)",
     "op_profile.json": "per-op profile: runtime node name → count, total, self, percentiles",
+    "hlo_profile.json": "XLA-compiled steps: per-module, per-instruction, per-fusion HLO times",
     "model.annotated.mlir": "model.mlir with profiler_data on every executed op, hot marks",
     "op_graph.json": "annotated op graph (docs/formats.md)",
     "attribution.json": "how each profile entry matched an op (exact, resolved, merged), what "
@@ -209,7 +211,7 @@ def _run_stages(
         progress.note(message.replace(str(out), str(options.output_dir)))
 
     shown = options.output_dir / trace.relative_to(out) if trace.is_relative_to(out) else trace
-    profile = progress.stage(
+    profile, hlo = progress.stage(
         "trace", f"reading {shown}", lambda: _read_trace(trace, out, options.output_dir, note)
     )
     attribution = progress.stage(
@@ -225,6 +227,7 @@ def _run_stages(
             min_share=options.min_share,
         ),
     )
+    attribution = attribution.with_xla_launch(profile)
     _check_coverage(attribution, options.min_coverage, trace, options.mlir or module)
     if profiling_run:
         progress.stage(
@@ -245,7 +248,7 @@ def _run_stages(
     progress.stage(
         "report",
         "analysis.json, scope_chart.svg, report.md, report.html",
-        lambda: _report(out, run_info, profile, attribution, pictures, levels),
+        lambda: _report(out, run_info, profile, hlo, attribution, pictures, levels),
     )
     return attribution, levels
 
@@ -304,17 +307,25 @@ def _carry_over_trace(trace: Path, final: Path, out: Path) -> Path:
     return out / inside
 
 
-def _read_trace(trace: Path, out: Path, final: Path, note: Callable[[str], None]) -> OpProfile:
+def _read_trace(
+    trace: Path, out: Path, final: Path, note: Callable[[str], None]
+) -> tuple[OpProfile, HloProfile | None]:
+    """The op profile and, for XLA-compiled steps, the HLO profile. A trace with
+    nothing to annotate stops here, saying why, rather than after annotating."""
     from tfpgo import trace_reader
 
     result = trace_reader.run(
         trace,
         dag_out=out / "mlir_graph.json",
         op_profile_out=out / "op_profile.json",
+        hlo_profile_out=out / "hlo_profile.json",
         progress=note,
         show_source=lambda source: source.replace(str(out), str(final)),
     )
-    return result.op_profile
+    if result.empty_reason:
+        shown = final / trace.relative_to(out) if trace.is_relative_to(out) else trace
+        raise UserError(f"{shown}: {result.empty_reason}")
+    return result.op_profile, result.hlo_profile
 
 
 def _check_coverage(
@@ -342,7 +353,8 @@ def _verify_in_tensorflow(annotated: Path) -> None:
     except Exception as error:  # TensorFlow raises bare Exceptions with MLIR diagnostics
         first = str(error).strip().splitlines()[:1]
         raise UserError(f"{annotated}: TensorFlow rejects the annotated module: {first}") from None
-    if "profiler_data" not in optimized:
+    # Only a module that carried annotations can have lost them in TensorFlow.
+    if "profiler_data" in annotated.read_text() and "profiler_data" not in optimized:
         raise UserError(f"{annotated}: TensorFlow's pipeline dropped every annotation")
 
 
@@ -417,7 +429,15 @@ def _render(
     return pictures
 
 
-def _report(out: Path, run_info, profile: OpProfile, attribution, pictures, levels) -> None:
+def _report(
+    out: Path,
+    run_info,
+    profile: OpProfile,
+    hlo: HloProfile | None,
+    attribution,
+    pictures,
+    levels,
+) -> None:
     analysis = analyse(profile)
     analysis.write(out / "analysis.json")
     write_scope_chart(analysis, out / "scope_chart.svg")
@@ -432,6 +452,7 @@ def _report(out: Path, run_info, profile: OpProfile, attribution, pictures, leve
         report.ReportInputs(
             run=run_info,
             profile=profile,
+            hlo=hlo,
             op_graph=load_graph(out / "op_graph.json"),
             attribution=attribution,
             pictures=tuple(pictures),

@@ -8,12 +8,18 @@ is named after): mapping them onto MLIR ops is the pass's job.
 Self time: a TF op event's duration minus the time of TF op events directly
 nested in it on the same line (a function-call op running its body inline).
 This is what xprof's framework_op_stats reports as self time.
+
+XLA-compiled steps run HLO instructions instead of TF op kernels: each HLO
+event's time is split over the TF nodes it came from (`tfpgo.xla_attribution`)
+and every part becomes an execution of that node, its origin (module,
+instruction, fusion or not) recorded in the entry's `xla`. HLO events are ops
+for self times (an `_XlaRun` op's self time excludes them) and for `non_op_ps`.
+Instructions without a TF node are listed in `xla_inserted`.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -21,12 +27,20 @@ from typing import Any
 
 import numpy as np
 
-from tfpgo.cli import UserError, atomic_output_file
-from tfpgo.documents import expect_format, read_json
+from tfpgo.cli import UserError
+from tfpgo.documents import expect_format, read_json, write_compact_json
 from tfpgo.events import NO_STEP, EventTable
+from tfpgo.xla_attribution import (
+    HloAttribution,
+    XlaInserted,
+    XlaOrigin,
+    attribute,
+    inserted_instructions,
+    origins_by_node,
+)
 
 FORMAT = "tfpgo.op_profile"
-VERSION = 1
+VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,16 @@ class OpStats:
     p95_ps: int
     first_start_ps: int
     durations_ps: tuple[int, ...]
+    # HLO instructions this entry's time came from, the largest first; () for TF op kernels.
+    xla: tuple[XlaOrigin, ...] = ()
+
+    def xla_summary(self) -> dict[str, str]:
+        """`xla_module`/`xla_fusion` of the entry's largest origin (the annotate pass
+        copies them into `profiler_data`); {} without XLA origin."""
+        if not self.xla:
+            return {}
+        top = self.xla[0]
+        return {"xla_module": top.module, "xla_fusion": top.instruction if top.fusion else ""}
 
 
 @dataclass(frozen=True)
@@ -55,6 +79,11 @@ class Totals:
     non_op_ps: int
     op_events: int
     events: int
+    # XLA: all HLO instruction time, the part split onto TF nodes, the XLA-inserted rest.
+    hlo_ps: int = 0
+    hlo_attributed_ps: int = 0
+    xla_inserted_ps: int = 0
+    hlo_events: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,6 +96,7 @@ class OpProfile:
     # The wall time of each of `steps`: the span of its markers over all hosts.
     # Empty when a step has no marker (or for documents written without it).
     step_wall_ps: tuple[int, ...] = ()
+    xla_inserted: tuple[XlaInserted, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,18 +108,13 @@ class OpProfile:
             "steps": list(self.steps),
             "step_wall_ps": list(self.step_wall_ps),
             "totals": asdict(self.totals),
-            "ops": [
-                # field by field: dataclasses.asdict deep-copies every durations tuple
-                {f.name: _plain(getattr(op, f.name)) for f in fields(OpStats)}
-                for op in self.ops
-            ],
+            "ops": [_op_json(op) for op in self.ops],
+            "xla_inserted": [asdict(entry) for entry in self.xla_inserted],
         }
 
     def write(self, path: Path) -> None:
         """Writes the document atomically (no half-written file on failure)."""
-        with atomic_output_file(path) as handle:
-            # one dumps call: json.dump would issue a write per token
-            handle.write(json.dumps(self.to_json(), separators=(",", ":")) + "\n")
+        write_compact_json(path, self.to_json())
 
     def by_name(self) -> dict[str, OpStats]:
         return {op.name: op for op in self.ops}
@@ -98,16 +123,7 @@ class OpProfile:
     def from_json(document: Any, origin: str = "<op profile>") -> OpProfile:
         expect_format(origin, document, FORMAT)
         try:
-            ops = tuple(
-                OpStats(
-                    **{
-                        **op,
-                        "op_types": tuple(op["op_types"]),
-                        "durations_ps": tuple(op["durations_ps"]),
-                    }
-                )
-                for op in document["ops"]
-            )
+            ops = tuple(_op_from_json(op) for op in document["ops"])
             return OpProfile(
                 document["source"],
                 tuple(document["hosts"]),
@@ -115,6 +131,7 @@ class OpProfile:
                 Totals(**document["totals"]),
                 ops,
                 tuple(document.get("step_wall_ps", ())),
+                tuple(XlaInserted(**entry) for entry in document.get("xla_inserted", ())),
             )
         except (KeyError, TypeError) as error:
             raise UserError(f"{origin}: malformed {FORMAT} document ({error})") from None
@@ -122,6 +139,25 @@ class OpProfile:
     @staticmethod
     def read(path: Path) -> OpProfile:
         return OpProfile.from_json(read_json(path), str(path))
+
+
+_PLAIN_FIELDS = tuple(f.name for f in fields(OpStats) if f.name != "xla")
+
+
+def _op_json(op: OpStats) -> dict[str, Any]:
+    # field by field: dataclasses.asdict deep-copies every durations tuple
+    entry = {name: _plain(getattr(op, name)) for name in _PLAIN_FIELDS}
+    if op.xla:
+        entry["xla"] = [asdict(origin) for origin in op.xla]
+        entry.update(op.xla_summary())
+    return entry
+
+
+def _op_from_json(entry: dict[str, Any]) -> OpStats:
+    plain = {name: entry[name] for name in _PLAIN_FIELDS}
+    plain["op_types"] = tuple(plain["op_types"])
+    plain["durations_ps"] = tuple(plain["durations_ps"])
+    return OpStats(**plain, xla=tuple(XlaOrigin(**o) for o in entry.get("xla", ())))
 
 
 def _plain(value: Any) -> Any:
@@ -177,28 +213,41 @@ def _running_max_per_track(ends: np.ndarray, tracks: np.ndarray) -> np.ndarray:
     return result
 
 
-def build_op_profile(table: EventTable) -> OpProfile:
-    """Aggregates the TF op events of `table` (see the module doc)."""
+def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> OpProfile:
+    """Aggregates the TF op events and the HLO events of `table` (see the module doc);
+    `xla` is `tfpgo.xla_attribution.attribute(table)` if the caller has it already."""
     op_names = table.op_names
-    nodes = sorted({op[0] for op in op_names if op is not None})
+    xla = xla or attribute(table)
+    nodes = sorted({op[0] for op in op_names if op is not None} | {p.node for p in xla.parts})
     node_index = {node: i for i, node in enumerate(nodes)}
     node_of_name = np.array(
         [node_index[op[0]] if op else -1 for op in op_names] or [-1], dtype=np.int64
     )
     rows = np.flatnonzero(node_of_name[table.name_id] >= 0) if len(table) else np.zeros(0, int)
-    node = node_of_name[table.name_id[rows]]
-    durations = table.duration_ps[rows]
-    selfs = self_times(table, rows)
-    starts = table.start_ps[rows]
+    hlo_rows = np.array([event.index for event in xla.events], dtype=np.int64)
+    # HLO events nest in the ops that ran them (`_XlaRun`): they count as ops for self time.
+    selfs = self_times(table, np.concatenate([rows, hlo_rows]))[: rows.size]
+    part_ps = np.array([part.ps for part in xla.parts], dtype=np.int64)
+    node = np.concatenate(
+        [node_of_name[table.name_id[rows]], [node_index[p.node] for p in xla.parts]]
+    ).astype(np.int64)
+    durations = np.concatenate([table.duration_ps[rows], part_ps])
+    selfs = np.concatenate([selfs, part_ps])
+    starts = np.concatenate([table.start_ps[rows], [p.event.start_ps for p in xla.parts]]).astype(
+        np.int64
+    )
     order = np.lexsort((durations, node))
     bounds = np.searchsorted(node[order], np.arange(len(nodes) + 1))
     self_sum = np.bincount(node, weights=selfs, minlength=len(nodes))
     first = np.full(len(nodes), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, node, starts)
     types: list[set[str]] = [set() for _ in nodes]
-    for _name_id, op in enumerate(op_names):
+    for op in op_names:
         if op is not None:
             types[node_index[op[0]]].add(op[1])
+    for part in xla.parts:
+        types[node_index[part.node]].add(part.op_type)
+    origins = origins_by_node(xla)
     ops = []
     for i, name in enumerate(nodes):
         sorted_durations = durations[order[bounds[i] : bounds[i + 1]]]
@@ -209,7 +258,7 @@ def build_op_profile(table: EventTable) -> OpProfile:
         ops.append(
             OpStats(
                 name,
-                tuple(sorted(types[i])),
+                tuple(sorted(t for t in types[i] if t)),
                 count,
                 total,
                 round(self_sum[i]),
@@ -220,6 +269,7 @@ def build_op_profile(table: EventTable) -> OpProfile:
                 nearest_rank(sorted_durations, 0.95),
                 int(first[i]),
                 tuple(sorted_durations.tolist()),
+                origins.get(name, ()),
             )
         )
     ops.sort(key=lambda op: (-op.self_ps, op.name))
@@ -227,14 +277,24 @@ def build_op_profile(table: EventTable) -> OpProfile:
         _wall(table),
         int(durations.sum()),
         int(selfs.sum()),
-        non_op_time(table, rows),
-        int(rows.size),
+        non_op_time(table, np.concatenate([rows, hlo_rows])),
+        int(rows.size) + len(xla.events) - len(xla.inserted),
         len(table),
+        xla.hlo_ps,
+        xla.attributed_ps,
+        xla.inserted_ps,
+        len(xla.events),
     )
     steps = tuple(sorted({int(s) for s in np.unique(table.step) if s != NO_STEP}))
     hosts = sorted({table.tracks[t].host for t in np.unique(table.track_id).tolist()})
     return OpProfile(
-        table.source, tuple(hosts), steps, totals, tuple(ops), _step_walls(table, steps)
+        table.source,
+        tuple(hosts),
+        steps,
+        totals,
+        tuple(ops),
+        _step_walls(table, steps),
+        inserted_instructions(xla),
     )
 
 

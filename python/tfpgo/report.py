@@ -2,7 +2,9 @@
 MLIR carries, and the pictures.
 
 Presentation only: every number comes from records other stages produced (the
-op profile, the annotated op graph, the attribution of the annotate pass).
+op profile, the annotated op graph, the attribution of the annotate pass, and
+for XLA-compiled steps the HLO profile: its modules, top fusions and the tf ops
+each covers, and the XLA-inserted instructions).
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from pathlib import Path
 
 from tfpgo.analysis import Analysis
 from tfpgo.analysis_tables import analysis_tables
-from tfpgo.annotate import Attribution
+from tfpgo.annotate import Attribution, xla_annotated_ps
 from tfpgo.cli import atomic_output_file
+from tfpgo.hlo_profile import HloProfile
 from tfpgo.lowering import LevelCoverage
 from tfpgo.op_profile import OpProfile
 from tfpgo.render import RenderGraph, RenderNode
@@ -47,6 +50,7 @@ class ReportInputs:
     levels: tuple[LevelCoverage, ...] = ()  # the profile at lower levels, if lowered
     analysis: Analysis | None = None  # phase, layer and op type breakdowns
     analysis_chart: str | None = None  # icicle chart of time by scope (file name)
+    hlo: HloProfile | None = None  # XLA-compiled steps only
 
 
 def human_time(ps: float) -> str:
@@ -60,6 +64,13 @@ def human_time(ps: float) -> str:
 def _hottest_ops(graph: RenderGraph, count: int) -> list[RenderNode]:
     timed = [node for node in graph.nodes if node.timing is not None]
     return sorted(timed, key=lambda node: -node.timing.self_ps)[:count]
+
+
+def _op_self_time(profile: OpProfile) -> str:
+    text = human_time(profile.totals.op_self_ps)
+    if profile.totals.hlo_attributed_ps:
+        text += f" (of it {human_time(profile.totals.hlo_attributed_ps)} HLO instruction time)"
+    return text
 
 
 def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
@@ -77,7 +88,7 @@ def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
     rows += [
         ("trace", run.trace_source),
         ("module", run.module),
-        ("TF op self time", human_time(profile.totals.op_self_ps)),
+        ("TF op self time", _op_self_time(profile)),
         ("time on no TF op", human_time(profile.totals.non_op_ps)),
         (
             "attribution",
@@ -88,6 +99,15 @@ def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
             f"{attribution.profile_entries} unresolved)",
         ),
     ]
+    if attribution.xla_launch_self_ps:
+        rows.append(
+            (
+                "XLA launch ops",
+                f"{human_time(attribution.xla_launch_self_ps)} self in auto-clustering's "
+                "_XlaCompile/_XlaRun/_XlaMerge: not in the MLIR by construction, "
+                "left out of the attribution share",
+            )
+        )
     return rows
 
 
@@ -177,6 +197,61 @@ def _sections(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]
     return sections
 
 
+# A fusion row names this many of the tf ops it covers, then "+k more".
+_COVERED_SHOWN = 6
+
+
+def _xla_summary(inputs: ReportInputs, hlo: HloProfile) -> str:
+    def share(ps: int) -> str:
+        return f"{ps / hlo.hlo_ps:.2%}" if hlo.hlo_ps else "100%"
+
+    annotated = xla_annotated_ps(inputs.profile, inputs.attribution)
+    return (
+        f"{len(hlo.modules)} XLA modules, {human_time(hlo.hlo_ps)} of HLO instruction time: "
+        f"{share(hlo.attributed_ps)} split onto tf nodes (a fusion in equal parts per "
+        f"node it covers), {share(annotated)} annotated onto tf ops of the module, "
+        f"{human_time(hlo.xla_inserted_ps)} in XLA-inserted instructions."
+    )
+
+
+def _xla_tables(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of the XLA section: modules, top fusions, XLA-inserted."""
+    hlo = inputs.hlo
+    if hlo is None:
+        return []
+    modules = [
+        [
+            m.name,
+            ", ".join(c or "(the step)" for c in m.calls),
+            str(m.events),
+            human_time(m.total_ps),
+        ]
+        for m in hlo.modules
+    ]
+    fusions = []
+    for module, fusion in hlo.fusions()[: inputs.top_n]:
+        names = [node.name for node in fusion.nodes]
+        covered = ", ".join(names[:_COVERED_SHOWN])
+        if len(names) > _COVERED_SHOWN:
+            covered += f", +{len(names) - _COVERED_SHOWN} more"
+        fusions.append(
+            [fusion.name, module, human_time(fusion.total_ps), str(fusion.count), covered]
+        )
+    inserted = [
+        [e.instruction, e.opcode, e.module, human_time(e.total_ps), str(e.count), e.reason]
+        for e in inputs.profile.xla_inserted[: inputs.top_n]
+    ]
+    return [
+        ("XLA modules", ["module", "called as", "HLO events", "time"], modules),
+        ("Top XLA fusions", ["fusion", "module", "time", "count", "tf ops covered"], fusions),
+        (
+            "XLA-inserted instructions (no tf op)",
+            ["instruction", "opcode", "module", "time", "count", "why"],
+            inserted,
+        ),
+    ]
+
+
 _OP_HEADER = ["hot", "node", "op", "self", "total", "share", "count"]
 _RUNTIME_HEADER = ["runtime name", "kernel", "self", "share", "count"]
 
@@ -197,6 +272,10 @@ def to_markdown(inputs: ReportInputs) -> str:
     parts += [_markdown_table(_RUNTIME_HEADER, _runtime_rows(inputs))]
     for title, header, rows in _sections(inputs):
         parts += ["", f"## {title}", "", _markdown_table(header, rows)]
+    if inputs.hlo is not None:
+        parts += ["", "## XLA", "", _xla_summary(inputs, inputs.hlo)]
+        for title, header, rows in _xla_tables(inputs):
+            parts += ["", f"### {title}", "", _markdown_table(header, rows)]
     if inputs.attribution.unresolved:
         parts += ["", "## Unresolved runtime names", ""]
         parts += [
@@ -283,6 +362,10 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
     ]
     for title, header, rows in _sections(inputs):
         parts += [f"<h2>{esc(title)}</h2>", _html_table(header, rows)]
+    if inputs.hlo is not None:
+        parts.append(f"<h2>XLA</h2><p>{esc(_xla_summary(inputs, inputs.hlo))}</p>")
+        for title, header, rows in _xla_tables(inputs):
+            parts += [f"<h3>{esc(title)}</h3>", _html_table(header, rows)]
     if inputs.attribution.unresolved:
         items = "".join(
             f"<li><code>{esc(entry.name)}</code> ({esc(human_time(entry.self_ps))} self)</li>"

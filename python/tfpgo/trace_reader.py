@@ -1,4 +1,5 @@
-"""trace_reader: a trace in, the event DAG (`mlir_graph.json`) and per-op profile out.
+"""trace_reader: a trace in, the event DAG (`mlir_graph.json`) and per-op profile out,
+and for XLA-compiled steps the HLO profile (`hlo_profile.json`).
 
 Library: `run(path, dag_out=..., op_profile_out=..., filters=...)` returns the
 records it wrote. CLI: `main(argv)` (flags of the reference tool,
@@ -20,8 +21,11 @@ from tfpgo import cli
 from tfpgo.dag import DagEvents, EventDag, build_dag
 from tfpgo.dag_json import write_dag
 from tfpgo.event_filter import EventFilter, parse_steps
+from tfpgo.events import EventTable
+from tfpgo.hlo_profile import HloProfile, build_hlo_profile
 from tfpgo.op_profile import OpProfile, build_op_profile
 from tfpgo.readers import read_trace
+from tfpgo.xla_attribution import attribute
 
 PROG = "trace_reader"
 _PROGRESS_BYTES = 16 * 1024 * 1024  # inputs at least this big report progress
@@ -39,6 +43,10 @@ class TraceReaderResult:
     dag_path: Path | None
     op_profile_path: Path | None
     timings_s: dict[str, float] = field(default_factory=dict)
+    hlo_profile: HloProfile | None = None  # None: the trace holds no HLO events
+    hlo_profile_path: Path | None = None
+    # Why the op profile is empty (no TF op and no HLO events); "" when it is not.
+    empty_reason: str = ""
 
 
 def run(
@@ -46,6 +54,7 @@ def run(
     *,
     dag_out: Path | None = None,
     op_profile_out: Path | None = None,
+    hlo_profile_out: Path | None = None,
     filters: EventFilter | None = None,
     dag_events: DagEvents = DagEvents.OPS,
     run_name: str | None = None,
@@ -53,7 +62,8 @@ def run(
     progress: Callable[[str], None] | None = None,
     show_source: Callable[[str], str] | None = None,
 ) -> TraceReaderResult:
-    """Reads `path`, filters, builds the DAG and op profile, writes what is asked.
+    """Reads `path`, filters, builds the DAG, op profile and HLO profile, writes
+    what is asked (`hlo_profile_out` only when the trace holds HLO events).
 
     `show_source` maps the source path the outputs record (their `source`): a
     caller reading from a staging directory names where the trace will be.
@@ -80,10 +90,19 @@ def run(
         if len(table) == 0:
             raise cli.UserError(f"{path}: no event passes the filters")
         report(f"{len(table):,} events pass the filters")
-    profile = build_op_profile(table)
+    xla = attribute(table)
+    profile = build_op_profile(table, xla)
+    hlo = build_hlo_profile(table.source, xla) if xla.events else None
     lap("op_profile")
-    if profile.totals.op_events == 0:
-        report("warning: no TensorFlow op events (node:Type names); the op profile is empty")
+    if hlo is not None:
+        report(
+            f"XLA: {len(hlo.modules)} modules, {len(xla.events):,} HLO events, "
+            f"{hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} of their time on TF nodes, "
+            f"{hlo.xla_inserted_ps / 1e6:.1f} us XLA-inserted"
+        )
+    empty_reason = "" if profile.ops else no_op_events_reason(table)
+    if empty_reason:
+        report(f"warning: {empty_reason}; the op profile is empty")
     dag = None
     if build_graph or dag_out is not None:
         dag = build_dag(table, dag_events)
@@ -100,8 +119,38 @@ def run(
         profile.write(op_profile_out)
         lap("write_op_profile")
         report(f"wrote {op_profile_out}")
+    hlo_path = hlo_profile_out if hlo is not None else None
+    if hlo is not None and hlo_path is not None:
+        hlo.write(hlo_path)
+        report(f"wrote {hlo_path}")
     return TraceReaderResult(
-        table.source, len(table), dag, profile, dag_out, op_profile_out, timings
+        table.source,
+        len(table),
+        dag,
+        profile,
+        dag_out,
+        op_profile_out,
+        timings,
+        hlo,
+        hlo_path,
+        empty_reason,
+    )
+
+
+def no_op_events_reason(table: EventTable) -> str:
+    """Why a trace gave no op to annotate: it has neither TF op events nor HLO events."""
+    if table.hlo_modules:
+        return (
+            f"the trace holds no TensorFlow op events and no HLO instruction events, "
+            f"though it describes {len(table.hlo_modules)} XLA module(s): the step ran under "
+            "XLA but the profiler recorded none of its instructions (host tracer level "
+            "below 3? profile with --host-tracer-level 3)"
+        )
+    return (
+        "the trace holds no TensorFlow op events (node:Type) and no HLO instruction "
+        "events, so there is nothing to annotate; the step ran under XLA but no HLO "
+        "events were recorded, the host tracer level is too low (use 3), or the trace "
+        "belongs to another model"
     )
 
 
@@ -128,6 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--op-profile",
         metavar="PATH",
         help="write the per-op profile here (op_profile.json format)",
+    )
+    parser.add_argument(
+        "--hlo-profile",
+        metavar="PATH",
+        help="for XLA-compiled steps: write per-module, per-instruction and per-fusion "
+        "HLO times with the TF nodes each covers here (hlo_profile.json format)",
     )
     parser.add_argument(
         "--run",
@@ -206,11 +261,13 @@ def main(argv: list[str]) -> int:
     path = cli.user_path(args.path_to_trace)
     dag_out = cli.user_path(args.store_output) if args.store_output else None
     profile_out = cli.user_path(args.op_profile) if args.op_profile else None
+    hlo_out = cli.user_path(args.hlo_profile) if args.hlo_profile else None
     show_progress = not args.quiet and (args.progress or _big(path))
     result = run(
         path,
         dag_out=dag_out,
         op_profile_out=profile_out,
+        hlo_profile_out=hlo_out,
         filters=filters_from_args(args),
         dag_events=DagEvents(args.dag_events),
         run_name=args.run,
@@ -242,6 +299,13 @@ def _print_summary(result: TraceReaderResult, top: int = 10) -> None:
         f"{len(result.op_profile.ops)} ops; wall {totals.wall_ps / 1e6:.1f} us, "
         f"op self {totals.op_self_ps / 1e6:.1f} us, no op {totals.non_op_ps / 1e6:.1f} us"
     )
+    if result.hlo_profile is not None:
+        hlo = result.hlo_profile
+        print(
+            f"XLA: {len(hlo.modules)} modules, {len(hlo.fusions())} fusions; "
+            f"HLO {hlo.hlo_ps / 1e6:.1f} us, {hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} "
+            f"on TF nodes, {hlo.xla_inserted_ps / 1e6:.1f} us XLA-inserted"
+        )
     for op in result.op_profile.ops[:top]:
         share = op.self_ps / totals.op_self_ps if totals.op_self_ps else 0.0
         print(

@@ -140,7 +140,7 @@ module {}
 module {}
 
 //--- newer_version.mlir
-// expected-error@+1 {{unsupported 'version' (this reader knows 1 to 1)}}
+// expected-error@+1 {{unsupported 'version' (this reader knows 1 to 2)}}
 module {}
 
 //--- bad_durations.mlir

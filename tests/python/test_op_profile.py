@@ -97,12 +97,16 @@ def test_json_round_trip_and_version_check(tmp_path):
     assert OpProfile.read(path).step_wall_ps == ()
     assert (document["format"], document["version"], document["time_unit"]) == (
         "tfpgo.op_profile",
-        1,
+        2,
         "ps",
     )
     selfs = [op["self_ps"] for op in document["ops"]]
     assert selfs == sorted(selfs, reverse=True)
-    document["version"] = 2
+    # Version 1 (no XLA fields) still reads.
+    version_1 = {k: v for k, v in document.items() if k != "xla_inserted"}
+    path.write_text(json.dumps({**version_1, "version": 1}))
+    assert OpProfile.read(path).ops == profile.ops
+    document["version"] = 3
     path.write_text(json.dumps(document))
     with pytest.raises(UserError, match="is newer than this tool reads"):
         OpProfile.read(path)

@@ -8,6 +8,8 @@ Stats with a meaning for tfpgo are decoded, the rest kept as they are:
   * `step_num` marks a profiled step (`Trace(..., step_num=i, _r=1)`);
   * `_p`/`_pt` (producer) and `_c`/`_ct` (consumer) are TensorFlow's context
     ids: every producer -> consumer pair with the same (type, id) becomes a flow.
+The `/host:metadata` plane has no lines; the XLA modules it holds (`HloProto`
+stats, see `tfpgo.readers.hlo_metadata`) go to the builder's `hlo_modules`.
 Per event only three integers go through Python lists; names are resolved per
 metadata entry, not per event, which keeps two million events at a few seconds.
 """
@@ -22,6 +24,7 @@ import numpy as np
 
 from tfpgo.cli import UserError
 from tfpgo.events import TableBuilder
+from tfpgo.readers import hlo_metadata
 from tfpgo.readers.xplane_proto import xplane_pb2
 
 _FLOW_PRODUCER = {"_p": "id", "_pt": "type"}
@@ -75,6 +78,10 @@ def add_xspace(
     producers: dict[tuple[int, int], int] = {}
     consumers: list[tuple[tuple[int, int], int]] = []
     for plane in space.planes:
+        if plane.name == hlo_metadata.METADATA_PLANE:
+            for module in hlo_metadata.read_metadata_plane(plane, builder.source):
+                builder.hlo_modules[module.name] = module
+            continue
         _add_plane(builder, plane, host, base_ns, producers, consumers)
     builder.flow_pairs.extend(
         (producers[key], consumer)

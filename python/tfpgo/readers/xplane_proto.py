@@ -1,8 +1,10 @@
-"""The XSpace protobuf classes, without importing all of TensorFlow.
+"""The XSpace and HloProto protobuf classes TensorFlow ships.
 
 TensorFlow ships the generated `xplane_pb2`; importing it through the
 `tensorflow` package costs seconds, so the module file is loaded directly
 (it only needs `google.protobuf`). A standalone `tsl` package wins if present.
+XLA's `hlo_pb2` imports its siblings through the `tensorflow` package, so it
+is imported normally, and only when a trace holds XLA modules.
 """
 
 from __future__ import annotations
@@ -36,5 +38,19 @@ def xplane_pb2() -> ModuleType:
             return module
     raise UserError(
         "reading .xplane.pb needs TensorFlow's xplane_pb2; install "
+        "tensorflow-cpu (see requirements.txt)"
+    )
+
+
+@functools.cache
+def hlo_pb2() -> ModuleType:
+    """The generated module with XLA's `HloProto` (a standalone `xla` package wins)."""
+    for name in ("xla.service.hlo_pb2", "tensorflow.compiler.xla.service.hlo_pb2"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise UserError(
+        "reading the XLA modules of a trace needs XLA's hlo_pb2; install "
         "tensorflow-cpu (see requirements.txt)"
     )

@@ -3,7 +3,8 @@
 Clusters (drawn by `dot` only; force-directed engines ignore them):
 - one per function (op graph) or trace line (event DAG);
 - one per region-holding op (`parent`, e.g. a tf.WhileRegion) around its body;
-- one per runtime kernel around the ops fused into it (`fused_into`).
+- one per runtime kernel around the ops fused into it (`fused_into`);
+- one per XLA fusion around the ops it covers (`xla_fusion`).
 The legend is the graph label (an HTML table), which every engine places.
 A drawing too deep for a screen is folded into columns (fold.py): one
 invisible cluster per column holds that column's clusters.
@@ -105,6 +106,9 @@ def _cluster_paths(graph: RenderGraph) -> dict[int, list[tuple[tuple, str, str]]
                 path = [*path, region(node)]
             if node.id in has_fused:
                 path = [*path, (("kernel", node.id), f"kernel {node.name}", "kernel")]
+            if node.xla_fusion:  # the ops one XLA fusion covers, like a fused kernel
+                key = ("xla", node.group, node.xla_fusion)
+                path = [*path, (key, f"XLA fusion {node.xla_fusion}", "xla")]
         paths[node.id] = path
         return path
 
@@ -128,11 +132,15 @@ def _cluster_tree(graph: RenderGraph, fold: Fold | None) -> _Cluster:
     return root
 
 
+# An XLA fusion cluster: blue, apart from the red of runtime kernels.
+XLA_COLOR, XLA_FILL = "#2e6da4", "#edf3fa"
+
 _CLUSTER_STYLE = {
     "column": "style=invis",
     "group": 'style="rounded", color="#8c8c8c", fontsize=12',
     "region": 'style="rounded,dashed", color="#5a5a5a", fontsize=11',
     "kernel": 'style="rounded,filled", color="#c0392b", fillcolor="#fdf0ec", fontsize=10',
+    "xla": f'style="rounded,filled", color="{XLA_COLOR}", fillcolor="{XLA_FILL}", fontsize=10',
 }
 
 
@@ -196,6 +204,8 @@ def legend_html(graph: RenderGraph, metric: Metric, scale: ColorScale) -> str:
         f'<TD BGCOLOR="{FUSED_FILL}" BORDER="1">fused into kernel</TD>'
         f'<TD BGCOLOR="{NEVER_FILL}"><FONT COLOR="#7a7a7a">not executed</FONT></TD>'
     )
+    if any(node.xla_fusion for node in graph.nodes):
+        keys += f'<TD BGCOLOR="{XLA_FILL}" BORDER="1" COLOR="{XLA_COLOR}">XLA fusion</TD>'
     if any(edge.kind is EdgeKind.ELIDED for edge in graph.edges):
         keys += f'<TD><FONT COLOR="#7a7a7a">{html(ELIDED_KEY)}</FONT></TD>'
     return (

@@ -213,6 +213,10 @@ def _load_op_graph(path: Path, document: dict) -> RenderGraph:
         op = field(path, where, raw, "op", (str,))
         timing = _op_timing(path, where, raw.get("profiler_data"))
         fused_into = field(path, where, raw, "fused_into", (str,), optional=True)
+        xla = raw.get("profiler_data") or {}
+        xla_where = f"{where}.profiler_data"
+        xla_module = field(path, xla_where, xla, "xla_module", (str,), optional=True)
+        xla_fusion = field(path, xla_where, xla, "xla_fusion", (str,), optional=True)
         state = (
             NodeState.EXECUTED
             if timing
@@ -229,10 +233,12 @@ def _load_op_graph(path: Path, document: dict) -> RenderGraph:
                 state=state,
                 timing=timing,
                 fused_into=fused_into,
+                xla_fusion=xla_fusion or None,
                 parent=field(path, where, raw, "parent", (int,), optional=True),
                 hot=bool(raw.get("hot")),
                 hot_rank=field(path, where, raw, "hot_rank", (int,), optional=True),
-                details=(("id", str(node_id)),),
+                details=(("id", str(node_id)),)
+                + ((("XLA module", xla_module),) if xla_module else ()),
             )
         )
     edges = []

@@ -65,6 +65,7 @@ class RenderNode:
     timing: Timing | None
     critical: bool = False
     fused_into: str | None = None
+    xla_fusion: str | None = None  # the XLA fusion that ran most of this op (op graph)
     parent: int | None = None  # region-holding op (op graph)
     hot: bool = False  # marked by the document (tf-profile-mark-hotspots)
     hot_rank: int | None = None

@@ -116,6 +116,8 @@ def node_tooltip_lines(node: RenderNode) -> list[str]:
                 lines.append(f"{name}: {format_ps(value)}")
     if node.fused_into:
         lines.append(f"fused into: {node.fused_into}")
+    if node.xla_fusion:
+        lines.append(f"XLA fusion: {node.xla_fusion}")
     if node.hot:
         lines.append(f"hot: rank {node.hot_rank}" if node.hot_rank else "hot")
     if node.critical:

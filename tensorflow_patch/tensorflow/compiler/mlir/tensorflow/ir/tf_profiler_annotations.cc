@@ -22,7 +22,9 @@ constexpr llvm::StringLiteral kTs = "ts", kDur = "dur", kCount = "count",
                               kShare = "share", kFusedInto = "fused_into",
                               kMerged = "merged", kSource = "source",
                               kFanout = "fanout",
-                              kFusedSources = "fused_sources";
+                              kFusedSources = "fused_sources",
+                              kXlaFusion = "xla_fusion",
+                              kXlaModule = "xla_module";
 
 /// Reads `value` as an i64 into `out`; false if it is not one.
 bool ReadInt(Attribute value, int64_t &out) {
@@ -42,11 +44,16 @@ bool ReadOptionalFields(DictionaryAttr attr, ProfilerData &data) {
   if (Attribute fanout = attr.get(kFanout))
     if (!ReadInt(fanout, data.fanout))
       return false;
-  if (Attribute source = attr.get(kSource)) {
-    auto text = llvm::dyn_cast<StringAttr>(source);
+  for (auto [key, slot] : {std::pair{kSource, &data.source},
+                            std::pair{kXlaModule, &data.xla_module},
+                            std::pair{kXlaFusion, &data.xla_fusion}}) {
+    Attribute value = attr.get(key);
+    if (!value)
+      continue;
+    auto text = llvm::dyn_cast<StringAttr>(value);
     if (!text)
       return false;
-    data.source = text.getValue().str();
+    *slot = text.getValue().str();
   }
   if (Attribute fused = attr.get(kFusedSources)) {
     auto array = llvm::dyn_cast<ArrayAttr>(fused);
@@ -96,7 +103,9 @@ ProfilerDataEncoder::ProfilerDataEncoder(MLIRContext *context)
       share_(StringAttr::get(context, kShare)),
       source_(StringAttr::get(context, kSource)),
       total_(StringAttr::get(context, kTotal)),
-      ts_(StringAttr::get(context, kTs)) {}
+      ts_(StringAttr::get(context, kTs)),
+      xla_fusion_(StringAttr::get(context, kXlaFusion)),
+      xla_module_(StringAttr::get(context, kXlaModule)) {}
 
 DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
   MLIRContext *context = attr_name_.getContext();
@@ -129,6 +138,11 @@ DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
   if (!data.source.empty())
     fields.push_back({source_, StringAttr::get(context, data.source)});
   fields.append({{total_, integer(data.total)}, {ts_, integer(data.ts)}});
+  // `xla_*` sorts after `ts`.
+  if (!data.xla_fusion.empty())
+    fields.push_back({xla_fusion_, StringAttr::get(context, data.xla_fusion)});
+  if (!data.xla_module.empty())
+    fields.push_back({xla_module_, StringAttr::get(context, data.xla_module)});
   return DictionaryAttr::getWithSorted(context, fields);
 }
 

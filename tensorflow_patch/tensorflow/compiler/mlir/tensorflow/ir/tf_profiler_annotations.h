@@ -71,6 +71,10 @@ struct ProfilerData {
   int64_t fanout = 0;
   /// Further sources whose ops were fused into this one (lowering fusions).
   std::vector<std::string> fused_sources;
+  /// XLA module the op's time was measured in ("" if it ran as a TF kernel).
+  std::string xla_module;
+  /// XLA fusion instruction that did most of the op's work ("" if none).
+  std::string xla_fusion;
 
   /// Returns true if this records a fused op rather than a measurement.
   bool IsFused() const { return !fused_into.empty(); }
@@ -99,7 +103,8 @@ private:
   StringAttr attr_name_;
   /// Field names, in the order DictionaryAttr sorts them.
   StringAttr count_, dur_, fanout_, fused_into_, fused_sources_, max_, merged_,
-      min_, p50_, p95_, self_, share_, source_, total_, ts_;
+      min_, p50_, p95_, self_, share_, source_, total_, ts_, xla_fusion_,
+      xla_module_;
 };
 
 /// Attribute-level helpers shared by the trait, the external models of

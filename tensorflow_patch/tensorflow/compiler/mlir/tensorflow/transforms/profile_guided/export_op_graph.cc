@@ -242,6 +242,10 @@ private:
           for (const std::string &source : data.fused_sources)
             json.value(source);
         });
+      if (!data.xla_module.empty())
+        json.attribute("xla_module", data.xla_module);
+      if (!data.xla_fusion.empty())
+        json.attribute("xla_fusion", data.xla_fusion);
     });
   }
 

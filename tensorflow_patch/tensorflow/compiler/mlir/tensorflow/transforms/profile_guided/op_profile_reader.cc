@@ -44,6 +44,9 @@ struct RawEntry {
       first_start_ps;
   bool durations_is_array = false;
   bool durations_ok = false;
+  /// Optional (version 2); a mistyped one is an error.
+  bool xla_ok = true;
+  llvm::StringRef xla_module, xla_fusion;
 };
 
 class OpProfileParser {
@@ -156,6 +159,8 @@ std::string OpProfileParser::Check(const RawEntry &raw, size_t position) const {
            std::to_string(*raw.count) + " > 0) durations";
   if (!std::is_sorted(durations_.begin(), durations_.end()))
     return where + ": 'durations_ps' must be sorted ascending";
+  if (!raw.xla_ok)
+    return where + ": 'xla_module' and 'xla_fusion' must be strings";
   return "";
 }
 
@@ -168,6 +173,12 @@ void OpProfileParser::ReadEntry(size_t position) {
     return;
   }
   RawEntry raw;
+  // The optional XLA strings (version 2): a mistyped one fails the entry.
+  auto read_xla = [&](llvm::StringRef &out) {
+    std::optional<llvm::StringRef> text = ReadStringField();
+    raw.xla_ok &= text.has_value();
+    out = text.value_or("");
+  };
   durations_.clear();
   cursor_.BeginObject();
   for (llvm::StringRef key; cursor_.NextKey(key);) {
@@ -189,6 +200,10 @@ void OpProfileParser::ReadEntry(size_t position) {
       raw.first_start_ps = ReadIntegerField();
     else if (key == "durations_ps")
       ReadDurations(raw);
+    else if (key == "xla_module")
+      read_xla(raw.xla_module);
+    else if (key == "xla_fusion")
+      read_xla(raw.xla_fusion);
     else
       cursor_.SkipValue();
   }
@@ -206,6 +221,8 @@ void OpProfileParser::ReadEntry(size_t position) {
   entry.min_ps = *raw.min_ps;
   entry.max_ps = *raw.max_ps;
   entry.first_start_ps = *raw.first_start_ps;
+  entry.xla_module = raw.xla_module;
+  entry.xla_fusion = raw.xla_fusion;
   int64_t *durations = profile_.storage->Allocate<int64_t>(durations_.size());
   std::copy(durations_.begin(), durations_.end(), durations);
   entry.durations_ps = llvm::ArrayRef<int64_t>(durations, durations_.size());

@@ -38,6 +38,9 @@ struct OpProfileEntry {
   int64_t max_ps = 0;
   int64_t first_start_ps = 0;
   llvm::ArrayRef<int64_t> durations_ps; ///< `count` durations, ascending.
+  /// XLA origin (version 2): module and fusion of the entry's largest
+  /// part; "" for TF kernels.
+  llvm::StringRef xla_module, xla_fusion;
 };
 
 /// The parts of `op_profile.json` the passes use.
@@ -51,7 +54,7 @@ struct OpProfile {
 };
 
 /// Newest `tfpgo.op_profile` version this reader understands.
-inline constexpr int64_t kOpProfileVersion = 1;
+inline constexpr int64_t kOpProfileVersion = 2;
 
 /// Parses an op profile document in one pass without building a JSON tree.
 /// The error names the offending field; syntax errors (reported first, as

@@ -49,6 +49,8 @@ struct OpTiming {
   llvm::SmallVector<llvm::StringRef, 1> kernel_types;
   /// True if the op ran as Grappler's rewrite of the add tree it roots.
   bool add_tree_rewritten = false;
+  /// XLA origin of the first entry that has one (entries come largest first).
+  llvm::StringRef xla_module, xla_fusion;
   /// Runtime names the IR pipeline merged into this op (MatchKind::kMerged).
   int64_t merged = 0;
 
@@ -59,6 +61,10 @@ struct OpTiming {
     for (llvm::StringRef type : entry.op_types)
       if (!llvm::is_contained(kernel_types, type))
         kernel_types.push_back(type);
+    if (xla_module.empty()) {
+      xla_module = entry.xla_module;
+      xla_fusion = entry.xla_fusion;
+    }
   }
 
   /// Adds part `part` of `parts` equal parts of a merged entry: CSE kept one
@@ -101,6 +107,8 @@ struct OpTiming {
     data.share =
         all_self > 0 ? RoundShare(static_cast<double>(self) / all_self) : 0.0;
     data.merged = merged;
+    data.xla_module = xla_module.str();
+    data.xla_fusion = xla_fusion.str();
     return data;
   }
 

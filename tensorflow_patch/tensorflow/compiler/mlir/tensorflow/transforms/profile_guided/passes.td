@@ -67,6 +67,12 @@ def AnnotateOperationsProfilePass
     Conv2DBackpropFilter) also computes the BiasAddGrad that reads the same
     output gradient. Nothing is counted twice.
 
+    XLA-compiled steps: the trace reader has already split each HLO
+    instruction's time onto the TF nodes it came from (op_profile.json
+    version 2); those entries resolve like any other, and their op also gets
+    `xla_module` and, when a fusion did its work, `xla_fusion` (from the
+    op's largest entry).
+
     Example, with `dense/Relu` executed as `_MklNativeFusedMatMul`:
 
     ```mlir

@@ -1,0 +1,127 @@
+"""XLA's compiled modules from a trace's `/host:metadata` plane.
+
+When a step runs under XLA the profiler stores, per compiled module, one event
+metadata entry on the `/host:metadata` plane whose stat `Hlo Proto` holds the
+serialized `HloProto`. Each HLO instruction's `metadata.op_name` / `op_type`
+name the TensorFlow node it was lowered from (XLA's provenance, the one xprof
+uses). A fusion instruction's fused computation lists the instructions, and so
+the nodes, it covers. The protos are parsed with the classes XLA ships
+(`tfpgo.readers.xplane_proto.hlo_pb2`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tfpgo.cli import UserError
+from tfpgo.readers.xplane_proto import hlo_pb2
+
+METADATA_PLANE = "/host:metadata"
+HLO_PROTO_STAT = "Hlo Proto"
+# Markers tf2xla puts on the entry parameters and results; no TF node ran them.
+_XLA_ARGUMENT_NAMES = frozenset({"XLA_Args", "XLA_Retvals"})
+# Fused parameters only pass operands in; they do no work of a node.
+_PASS_THROUGH = frozenset({"parameter"})
+
+
+@dataclass(frozen=True)
+class TfNode:
+    """A TensorFlow node an HLO instruction came from (`metadata.op_name`/`op_type`)."""
+
+    name: str
+    op_type: str
+
+
+@dataclass(frozen=True)
+class HloInstruction:
+    """One instruction of a compiled module, with the TF nodes it covers.
+
+    `nodes` is the instruction's own node for a plain instruction, and the
+    distinct nodes of the instructions inside the fused computation (and the
+    computations those call), in order of appearance, for a fusion. Empty when
+    XLA inserted the instruction (copies, parameters): it has no `op_name`.
+    """
+
+    name: str
+    opcode: str
+    nodes: tuple[TfNode, ...]
+
+    @property
+    def is_fusion(self) -> bool:
+        return self.opcode == "fusion"
+
+
+@dataclass(frozen=True)
+class HloModule:
+    """A compiled module: its name, XLA's unique id, instructions by name."""
+
+    name: str
+    program_id: int
+    instructions: Mapping[str, HloInstruction]
+
+
+def read_metadata_plane(plane: Any, origin: str) -> Iterator[HloModule]:
+    """Every module whose `HloProto` the metadata plane holds."""
+    stat_names = {key: value.name for key, value in plane.stat_metadata.items()}
+    for metadata in plane.event_metadata.values():
+        for stat in metadata.stats:
+            if stat_names.get(stat.metadata_id) == HLO_PROTO_STAT and stat.bytes_value:
+                yield parse_hlo_proto(stat.bytes_value, origin)
+
+
+def parse_hlo_proto(data: bytes, origin: str) -> HloModule:
+    """An `HloProto` (serialized) as an HloModule; a UserError names `origin` if it is none."""
+    from google.protobuf.message import DecodeError
+
+    proto = hlo_pb2().HloProto()
+    try:
+        proto.ParseFromString(data)
+    except DecodeError as error:
+        raise UserError(
+            f"{origin}: an '{HLO_PROTO_STAT}' stat of the metadata plane is not an "
+            f"HloProto ({error}); the trace is damaged, profile again"
+        ) from None
+    return _module(proto.hlo_module)
+
+
+def _module(module: Any) -> HloModule:
+    computations = {computation.id: computation for computation in module.computations}
+    instructions: dict[str, HloInstruction] = {}
+    for computation in module.computations:
+        for instruction in computation.instructions:
+            if instruction.opcode == "fusion":
+                nodes = _covered_nodes(instruction, computations) or _own_node(instruction)
+            else:
+                nodes = _own_node(instruction)
+            instructions[instruction.name] = HloInstruction(
+                instruction.name, instruction.opcode, nodes
+            )
+    return HloModule(module.name, int(module.id), instructions)
+
+
+def _own_node(instruction: Any) -> tuple[TfNode, ...]:
+    name = instruction.metadata.op_name
+    if not name or name in _XLA_ARGUMENT_NAMES:
+        return ()
+    return (TfNode(name, instruction.metadata.op_type),)
+
+
+def _covered_nodes(fusion: Any, computations: Mapping[int, Any]) -> tuple[TfNode, ...]:
+    """Distinct nodes of every instruction the fusion's computations hold."""
+    nodes: dict[str, TfNode] = {}
+    pending = list(fusion.called_computation_ids)
+    seen: set[int] = set()
+    while pending:
+        computation_id = pending.pop(0)
+        if computation_id in seen or computation_id not in computations:
+            continue
+        seen.add(computation_id)
+        for instruction in computations[computation_id].instructions:
+            pending.extend(instruction.called_computation_ids)
+            if instruction.opcode in _PASS_THROUGH:
+                continue
+            for node in _own_node(instruction):
+                nodes.setdefault(node.name, node)
+    return tuple(nodes.values())

@@ -1,0 +1,210 @@
+"""XLA-compiled steps: HLO events, their split onto TF nodes, op_profile v2,
+hlo_profile.json and the annotation of the tf ops (tests/data/xla fixtures: real
+jit-compiled Keras steps profiled with TensorFlow 2.21, see make_fixtures.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tfpgo import annotate, flow
+from tfpgo.cli import UserError
+from tfpgo.hlo_profile import HloProfile, build_hlo_profile
+from tfpgo.op_profile import OpProfile, build_op_profile
+from tfpgo.readers import read_trace
+from tfpgo.readers.xplane_proto import xplane_pb2
+from tfpgo.xla_attribution import attribute, hlo_events, split_equally
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "xla"
+SCENARIOS = ("train_adam", "infer", "mixed")
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return {name: read_trace(DATA / name / "trace.xplane.pb") for name in SCENARIOS}
+
+
+def test_split_equally_sums_exactly():
+    assert split_equally(10, 3) == [4, 3, 3]
+    assert split_equally(2, 5) == [1, 1, 0, 0, 0]
+    assert sum(split_equally(1_234_567, 7)) == 1_234_567
+
+
+def test_metadata_plane_gives_modules_with_tf_nodes(tables):
+    modules = tables["train_adam"].hlo_modules
+    assert len(modules) == 1
+    [module] = modules.values()
+    fusions = [i for i in module.instructions.values() if i.is_fusion]
+    assert sum(1 for i in fusions if len(i.nodes) > 1) > len(fusions) / 2
+    assert any(i.opcode == "copy" and not i.nodes for i in module.instructions.values())
+    dots = [i for i in module.instructions.values() if i.opcode == "dot"]
+    assert dots and all(len(i.nodes) == 1 and i.nodes[0].op_type == "MatMul" for i in dots)
+
+
+def test_hlo_events_are_typed(tables):
+    table = tables["train_adam"]
+    events = hlo_events(table)
+    with_stat = [i for i, stats in table.stats.items() if "hlo_op" in stats]
+    assert len(events) == len(with_stat) > 0
+    [module] = table.hlo_modules
+    assert {e.module for e in events} == {module}
+    assert {e.program_id for e in events} == {table.hlo_modules[module].program_id}
+    assert any(e.is_fusion for e in events) and not all(e.is_fusion for e in events)
+    assert all(table.stats[e.index]["hlo_op"] == e.instruction for e in events)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_every_hlo_picosecond_is_attributed_or_listed(tables, name):
+    xla = attribute(tables[name])
+    assert xla.events
+    assert xla.attributed_ps + xla.inserted_ps == xla.hlo_ps
+    assert xla.attributed_ps >= 0.99 * xla.hlo_ps
+    parts_of: dict[int, list[int]] = {}
+    for part in xla.parts:
+        parts_of.setdefault(part.event.index, []).append(part.ps)
+    inserted = {event.index for event in xla.inserted}
+    for event in xla.events:
+        assert (event.index in inserted) != (event.index in parts_of)
+        if event.index in parts_of:
+            shares = parts_of[event.index]
+            assert sum(shares) == event.duration_ps  # fusion splits sum exactly
+            assert max(shares) - min(shares) <= 1  # in equal parts
+    assert any(len(p) > 1 for p in parts_of.values())  # fusions covering several nodes
+
+
+def test_xla_inserted_bucket_is_listed(tables):
+    profile = build_op_profile(tables["train_adam"])
+    assert profile.xla_inserted
+    copies = [e for e in profile.xla_inserted if e.opcode == "copy"]
+    assert copies and all(e.reason == "no_op_name" and e.total_ps > 0 for e in copies)
+    assert sum(e.total_ps for e in profile.xla_inserted) == profile.totals.xla_inserted_ps
+    assert profile.totals.hlo_attributed_ps + profile.totals.xla_inserted_ps == (
+        profile.totals.hlo_ps
+    )
+
+
+def test_mixed_step_attributes_kernels_jit_function_and_auto_clusters(tables):
+    table = tables["mixed"]
+    events = hlo_events(table)
+    calls = {e.module: e.call for e in events}
+    jit = {c for m, c in calls.items() if m.startswith("a_inference_compiled_head_")}
+    assert jit == {"StatefulPartitionedCall"}  # the call node that ran the jit function
+    assert {c for m, c in calls.items() if m.startswith("cluster_")} == {""}
+    profile = build_op_profile(table)
+    by_name = profile.by_name()
+    assert "Unique" in by_name and not by_name["Unique"].xla  # a TF kernel
+    head = by_name["StatefulPartitionedCall/head_1/hidden_1/MatMul"]
+    assert head.op_types == ("MatMul",) and not head.xla[0].fusion
+    clustered = [op for op in profile.ops if op.xla and op.xla[0].module.startswith("cluster_")]
+    assert clustered
+    # The _XlaRun kernels ran the clusters' HLO events: their self time excludes them.
+    runs = [op for op in profile.ops if op.op_types == ("_XlaRun",)]
+    assert runs and all(op.self_ps < op.total_ps for op in runs)
+
+
+def test_op_profile_v2_round_trip_names_module_and_fusion(tables, tmp_path):
+    profile = build_op_profile(tables["train_adam"])
+    path = tmp_path / "op_profile.json"
+    profile.write(path)
+    assert OpProfile.read(path) == profile
+    document = json.loads(path.read_text())
+    assert document["version"] == 2
+    fused = [op for op in document["ops"] if op.get("xla_fusion")]
+    assert fused and all(op["xla_module"] == op["xla"][0]["module"] for op in fused)
+    assert all(op["count"] == len(op["durations_ps"]) for op in document["ops"])
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_hlo_profile_per_module_instruction_and_fusion(tables, tmp_path, name):
+    table = tables[name]
+    hlo = build_hlo_profile(table.source, attribute(table))
+    path = tmp_path / "hlo_profile.json"
+    hlo.write(path)
+    assert HloProfile.read(path) == hlo
+    assert sum(m.total_ps for m in hlo.modules) == hlo.hlo_ps
+    for module in hlo.modules:
+        for instruction in module.instructions:
+            if instruction.nodes:
+                assert sum(n.ps for n in instruction.nodes) == instruction.total_ps
+    fusions = hlo.fusions()
+    assert all(f.fusion for _, f in fusions) and any(len(f.nodes) > 1 for _, f in fusions)
+    times = [f.total_ps for _, f in fusions]
+    assert times == sorted(times, reverse=True)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_annotate_pass_puts_hlo_time_on_tf_ops(tmp_path, name):
+    profile = build_op_profile(read_trace(DATA / name / "trace.xplane.pb"))
+    profile.write(tmp_path / "op_profile.json")
+    attribution = annotate.annotate_module(
+        DATA / name / "module.mlir",
+        tmp_path / "op_profile.json",
+        tmp_path / "annotated.mlir",
+        tmp_path / "op_graph.json",
+    ).with_xla_launch(profile)
+    annotated_ps = annotate.xla_annotated_ps(profile, attribution)
+    assert annotated_ps >= 0.99 * profile.totals.hlo_ps
+    assert attribution.coverage >= 0.99
+    text = (tmp_path / "annotated.mlir").read_text()
+    assert "xla_module = " in text and "xla_fusion = " in text
+    graph = json.loads((tmp_path / "op_graph.json").read_text())
+    assert any((n["profiler_data"] or {}).get("xla_fusion") for n in graph["nodes"])
+
+
+def _without_hlo(source: Path, target: Path, keep_metadata: bool) -> None:
+    """`source` with every HLO instruction event removed (and the metadata plane)."""
+    space = xplane_pb2().XSpace()
+    space.ParseFromString(source.read_bytes())
+    for plane in space.planes:
+        stat = {v.name: k for k, v in plane.stat_metadata.items()}.get("hlo_op")
+        for line in plane.lines:
+            kept = [e for e in line.events if all(s.metadata_id != stat for s in e.stats)]
+            del line.events[:]
+            line.events.extend(kept)
+    if not keep_metadata:
+        kept_planes = [p for p in space.planes if p.name != "/host:metadata"]
+        del space.planes[:]
+        space.planes.extend(kept_planes)
+    target.write_bytes(space.SerializeToString())
+
+
+@pytest.mark.parametrize("keep_metadata", [True, False])
+def test_trace_without_op_events_says_why(tmp_path, keep_metadata):
+    trace = tmp_path / "trace.xplane.pb"
+    _without_hlo(DATA / "infer" / "trace.xplane.pb", trace, keep_metadata)
+    options = flow.FlowOptions(
+        output_dir=tmp_path / "out", from_trace=trace, mlir=DATA / "infer" / "module.mlir"
+    )
+    with pytest.raises(UserError) as raised:
+        flow.run_flow(options)
+    message = str(raised.value)
+    assert "dropped every annotation" not in message
+    assert message.startswith(f"{trace}: the trace holds no TensorFlow op events")
+    if keep_metadata:
+        assert "the step ran under XLA but the profiler recorded none" in message
+    else:
+        for reason in ("ran under XLA", "host tracer level", "another model"):
+            assert reason in message
+
+
+def test_unannotated_module_is_not_called_dropped(tmp_path):
+    """TensorFlow can only drop annotations a module had: none, no complaint."""
+    plain = tmp_path / "plain.mlir"
+    plain.write_text((DATA / "infer" / "module.mlir").read_text())
+    flow._verify_in_tensorflow(plain)
+
+
+def test_trace_reader_cli_writes_hlo_profile_only_for_xla_traces(tmp_path, capsys):
+    from tfpgo import trace_reader
+
+    hlo_out = tmp_path / "hlo_profile.json"
+    trace = DATA / "mixed" / "trace.xplane.pb"
+    assert trace_reader.main(["--path-to-trace", str(trace), "--hlo-profile", str(hlo_out)]) == 0
+    assert HloProfile.read(hlo_out).modules
+    assert "XLA: 3 modules" in capsys.readouterr().out
+    no_xla = tmp_path / "no_xla.json"
+    plain = DATA.parent / "trace_reader" / "mlp_infer.xplane.pb"
+    assert trace_reader.main(["--path-to-trace", str(plain), "--hlo-profile", str(no_xla)]) == 0
+    assert not no_xla.exists()
