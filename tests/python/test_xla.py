@@ -143,6 +143,7 @@ def test_annotate_pass_puts_hlo_time_on_tf_ops(tmp_path, name):
         tmp_path / "op_profile.json",
         tmp_path / "annotated.mlir",
         tmp_path / "op_graph.json",
+        tmp_path / "attribution.json",
     ).with_xla_launch(profile)
     annotated_ps = annotate.xla_annotated_ps(profile, attribution)
     assert annotated_ps >= 0.99 * profile.totals.hlo_ps

@@ -28,6 +28,7 @@
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_timing.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -51,6 +52,10 @@ constexpr int kMaxFusionDepth = 4;
 /// named `<scope>/ArithmeticOptimizer/AddOpsRewrite_[Leaf_<k>_]<root>`.
 constexpr llvm::StringLiteral kAddOpsRewrite =
     "ArithmeticOptimizer/AddOpsRewrite_";
+
+/// How many ops a forwarding op's record rides on at most (a bias read's
+/// folded Reshape/Squeeze chain is 2-3 long).
+constexpr size_t kMaxForwardedChain = 8;
 
 /// Kernels of ops that only forward their input (or nothing): the IR
 /// pipeline's canonicalization removes them while the runtime still runs
@@ -400,9 +405,20 @@ void AnnotateOperationsProfilePass::CarryForwardedRecords(
     };
     // Producer and users both: folding keeps one or the other (a reshaped
     // constant keeps the reshape's location, a zero bias add its input's).
+    // Users that never ran (Grappler folded them at run time: a bias's
+    // Reshape, Squeeze) fold in the lowering too, so the record goes on down
+    // such chains to the first op that ran.
     ride_on(op->getOperand(0).getDefiningOp());
-    for (Operation *user : op->getUsers())
+    llvm::SmallVector<Operation *, 4> pending(op->getUsers());
+    llvm::SmallPtrSet<Operation *, 8> seen;
+    while (!pending.empty()) {
+      Operation *user = pending.pop_back_val();
+      if (!seen.insert(user).second || seen.size() > kMaxForwardedChain)
+        continue;
       ride_on(user);
+      if (!timings.count(user))
+        pending.append(user->getUsers().begin(), user->getUsers().end());
+    }
   }
 }
 
