@@ -12,8 +12,9 @@ profiled op time is still reachable at that level and which sources were lost.
 Neither StableHLO nor IREE's `util` dialect is in upstream MLIR, so modules cross
 to tfpgo-opt in generic form; IREE's `util.func`/`util.return` become
 `func.func`/`func.return`, whose properties they share, so that the op graph sees
-functions. Large constants are elided on the way (`dense_resource<__elided__>`):
-the annotated files describe the program, not its weights.
+functions. Large constants are elided in the files written
+(`dense_resource<__elided__>`): they describe the program, not its weights. They
+stay whole up to IREE, whose CSE would merge ops whose elided weights look alike.
 """
 
 from __future__ import annotations
@@ -101,14 +102,16 @@ def freeze_and_export(concrete_function: Any) -> str:
     from tfpgo.profiling import EXPORT_PIPELINE
 
     try:
-        frozen = convert_variables_to_constants_v2(concrete_function)
+        # Functional control flow stays functional: lowered to Switch/Merge,
+        # a loop could not be lifted out of the tf_executor graph again.
+        frozen = convert_variables_to_constants_v2(concrete_function, lower_control_flow=False)
+        return tf.mlir.experimental.convert_function(
+            frozen, pass_pipeline=EXPORT_PIPELINE, show_debug_info=True
+        )
     except Exception as error:  # TensorFlow raises assorted errors here
         raise UserError(
-            f"cannot freeze the profiled function for lowering: {_first_line(error)}"
+            f"cannot freeze the profiled function for lowering: {_mlir_error(error)}"
         ) from None
-    return tf.mlir.experimental.convert_function(
-        frozen, pass_pipeline=EXPORT_PIPELINE, show_debug_info=True
-    )
 
 
 def lower(
@@ -182,7 +185,8 @@ def _tf_to_stablehlo(carried: Path) -> str:
     # tf-stablehlo converts partially: an op without a lowering stays a tf op.
     left = _tf_ops_left(lowered)
     if left:
-        op, node = left[0]
+        # A constant left over (a variant-typed one) is a consequence; name a cause.
+        op, node = next(((op, node) for op, node in left if op != "tf.Const"), left[0])
         more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
         raise UserError(
             f"cannot lower to StableHLO: {op} (node '{node}'){more} has no StableHLO "
@@ -194,7 +198,8 @@ def _tf_to_stablehlo(carried: Path) -> str:
 
 _TF_OP = re.compile(r'"(tf\.\w+)"\(.*loc\((#loc\d+)\)\s*$', re.MULTILINE)
 _LOC_ALIAS = re.compile(r"^(#loc\d+) = (.*)$", re.MULTILINE)
-_NODE_NAME = re.compile(r'"([^"]*[^":])"')
+# A quoted name right after `(` or `[`: `callsite("n"(...`, `loc("n"`, `["n"`.
+_NODE_NAME = re.compile(r'(?<=[(\[])"([^"]*[^":])"')
 
 
 def _tf_ops_left(module: str) -> list[tuple[str, str]]:
@@ -214,8 +219,9 @@ def _tf_ops_left(module: str) -> list[tuple[str, str]]:
 
 
 def write_generic_stablehlo(text: str, path: Path) -> None:
-    """StableHLO in generic form with big constants elided, through IREE's
-    iree-opt (which knows StableHLO)."""
+    """StableHLO in generic form, through IREE's iree-opt (which knows
+    StableHLO). Constants stay whole: elided ones would all look alike, and
+    IREE's CSE would merge ops that differ only in their weights."""
     source = path.with_suffix(".custom.mlir")
     source.write_text(text)
     _run_iree(
@@ -223,7 +229,6 @@ def write_generic_stablehlo(text: str, path: Path) -> None:
         [
             "--mlir-print-op-generic",
             "--mlir-print-debuginfo",
-            f"--mlir-elide-elementsattrs-if-larger={ELIDE_ELEMENTS}",
             str(source),
             "-o",
             str(path),
@@ -241,6 +246,7 @@ def _stablehlo_to_linalg(stablehlo: Path) -> str:
             "--compile-to=input",
             "--mlir-print-debuginfo",
             "--mlir-print-op-generic",
+            f"--mlir-elide-elementsattrs-if-larger={ELIDE_ELEMENTS}",
             str(stablehlo),
             "-o",
             str(output),
@@ -279,6 +285,7 @@ def _materialize(
         annotated,
         [
             "--mlir-print-op-generic",
+            f"--mlir-elide-elementsattrs-if-larger={ELIDE_ELEMENTS}",
             f"--tf-profile-materialize-annotations=summary-output={summary}",
             "--tf-profile-mark-hotspots=top-k=10",
             f"--tf-profile-export-op-graph=output={op_graph}",
@@ -346,8 +353,3 @@ def _mlir_error(error: object) -> str:
         if "error:" in line:
             return line.split("error:", 1)[1].strip()
     return lines[0] if lines else "unknown error"
-
-
-def _first_line(error: object) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__

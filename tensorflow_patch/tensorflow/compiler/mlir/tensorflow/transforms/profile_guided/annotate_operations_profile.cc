@@ -69,6 +69,50 @@ bool OnlyForwards(llvm::ArrayRef<llvm::StringRef> kernel_types) {
          });
 }
 
+/// Finds elementwise arithmetic with a constant operand in a frozen module:
+/// a lowering folds it away when the constant is its identity (a zero bias,
+/// an untrained BatchNorm's zero offset, a LayerNorm's unit scale).
+class ConstantOperands {
+public:
+  /// Returns the one operand of a binary elementwise `op` that does not
+  /// derive from constants alone, or null.
+  Value SoleVaryingOperand(Operation *op) {
+    static constexpr llvm::StringLiteral kElementwise[] = {
+        "Add", "AddV2", "BiasAdd", "Sub", "Mul", "RealDiv", "Div"};
+    if (op->getNumOperands() != 2 ||
+        !llvm::is_contained(kElementwise, op->getName().stripDialect()))
+      return {};
+    const bool first = IsConstant(op->getOperand(0), kMaxDepth);
+    const bool second = IsConstant(op->getOperand(1), kMaxDepth);
+    if (first == second)
+      return {};
+    return op->getOperand(first ? 1 : 0);
+  }
+
+private:
+  /// How far back a constant's computation is followed (BatchNorm's offset
+  /// is `beta - mean * (gamma * rsqrt(var + eps))`: five ops).
+  static constexpr int kMaxDepth = 6;
+
+  bool IsConstant(Value value, int depth) {
+    Operation *op = value.getDefiningOp();
+    if (!op)
+      return false;
+    auto known = known_.find(op);
+    if (known != known_.end())
+      return known->second;
+    bool constant = op->getName().stripDialect() == "Const";
+    if (!constant && depth > 0 && op->getNumOperands() > 0)
+      constant = llvm::all_of(op->getOperands(), [&](Value operand) {
+        return IsConstant(operand, depth - 1);
+      });
+    known_[op] = constant;
+    return constant;
+  }
+
+  llvm::DenseMap<Operation *, bool> known_;
+};
+
 /// What became of one profile entry.
 enum class EntryFate { kAttributed, kRemoved, kUnresolved };
 
@@ -209,8 +253,9 @@ private:
   Attribute(const OpProfile &profile, RuntimeNameResolver &resolver,
             std::vector<EntryOutcome> &outcomes);
   /// Lowerings erase ops that only forward their input (a frozen variable
-  /// read is an Identity of a constant): each such op's record also rides on
-  /// the ops producing and using its value, which the lowering keeps.
+  /// read is an Identity of a constant) and fold arithmetic with identity
+  /// constants: such an op's record also rides on ops the lowering keeps
+  /// (see the comments inside).
   void CarryForwardedRecords(
       const llvm::MapVector<Operation *, OpTiming> &timings,
       llvm::ArrayRef<ProfilerData> records, const ProfilerDataEncoder &encoder);
@@ -390,11 +435,14 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
 void AnnotateOperationsProfilePass::CarryForwardedRecords(
     const llvm::MapVector<Operation *, OpTiming> &timings,
     llvm::ArrayRef<ProfilerData> records, const ProfilerDataEncoder &encoder) {
-  // Serial: several forwarders may share one producer.
+  ConstantOperands constants;
+  // Serial: several ops may lay records on one op.
   for (const auto &[i, entry] : llvm::enumerate(timings)) {
     Operation *op = entry.first;
-    if (op->getNumOperands() == 0 ||
-        !OnlyForwards({op->getName().stripDialect()}))
+    const bool forwards = op->getNumOperands() > 0 &&
+                          OnlyForwards({op->getName().stripDialect()});
+    Value varying = forwards ? Value() : constants.SoleVaryingOperand(op);
+    if (!forwards && !varying)
       continue;
     ProfilerData data = records[i];
     data.source = GetNodeName(op).str();
@@ -403,6 +451,12 @@ void AnnotateOperationsProfilePass::CarryForwardedRecords(
       if (other && other->getBlock() == op->getBlock())
         other->setLoc(WithForwardedProfile(other->getLoc(), record));
     };
+    if (varying) {
+      // Adding a zero bias or scaling by one folds away: the work lands on
+      // the op computing the other operand.
+      ride_on(varying.getDefiningOp());
+      continue;
+    }
     // Producer and users both: folding keeps one or the other (a reshaped
     // constant keeps the reshape's location, a zero bias add its input's).
     // Users that never ran (Grappler folded them at run time: a bias's

@@ -140,16 +140,18 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
     return WalkResult::advance();
   });
 
-  // Sources with their fan-out; fused records hold no time of their own.
+  // Every source that reached the level, as an op's own or a fused one,
+  // with the number of ops holding it; fused records hold no time of their
+  // own.
   llvm::MapVector<llvm::StringRef, LevelSource> level;
-  for (auto &[op, found] : annotated) {
-    auto &[name, data] = found.sources.front();
-    if (data.IsFused())
-      continue;
-    LevelSource &source = level[name];
-    source.data = data;
-    ++source.ops;
-  }
+  for (auto &[op, found] : annotated)
+    for (auto &[name, data] : found.sources) {
+      if (data.IsFused())
+        continue;
+      LevelSource &source = level[name];
+      source.data = data;
+      ++source.ops;
+    }
   int64_t level_self = 0;
   for (auto &entry : level)
     level_self += entry.second.data.self;

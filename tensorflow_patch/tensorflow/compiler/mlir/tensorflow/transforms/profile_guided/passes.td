@@ -222,8 +222,9 @@ def ProfileMaterializeAnnotationsPass
     terminators are skipped.
 
     When one source op became N ops, each carries the source's measurements
-    with `source = "<node>"` and `fanout = N`: summaries count each source
-    once, so their total equals the tf-level total. Where a lowering fused
+    with `source = "<node>"` and `fanout = N` (ops holding it as their own or
+    as a fused source): summaries count each source once, so their total
+    equals the tf-level total. Where a lowering fused
     the locations of several sources (or a region holds ops of other
     sources, as after linalg elementwise fusion), the first is the op's
     source and the others are listed in `fused_sources`. `share` is the
