@@ -435,44 +435,49 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
 void AnnotateOperationsProfilePass::CarryForwardedRecords(
     const llvm::MapVector<Operation *, OpTiming> &timings,
     llvm::ArrayRef<ProfilerData> records, const ProfilerDataEncoder &encoder) {
-  ConstantOperands constants;
   // Serial: several ops may lay records on one op.
+  auto ride_on = [](Operation *op, Operation *other, DictionaryAttr record) {
+    if (other && other->getBlock() == op->getBlock())
+      other->setLoc(WithForwardedProfile(other->getLoc(), record));
+  };
+  llvm::SmallVector<std::pair<Operation *, Value>, 8> foldable;
+  ConstantOperands constants;
   for (const auto &[i, entry] : llvm::enumerate(timings)) {
     Operation *op = entry.first;
-    const bool forwards = op->getNumOperands() > 0 &&
-                          OnlyForwards({op->getName().stripDialect()});
-    Value varying = forwards ? Value() : constants.SoleVaryingOperand(op);
-    if (!forwards && !varying)
+    if (op->getNumOperands() == 0 ||
+        !OnlyForwards({op->getName().stripDialect()})) {
+      if (Value varying = constants.SoleVaryingOperand(op))
+        foldable.push_back({op, varying});
       continue;
+    }
     ProfilerData data = records[i];
     data.source = GetNodeName(op).str();
     DictionaryAttr record = encoder.Encode(data);
-    auto ride_on = [&](Operation *other) {
-      if (other && other->getBlock() == op->getBlock())
-        other->setLoc(WithForwardedProfile(other->getLoc(), record));
-    };
-    if (varying) {
-      // Adding a zero bias or scaling by one folds away: the work lands on
-      // the op computing the other operand.
-      ride_on(varying.getDefiningOp());
-      continue;
-    }
     // Producer and users both: folding keeps one or the other (a reshaped
     // constant keeps the reshape's location, a zero bias add its input's).
     // Users that never ran (Grappler folded them at run time: a bias's
     // Reshape, Squeeze) fold in the lowering too, so the record goes on down
     // such chains to the first op that ran.
-    ride_on(op->getOperand(0).getDefiningOp());
+    ride_on(op, op->getOperand(0).getDefiningOp(), record);
     llvm::SmallVector<Operation *, 4> pending(op->getUsers());
     llvm::SmallPtrSet<Operation *, 8> seen;
     while (!pending.empty()) {
       Operation *user = pending.pop_back_val();
       if (!seen.insert(user).second || seen.size() > kMaxForwardedChain)
         continue;
-      ride_on(user);
+      ride_on(op, user, record);
       if (!timings.count(user))
         pending.append(user->getUsers().begin(), user->getUsers().end());
     }
+  }
+  // Adding a zero bias or scaling by one folds away: its work, and the
+  // records riding on it (its bias's read), land on the op computing the
+  // other operand. After the forwarders, so that their records come along.
+  for (auto [op, varying] : foldable) {
+    llvm::SmallVector<DictionaryAttr, 2> carried;
+    CollectProfilesInLocation(op->getLoc(), carried);
+    for (DictionaryAttr record : carried)
+      ride_on(op, varying.getDefiningOp(), record);
   }
 }
 
