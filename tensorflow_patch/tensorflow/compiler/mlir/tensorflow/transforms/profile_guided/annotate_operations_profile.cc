@@ -23,6 +23,7 @@
 #include "mlir/IR/Threading.h"
 #include "mlir/Pass/Pass.h"
 #include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/document_output.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/node_names.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_profile_reader.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_timing.h"
@@ -34,7 +35,6 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/ThreadPool.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir {
 namespace TF {
@@ -421,15 +421,9 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
       });
     });
     os << "\n";
-    return llvm::Error::success();
   };
-  // writeToOutput writes a temporary file and renames it into place.
-  if (llvm::Error error = llvm::writeToOutput(attributionOutput, write)) {
-    emitError(getOperation().getLoc())
-        << "cannot write attribution: " << llvm::toString(std::move(error));
-    return false;
-  }
-  return true;
+  return succeeded(WriteDocument(attributionOutput, "attribution",
+                                 getOperation().getLoc(), write));
 }
 
 void AnnotateOperationsProfilePass::CarryForwardedRecords(

@@ -21,11 +21,11 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/Pass.h"
 #include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/document_output.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/node_names.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace mlir {
@@ -284,18 +284,9 @@ public:
       return signalPassFailure();
     }
     OpGraph graph(module);
-    // writeToOutput writes a temporary file and renames it into place, so a
-    // failed run leaves no half-written document behind.
-    llvm::Error error = llvm::writeToOutput(output, [&](llvm::raw_ostream &os) {
-      graph.Write(os);
-      return llvm::Error::success();
-    });
-    if (error) {
-      // The error text already names the file.
-      emitError(module.getLoc())
-          << "cannot write op graph: " << llvm::toString(std::move(error));
+    if (failed(WriteDocument(output, "op graph", module.getLoc(),
+                             [&](llvm::raw_ostream &os) { graph.Write(os); })))
       return signalPassFailure();
-    }
     numNodes += graph.NumNodes();
     numEdges += graph.NumEdges();
     // The IR is unchanged, which also spares the module a re-verification.

@@ -20,6 +20,7 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/Pass.h"
 #include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/document_output.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/node_names.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_profile_reader.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_timing.h"
@@ -27,7 +28,6 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir {
 namespace TF {
@@ -209,15 +209,9 @@ bool ProfileMaterializeAnnotationsPass::WriteSummary(
       });
     });
     os << "\n";
-    return llvm::Error::success();
   };
-  // writeToOutput writes a temporary file and renames it into place.
-  if (llvm::Error error = llvm::writeToOutput(summaryOutput, write)) {
-    emitError(getOperation().getLoc())
-        << "cannot write level summary: " << llvm::toString(std::move(error));
-    return false;
-  }
-  return true;
+  return succeeded(WriteDocument(summaryOutput, "level summary",
+                                 getOperation().getLoc(), write));
 }
 
 } // namespace
