@@ -206,6 +206,8 @@ def _run_stages(
             module="model.mlir",
         )
         lowerable = module.read_text()
+        if options.lower:
+            lowering.check_frozen(lowerable, options.mlir)
 
     def note(message: str) -> None:  # name files where they will be, not in staging
         progress.note(message.replace(str(out), str(options.output_dir)))

@@ -90,6 +90,17 @@ def check_levels(levels: tuple[str, ...]) -> None:
         raise UserError(f"--lower: unknown level {', '.join(unknown)}; use {' or '.join(LEVELS)}")
 
 
+def check_frozen(module_text: str, origin: Path) -> None:
+    """Refuses a tf module that still reads resource variables: TensorFlow's
+    lowerings cannot type those reads (`tensor<*xf32>`)."""
+    if "!tf_type.resource" in module_text:
+        raise UserError(
+            f"{origin}: reads resource variables, which TensorFlow cannot lower; with --lower, "
+            "--mlir must be a frozen export (convert_variables_to_constants_v2), or let pgo "
+            "profile the model, which freezes it"
+        )
+
+
 def freeze_and_export(concrete_function: Any) -> str:
     """The function with its variables frozen into constants, as tf-dialect MLIR
     with node-name locations: TensorFlow's lowerings cannot read resource

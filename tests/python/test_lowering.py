@@ -55,6 +55,25 @@ def test_a_model_that_cannot_be_lowered_is_one_line_and_leaves_nothing(tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
+def test_lowering_an_unfrozen_mlir_file_is_refused_with_what_to_do(tmp_path):
+    data = Path(__file__).resolve().parents[1] / "data" / "tf2_21" / "dense"
+    with pytest.raises(UserError) as failure:
+        run_flow(
+            FlowOptions(
+                from_trace=data / "trace.xplane.pb",
+                mlir=data / "module.mlir",
+                output_dir=tmp_path / "out",
+                lower=("stablehlo",),
+            )
+        )
+    assert str(failure.value) == (
+        f"{data / 'module.mlir'}: reads resource variables, which TensorFlow cannot lower; "
+        "with --lower, --mlir must be a frozen export (convert_variables_to_constants_v2), "
+        "or let pgo profile the model, which freezes it"
+    )
+    assert not (tmp_path / "out").exists()
+
+
 def test_util_functions_become_func_functions():
     generic = (
         '"util.func"() <{function_type = () -> (), sym_name = "main"}> ({\n'
