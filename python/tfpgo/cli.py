@@ -16,6 +16,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO, Any
 
 
 class UserError(Exception):
@@ -42,7 +43,7 @@ def _current_umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_output_file(path: Path, mode: str = "w") -> Iterator[object]:
+def atomic_output_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     """Opens a temporary sibling of `path` and renames it over `path` on success.
 
     A failure leaves no partial file behind: readers never see half a document.
