@@ -16,7 +16,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 
 class UserError(Exception):
@@ -88,7 +88,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse with the one-line errors of every other tfpgo failure: a bad
     flag prints `prog: error: ...` and where the flags are, not the usage block."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (--help lists every flag)\n")
 
 
