@@ -277,7 +277,9 @@ def contenders(mlir: Path, profile: Path, annotated: Path, scratch: Path) -> lis
     already in it (no profile read, no name resolved)."""
     tool, unregistered = str(harness.tfpgo_opt()), "--allow-unregistered-dialect"
     out, graph = str(scratch / "out.mlir"), scratch / "op_graph.json"
-    flow = pipeline_spec(profile, graph, top_k=10, min_share=0.0)
+    flow = pipeline_spec(
+        profile, graph, top_k=10, min_share=0.0, attribution=scratch / "attribution.json"
+    )
 
     def ours(*flags: str) -> tuple[str, ...]:
         return (tool, unregistered, *flags, str(mlir), "-o", out)
@@ -384,13 +386,13 @@ def main() -> int:
         runs = contenders(mlir, profile, annotated, scratch)
         seconds: dict[str, list[float]] = {c.label: [] for c in runs}
         peak: dict[str, float] = dict.fromkeys(seconds, 0.0)
-        load = [harness.machine()["load_avg_1m"]]
+        load = [harness.load_avg_1m()]
         for _ in range(args.repeat):
             for contender in runs:
                 wall, rss, _ = harness.run_once(contender.command)
                 seconds[contender.label].append(wall)
                 peak[contender.label] = max(peak[contender.label], rss)
-            load.append(harness.machine()["load_avg_1m"])
+            load.append(harness.load_avg_1m())
         by_label = {c.label: c for c in runs}
         split_labels = (ROUND_TRIP, CARRIED, PIPELINE)
         split_commands = [by_label[label].command for label in split_labels]

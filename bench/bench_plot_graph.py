@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from tfpgo.plot_graph import plot_graph
 from tfpgo.render import RenderOptions
@@ -66,7 +67,9 @@ def synthetic_op_graph(blocks: int, seed: int = 7) -> dict:
     """An op_graph.json document of `blocks` bottleneck blocks (17 ops each) in one function."""
     rng = random.Random(seed)
     function = "__inference_predict_step_4213"
-    nodes, edges, previous_out = [], [], None
+    nodes: list[dict[str, Any]] = []
+    edges: list[dict[str, Any]] = []
+    previous_out: int | None = None
     for block in range(blocks):
         stage, index = 2 + block * 4 // max(blocks, 1), block + 1
         scope = f"resnet50/conv{stage}_block{index}_"

@@ -228,7 +228,8 @@ def main() -> int:
         sys.exit("bench_scaling: --repeat must be at least 1")
     machine = harness.machine()
     print(f"machine: {machine}", flush=True)
-    sections, document = [], {"machine": machine, "events": [], "ops": []}
+    sections: list[str] = []
+    document: dict[str, object] = {"machine": machine, "events": [], "ops": []}
     with tempfile.TemporaryDirectory(prefix="tfpgo_scaling_") as work:
         scratch = Path(work)
         for curve, key in ((events_curve, "events"), (ops_curve, "ops")):

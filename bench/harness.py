@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def measure(
     command: Sequence[str],
     repeat: int,
     env: dict[str, str] | None = None,
-    before_each: Callable[[], None] | None = None,
+    before_each: Callable[[], object] | None = None,
 ) -> Measurement:
     """`repeat` fresh runs of `command`; `before_each` resets state (caches) first."""
     seconds, outputs, peak = [], [], 0.0
@@ -194,8 +194,13 @@ def machine() -> dict[str, object]:
         "cores": os.cpu_count(),
         "memory_gib": round(memory_gib, 1),
         "python": platform.python_version(),
-        "load_avg_1m": round(os.getloadavg()[0], 2),
+        "load_avg_1m": load_avg_1m(),
     }
+
+
+def load_avg_1m() -> float:
+    """The one-minute load average, rounded for reports."""
+    return round(os.getloadavg()[0], 2)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -213,8 +218,8 @@ def write_json(path: Path, document: object) -> None:
     """Writes results (dataclasses become dicts) for later comparison."""
 
     def default(value: object) -> object:
-        if hasattr(value, "__dataclass_fields__"):
-            return asdict(value)  # type: ignore[arg-type]
+        if is_dataclass(value) and not isinstance(value, type):
+            return asdict(value)
         if isinstance(value, Path):
             return str(value)
         raise TypeError(f"not JSON serializable: {type(value).__name__}")

@@ -243,7 +243,7 @@ def _python_events(
     clock: _Clock,
 ) -> list[SynthEvent]:
     """The python thread's call chain of one tf.function call."""
-    nested = [
+    nested: list[tuple[str, int, int, tuple[tuple[str, object], ...]]] = [
         ("infer", start, end - start, (("step_num", step), ("_r", 1))),
         (
             "infer",

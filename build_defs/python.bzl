@@ -16,8 +16,8 @@ def tfpgo_pytest(name, srcs, deps = [], data = [], size = "medium", tags = [], *
         **kwargs
     )
 
-def tfpgo_py_binary(name, main, data = [], tags = [], visibility = None):
-    """A py_binary over the tfpgo package whose entry point is the file `main`."""
+def tfpgo_py_binary(name, main, deps, data = [], tags = [], visibility = None):
+    """A py_binary whose entry point is the file `main`, over the tfpgo libraries `deps`."""
     native.py_binary(
         name = name,
         srcs = [main],
@@ -27,7 +27,7 @@ def tfpgo_py_binary(name, main, data = [], tags = [], visibility = None):
         visibility = visibility,
         python_version = "PY3",
         srcs_version = "PY3",
-        deps = ["//python:tfpgo", "@local_python//:requirements"],
+        deps = deps + ["@local_python//:requirements"],
     )
 
 def tfpgo_bench(name, srcs = [], data = []):
@@ -46,3 +46,22 @@ def tfpgo_bench(name, srcs = [], data = []):
         srcs_version = "PY3",
         deps = [":harness"],
     )
+
+def tfpgo_check_py_libraries(pattern):
+    """Fails loading when a file matching `pattern` is in no py_library of the package.
+
+    Called at the end of python/BUILD: a new module must join a library (with its
+    deps), or no target would carry it and only an ImportError would tell.
+    """
+    listed = {}
+    for rule in native.existing_rules().values():
+        if rule["kind"] == "py_library":
+            for src in rule["srcs"]:
+                listed[src.split(":")[-1]] = True
+    unlisted = [src for src in native.glob([pattern]) if src not in listed]
+    if unlisted:
+        fail("%s: in no py_library of %s/BUILD; add each to a library with its deps: %s" % (
+            pattern,
+            native.package_name(),
+            ", ".join(unlisted),
+        ))

@@ -6,14 +6,14 @@
 #   tools/bootstrap.sh            # install what is missing
 #   TFPGO_PYTHON=/path/python3 tools/bootstrap.sh   # use that interpreter
 #
-# Steps: apt packages (Bazel, Graphviz, MLIR/LLVM 22, Chromium), Python
+# Steps: apt packages (Bazel, Graphviz, MLIR/LLVM 22, clang-format 22, Chromium), Python
 # requirements (requirements.txt, exact pins), user.bazelrc (interpreter).
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 apt_packages=(
   bazel-bootstrap graphviz chromium git time
-  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-format-22
   python3 python3-venv python3-pip
 )
 
@@ -116,4 +116,5 @@ install_requirements "$python"
 write_user_bazelrc "$python"
 command -v bazel >/dev/null 2>&1 || fail "bazel" "bazel not on PATH after installing bazel-bootstrap"
 [ -x /usr/lib/llvm-22/bin/mlir-tblgen ] || fail "mlir" "/usr/lib/llvm-22/bin/mlir-tblgen missing after installing mlir-22-tools"
+[ -x /usr/lib/llvm-22/bin/clang-format ] || fail "clang-format" "/usr/lib/llvm-22/bin/clang-format missing after installing clang-format-22"
 exit 0

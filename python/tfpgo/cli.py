@@ -16,6 +16,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO, Any, NoReturn
 
 
 class UserError(Exception):
@@ -42,7 +43,7 @@ def _current_umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_output_file(path: Path, mode: str = "w") -> Iterator[object]:
+def atomic_output_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
     """Opens a temporary sibling of `path` and renames it over `path` on success.
 
     A failure leaves no partial file behind: readers never see half a document.
@@ -87,7 +88,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse with the one-line errors of every other tfpgo failure: a bad
     flag prints `prog: error: ...` and where the flags are, not the usage block."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (--help lists every flag)\n")
 
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -178,7 +178,7 @@ class EventDag:
         """A `networkx.DiGraph`: node attributes as in the JSON, edge attribute `kind`."""
         import networkx as nx
 
-        graph = nx.DiGraph(**self.meta)
+        graph: nx.DiGraph[int] = nx.DiGraph(**self.meta)
         for node in self.nodes():
             attributes = {k: v for k, v in node.__dict__.items() if k not in ("id", "adj")}
             graph.add_node(node.id, **attributes)
@@ -305,7 +305,7 @@ def _lift(
         if lo == hi:
             continue
         starts = sorted_starts[lo:hi]
-        side = "left" if after else "right"
+        side: Literal["left", "right"] = "left" if after else "right"
         slot = np.searchsorted(starts, event_starts[mine], side=side)
         slot = slot if after else slot - 1
         valid = (slot >= 0) & (slot < hi - lo)

@@ -141,7 +141,7 @@ def _dag_from_document(meta: dict[str, Any], nodes: list[Any], edges: list[Any])
     track_id = np.empty(count, np.int32)
     columns = np.empty((4, count), np.int64)
     stats: dict[int, dict[str, Any]] = {}
-    adjacency: list[int] = []
+    adjacency: list[tuple[int, int]] = []
     for index, node in enumerate(nodes):
         if node["id"] != index:
             raise ValueError(f"node {index} has id {node['id']}; ids must be 0..n-1 in order")
@@ -179,7 +179,7 @@ def _dag_from_document(meta: dict[str, Any], nodes: list[Any], edges: list[Any])
         stats,
         [StepMarker(**marker) for marker in meta.get("steps", [])],
     )
-    extra = {k: meta[k] for k in ("source", "source_kind", "events") if k in meta}
+    extra: dict[str, Any] = {k: meta[k] for k in ("source", "source_kind", "events") if k in meta}
     return EventDag(
         table,
         columns[3].copy(),

@@ -42,7 +42,8 @@ def document_header(path: Path | str, document: Any) -> tuple[str, int]:
     """Returns (format, version) from `meta` (event DAG) or the top level (others)."""
     if not isinstance(document, dict):
         raise UserError(f"{path}: expected a JSON object, got {type(document).__name__}")
-    header = document.get("meta") if isinstance(document.get("meta"), dict) else document
+    meta = document.get("meta")
+    header: dict[str, Any] = meta if isinstance(meta, dict) else document
     fmt, version = header.get("format"), header.get("version")
     if not isinstance(fmt, str):
         raise UserError(

@@ -240,12 +240,9 @@ class TableBuilder:
         if start.size:
             start -= start.min()
         np.maximum(duration, 0, out=duration)
-        names = [""] * len(self._names)
-        for name, index in self._names.items():
-            names[index] = name
-        tracks = [""] * len(self._tracks)
-        for track, index in self._tracks.items():
-            tracks[index] = track
+        # Ids are handed out as setdefault(key, len(dict)): insertion order is id order.
+        names = list(self._names)
+        tracks = list(self._tracks)
         flows = (
             np.asarray(self.flow_pairs, dtype=np.int64).reshape(-1, 2)
             if self.flow_pairs

@@ -187,16 +187,17 @@ def _check_output_dir(path: Path, from_trace: Path | None) -> None:
 def _run_stages(
     options: FlowOptions, out: Path, progress: Progress
 ) -> tuple[annotate.Attribution, list[lowering.LoweredLevel]]:
-    profiling_run = options.from_trace is None
+    from_trace, mlir = options.from_trace, options.mlir  # both or neither (_check_options)
+    profiling_run = from_trace is None or mlir is None
     lowerable = None  # the tf module to lower: frozen (profiling) or the user's
-    if profiling_run:
+    if from_trace is None or mlir is None:
         trace, module, run_info, lowerable = _profile_stages(options, out, progress)
     else:
-        trace = _carry_over_trace(options.from_trace, options.output_dir, out)
+        trace = _carry_over_trace(from_trace, options.output_dir, out)
         module = out / "model.mlir"
-        module.write_bytes(options.mlir.read_bytes())
+        module.write_bytes(mlir.read_bytes())
         run_info = report.RunInfo(
-            model=str(options.mlir),
+            model=str(mlir),
             mode=None,
             batch_size=None,
             steps=None,

@@ -22,6 +22,7 @@ from tfpgo.hlo_profile import HloProfile
 from tfpgo.lowering import LevelCoverage
 from tfpgo.op_profile import OpProfile
 from tfpgo.render import RenderGraph, RenderNode
+from tfpgo.render.model import Timing
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,10 @@ def human_time(ps: float) -> str:
     return f"{ps:.0f} ps"
 
 
-def _hottest_ops(graph: RenderGraph, count: int) -> list[RenderNode]:
-    timed = [node for node in graph.nodes if node.timing is not None]
-    return sorted(timed, key=lambda node: -node.timing.self_ps)[:count]
+def _hottest_ops(graph: RenderGraph, count: int) -> list[tuple[RenderNode, Timing]]:
+    """The `count` ops with the most self time, each with its (present) timing."""
+    timed = [(node, node.timing) for node in graph.nodes if node.timing is not None]
+    return sorted(timed, key=lambda pair: -pair[1].self_ps)[:count]
 
 
 def _op_self_time(profile: OpProfile) -> str:
@@ -113,8 +115,7 @@ def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
 
 def _op_rows(inputs: ReportInputs) -> list[list[str]]:
     rows = []
-    for node in _hottest_ops(inputs.op_graph, inputs.top_n):
-        timing = node.timing
+    for node, timing in _hottest_ops(inputs.op_graph, inputs.top_n):
         rows.append(
             [
                 str(node.hot_rank) if node.hot_rank else "",

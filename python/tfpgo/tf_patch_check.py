@@ -234,7 +234,15 @@ def make_scratch_tree(tf_src: Path, scratch: Path) -> None:
             raise UserError(f"TF_SRC {tf_src}: {rel} is missing")
         (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, scratch / rel)
-    git = ["git", "-C", scratch, "-c", "user.name=tfpgo", "-c", "user.email=tfpgo@localhost"]
+    git: list[str | Path] = [
+        "git",
+        "-C",
+        scratch,
+        "-c",
+        "user.name=tfpgo",
+        "-c",
+        "user.email=tfpgo@localhost",
+    ]
     _run([*git, "init", "-q"], "git init")
     _run([*git, "add", "-A"], "git add")
     _run([*git, "commit", "-q", "-m", "scratch copy"], "git commit")
@@ -335,13 +343,14 @@ def verify(tf_src: Path, work: Path, llvm_root: Path = DEFAULT_LLVM_ROOT) -> Rep
     make_scratch_tree(tf_src, scratch)
     tblgen = Tblgen(llvm_root, scratch)
     tf_ops = OP_TDS[0]
-    baseline = count_annotated(
+    counted = count_annotated(
         tf_ops, tblgen.generate(tf_ops.path, ["-gen-op-decls"], work / "baseline.h.inc")
     )
-    if baseline.with_trait == baseline.classes:
+    baseline: OpClassCount | None = counted
+    if counted.with_trait == counted.classes:
         baseline = None  # TF_SRC already carries the series
-    elif baseline.with_trait:
-        raise UserError(f"TF_SRC carries part of the series: {baseline.summary()}")
+    elif counted.with_trait:
+        raise UserError(f"TF_SRC carries part of the series: {counted.summary()}")
     messages = apply_series(scratch)
     gen_dir = work / "gen"
     ops = verify_annotations(tblgen, gen_dir)

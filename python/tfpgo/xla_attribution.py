@@ -201,9 +201,9 @@ def _enclosing_calls(table: EventTable, rows: np.ndarray) -> list[str]:
                 found[at] = str(table.stats.get(call, {}).get("name", "")) or None
     by_module: dict[str, set[str]] = defaultdict(set)
     modules = [str(table.stats[row].get("hlo_module", "")) for row in rows.tolist()]
-    for module, call in zip(modules, found, strict=True):
-        if call is not None:
-            by_module[module].add(call)
+    for module, call_name in zip(modules, found, strict=True):
+        if call_name is not None:
+            by_module[module].add(call_name)
     return [
         call
         if call is not None

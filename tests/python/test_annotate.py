@@ -7,7 +7,6 @@ import pytest
 
 from tfpgo import annotate
 from tfpgo.cli import UserError
-from tfpgo.report import human_time
 
 # A tf-standard-pipeline export in miniature: a rewrite fused two locations, CSE
 # kept one of two Pow ops, folding left a constant, canonicalization dropped an
@@ -124,20 +123,6 @@ def test_pipeline_spec_names_every_option():
         "attribution-output=/o/a.json",
         "carry-in-location=false",
     ]
-
-
-@pytest.mark.parametrize(
-    ("ps", "text"),
-    [
-        (999, "999 ps"),
-        (1_000, "1 ns"),
-        (1_234_567, "1.23 µs"),
-        (7_390_000_000, "7.39 ms"),
-        (2_500_000_000_000, "2.5 s"),
-    ],
-)
-def test_human_time_picks_the_largest_fitting_unit(ps, text):
-    assert human_time(ps) == text
 
 
 def test_a_failing_driver_is_one_line_naming_its_last_words(tmp_path, monkeypatch):

@@ -113,7 +113,7 @@ def test_hot_ops_carry_profiler_data_and_coverage_is_complete(run, request):
     assert len(hottest) == 1
     assert "profiler_data = {" in hottest[0]
     report = (out / "report.md").read_text()
-    coverage = float(re.search(r"\*\*attribution\*\*: ([\d.]+)%", report).group(1))
+    coverage = float(_match(r"\*\*attribution\*\*: ([\d.]+)%", report).group(1))
     assert coverage >= 99.0
 
 
@@ -147,9 +147,16 @@ def test_report_top_op_agrees_with_op_profile(run, request):
     assert mlir_table.strip().splitlines()[2].split("|")[2].strip() == top["name"]
 
 
+def _match(pattern: str, text: str) -> re.Match[str]:
+    """The first match of `pattern`, which the test requires to be there."""
+    found = re.search(pattern, text)
+    assert found is not None, f"no match for {pattern!r}"
+    return found
+
+
 def _function_body(module: str, prefix: str) -> str:
     """The text of the first function whose name starts with `prefix`."""
-    start = re.search(rf"func\.func (?:private )?@{prefix}\w*\(", module).start()
+    start = _match(rf"func\.func (?:private )?@{prefix}\w*\(", module).start()
     end = module.index("\n  }", start)
     return module[start:end]
 
@@ -205,7 +212,7 @@ def test_user_models_run_the_whole_flow(user_models, name, tmp_path):
     status, out = _run(tmp_path, "--model", str(user_models / name), "--batch-size", "4")
     assert status == 0
     report = (out / "report.md").read_text()
-    coverage = float(re.search(r"\*\*attribution\*\*: ([\d.]+)%", report).group(1))
+    coverage = float(_match(r"\*\*attribution\*\*: ([\d.]+)%", report).group(1))
     assert coverage >= 99.0
     assert "profiler_data = {count" in (out / "model.annotated.mlir").read_text()
 

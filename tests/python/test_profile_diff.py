@@ -34,6 +34,7 @@ def test_a_profile_diffed_with_itself_is_exact(which, two_real_runs):
     assert not [delta for delta in diff.scopes if delta.changed]
     if profile.step_wall_ps:
         change = diff.step_time
+        assert change is not None and change.low_ps is not None and change.high_ps is not None
         assert change.delta_ps == 0
         assert change.low_ps == -change.high_ps
 
@@ -48,6 +49,7 @@ def test_two_real_runs(two_real_runs):
     top_scopes = [delta for delta in diff.scopes if "/" not in delta.name]
     assert sum(d.self_ps for d in top_scopes) == b.totals.op_self_ps - a.totals.op_self_ps
     change = diff.step_time
+    assert change is not None and change.low_ps is not None and change.high_ps is not None
     assert change.steps_a == change.steps_b == 3
     assert change.low_ps <= change.delta_ps <= change.high_ps
     assert change.delta_ps == pytest.approx(
@@ -79,11 +81,13 @@ def test_t_quantile_matches_the_tables(freedom, quantile):
 def test_welch_interval_by_hand():
     # means 12 and 22; variances 4 and 4, so se = sqrt(8/3) and Welch's df = 4
     change = step_time_change((10, 12, 14), (20, 22, 24))
+    assert change is not None
     half = 2.7764451 * (8 / 3) ** 0.5
     assert change.delta_ps == 10
     assert change.low_ps == pytest.approx(10 - half, abs=1e-5)
     assert change.high_ps == pytest.approx(10 + half, abs=1e-5)
     one_step = step_time_change((10,), (20, 22))
+    assert one_step is not None
     assert one_step.delta_ps == 11 and one_step.low_ps is None
     assert step_time_change((), (1, 2)) is None
 

@@ -14,7 +14,7 @@ from tfpgo.readers import read_trace
 
 def op_durations(table):
     """{op event name: sorted durations} of a table."""
-    result = {}
+    result: dict[str, list[int]] = {}
     for event in table.events():
         if event.is_op:
             result.setdefault(event.name, []).append(event.duration_ps)

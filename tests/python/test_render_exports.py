@@ -16,6 +16,7 @@ from render_fixtures import (
     MLP_EVENT_DAG,
     MLP_OP_GRAPH,
     MLP_OP_PROFILE,
+    timing,
 )
 
 from tfpgo.cli import UserError
@@ -67,7 +68,7 @@ def test_model_explorer_keys_match_its_mlir_adapter():
     expected = {"Relu": "sequential_1/dense_1/Relu", "Identity": "Identity"}
     for label, name in expected.items():
         key = next(k for k, v in labels.items() if v == label)
-        assert document["results"][key]["value"] == ops[name].timing.self_ps / 1e6
+        assert document["results"][key]["value"] == timing(ops[name]).self_ps / 1e6
     assert all(
         labels[key] in {"ReadVariableOp", "Relu", "BiasAdd", "Identity"}
         for key in document["results"]

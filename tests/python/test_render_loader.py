@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from render_fixtures import GRU_OP_GRAPH, MLP_EVENT_DAG, MLP_OP_GRAPH, MLP_OP_PROFILE, write_variant
+from render_fixtures import (
+    GRU_OP_GRAPH,
+    MLP_EVENT_DAG,
+    MLP_OP_GRAPH,
+    MLP_OP_PROFILE,
+    timing,
+    write_variant,
+)
 
 from tfpgo.cli import UserError
 from tfpgo.render import GraphKind, NodeState, load_graph
@@ -18,8 +25,8 @@ def test_op_graph_states_and_timing():
     by_name = {node.name: node for node in graph.nodes}
     relu = by_name["sequential_1/dense_1/Relu"]
     assert relu.state is NodeState.EXECUTED
-    assert relu.timing.self_ps == 17_800_000 and relu.timing.count == 3
-    assert relu.timing.mean_ps == 17_800_000 // 3
+    assert timing(relu).self_ps == 17_800_000 and timing(relu).count == 3
+    assert timing(relu).mean_ps == 17_800_000 // 3
     matmul = by_name["sequential_1/dense_1/MatMul"]
     assert matmul.state is NodeState.FUSED and matmul.fused_into == relu.name
     assert by_name["func.return#10"].state is NodeState.NEVER_EXECUTED
@@ -35,6 +42,13 @@ def test_op_graph_regions_and_functions():
     assert EdgeKind.CALL in {edge.kind for edge in graph.edges}
 
 
+def _span(node) -> tuple[int, int]:
+    """(start, end) of an event, in ps."""
+    start = timing(node).first_start_ps
+    assert start is not None, f"{node.name} has no start"
+    return start, start + timing(node).total_ps
+
+
 def test_event_dag_self_time_excludes_nested_events():
     graph = load_graph(MLP_EVENT_DAG)
     assert graph.kind is GraphKind.EVENT_DAG
@@ -44,16 +58,15 @@ def test_event_dag_self_time_excludes_nested_events():
         for n in graph.nodes
         if n.group == call.group
         and n.id != call.id
-        and n.timing.first_start_ps >= call.timing.first_start_ps
-        and n.timing.first_start_ps + n.timing.total_ps
-        <= call.timing.first_start_ps + call.timing.total_ps
+        and _span(call)[0] <= _span(n)[0]
+        and _span(n)[1] <= _span(call)[1]
     ]
     assert len(nested) == 6
-    assert call.timing.self_ps == call.timing.total_ps - sum(n.timing.total_ps for n in nested)
+    assert timing(call).self_ps == timing(call).total_ps - sum(timing(n).total_ps for n in nested)
     # Events on other lines (the python step) do not count as nested.
     step = next(n for n in graph.nodes if n.op_type == "event")
-    assert step.timing.self_ps == step.timing.total_ps
-    assert abs(sum(n.timing.share for n in graph.nodes) - 1.0) < 1e-9
+    assert timing(step).self_ps == timing(step).total_ps
+    assert abs(sum(timing(n).share for n in graph.nodes) - 1.0) < 1e-9
 
 
 def test_event_dag_critical_path_and_mean():
@@ -61,7 +74,7 @@ def test_event_dag_critical_path_and_mean():
     assert len(graph.critical_path) == 16 and graph.critical_path_ps == 34_000_000
     assert all(n.critical for n in graph.nodes if n.id in set(graph.critical_path))
     matmuls = [n for n in graph.nodes if n.name == "sequential/dense/MatMul"]
-    assert {n.timing.mean_ps for n in matmuls} == {(2_100_000 + 2_137_000) // 2}
+    assert {timing(n).mean_ps for n in matmuls} == {(2_100_000 + 2_137_000) // 2}
 
 
 @pytest.mark.parametrize(

@@ -74,3 +74,17 @@ def test_the_report_answers_which_phase_layer_and_op_type(tmp_path):
     html_text = page.read_text()
     assert "<h3>Time by phase</h3>" in html_text
     assert "<svg" in html_text and "<title>sequential_3_1" in html_text  # inline, tooltips work
+
+
+@pytest.mark.parametrize(
+    ("ps", "text"),
+    [
+        (999, "999 ps"),
+        (1_000, "1 ns"),
+        (1_234_567, "1.23 µs"),
+        (7_390_000_000, "7.39 ms"),
+        (2_500_000_000_000, "2.5 s"),
+    ],
+)
+def test_human_time_picks_the_largest_fitting_unit(ps, text):
+    assert report.human_time(ps) == text

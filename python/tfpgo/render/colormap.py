@@ -108,4 +108,5 @@ def diverging_hex(position: float) -> str:
     position = min(1.0, max(-1.0, position))
     end = _DIVERGING_HIGH if position > 0 else _DIVERGING_LOW
     weight = abs(position)
-    return hex_color(tuple(round(255 + (channel - 255) * weight) for channel in end))
+    red, green, blue = (round(255 + (channel - 255) * weight) for channel in end)
+    return hex_color((red, green, blue))

@@ -255,7 +255,7 @@ def _fold_constraints(fold: Fold) -> list[str]:
         "  { rank=same; " + " ".join(f"n{node_id};" for node_id in row) + " }"
         for _, row in sorted(by_row.items())
     ]
-    heads = {}
+    heads: dict[int, int] = {}
     for node_id in by_row.get(0, []):
         heads.setdefault(fold.column[node_id], node_id)
     order = [heads[column] for column in sorted(heads)]

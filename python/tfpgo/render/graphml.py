@@ -57,7 +57,9 @@ def _node_attributes(node: RenderNode, metric: Metric, fill: str) -> dict[str, o
 def to_networkx(graph: RenderGraph, metric: Metric) -> nx.DiGraph:
     """A networkx graph carrying the picture's colors and every metric."""
     scale = color_scale(graph, metric)
-    result = nx.DiGraph(kind=graph.kind.value, metric=metric.value, source=str(graph.source))
+    result: nx.DiGraph[int] = nx.DiGraph(
+        kind=graph.kind.value, metric=metric.value, source=str(graph.source)
+    )
     for node in graph.nodes:
         fill = node_style(node, metric, scale).fill
         result.add_node(node.id, **_node_attributes(node, metric, fill))

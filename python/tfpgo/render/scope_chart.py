@@ -69,5 +69,9 @@ def _icicle(node: ScopeNode, root_total: int) -> IcicleNode:
 
 def _tint(fill: str, white: float = 0.55) -> str:
     """`fill` mixed with white: light enough for black labels, its hue kept."""
-    rgb = (int(fill[i : i + 2], 16) for i in (1, 3, 5))
-    return hex_color(tuple(round(c + (255 - c) * white) for c in rgb))
+    red, green, blue = (int(fill[i : i + 2], 16) for i in (1, 3, 5))
+    return hex_color((_lighten(red, white), _lighten(green, white), _lighten(blue, white)))
+
+
+def _lighten(channel: int, white: float) -> int:
+    return round(channel + (255 - channel) * white)

@@ -45,8 +45,8 @@ bool ReadOptionalFields(DictionaryAttr attr, ProfilerData &data) {
     if (!ReadInt(fanout, data.fanout))
       return false;
   for (auto [key, slot] : {std::pair{kSource, &data.source},
-                            std::pair{kXlaModule, &data.xla_module},
-                            std::pair{kXlaFusion, &data.xla_fusion}}) {
+                           std::pair{kXlaModule, &data.xla_module},
+                           std::pair{kXlaFusion, &data.xla_fusion}}) {
     Attribute value = attr.get(key);
     if (!value)
       continue;
@@ -130,11 +130,12 @@ DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
   fields.push_back({max_, integer(data.max)});
   if (data.merged > 0)
     fields.push_back({merged_, integer(data.merged)});
-  fields.append({{min_, integer(data.min)},
-                 {p50_, integer(data.p50)},
-                 {p95_, integer(data.p95)},
-                 {self_, integer(data.self)},
-                 {share_, FloatAttr::get(Float64Type::get(context), data.share)}});
+  fields.append(
+      {{min_, integer(data.min)},
+       {p50_, integer(data.p50)},
+       {p95_, integer(data.p95)},
+       {self_, integer(data.self)},
+       {share_, FloatAttr::get(Float64Type::get(context), data.share)}});
   if (!data.source.empty())
     fields.push_back({source_, StringAttr::get(context, data.source)});
   fields.append({{total_, integer(data.total)}, {ts_, integer(data.ts)}});
@@ -205,8 +206,8 @@ std::optional<ProfilerData> ProfilerData::FromAttr(DictionaryAttr attr) {
 Location WithProfileInLocation(Location loc, DictionaryAttr data) {
   MLIRContext *context = loc->getContext();
   auto metadata = DictionaryAttr::get(
-      context, {NamedAttribute(StringAttr::get(context, kProfileLocationKey),
-                               data)});
+      context,
+      {NamedAttribute(StringAttr::get(context, kProfileLocationKey), data)});
   return FusedLoc::get(context, {WithoutOwnProfile(loc)}, metadata);
 }
 

@@ -29,8 +29,8 @@
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_timing.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
@@ -256,9 +256,10 @@ private:
   /// read is an Identity of a constant) and fold arithmetic with identity
   /// constants: such an op's record also rides on ops the lowering keeps
   /// (see the comments inside).
-  void CarryForwardedRecords(
-      const llvm::MapVector<Operation *, OpTiming> &timings,
-      llvm::ArrayRef<ProfilerData> records, const ProfilerDataEncoder &encoder);
+  void
+  CarryForwardedRecords(const llvm::MapVector<Operation *, OpTiming> &timings,
+                        llvm::ArrayRef<ProfilerData> records,
+                        const ProfilerDataEncoder &encoder);
   /// Writes the attribution document (docs/formats.md) to
   /// `attributionOutput`; false (after an error) if it cannot.
   bool WriteAttribution(const OpProfile &profile,
@@ -307,7 +308,8 @@ AnnotateOperationsProfilePass::Attribute(const OpProfile &profile,
       outcome.reason = "removed by the IR pipeline: an op that only forwards "
                        "its input";
     } else {
-      outcome.reason = found_any ? "matches no annotatable op" : "matches no op";
+      outcome.reason =
+          found_any ? "matches no annotatable op" : "matches no op";
     }
   });
   llvm::MapVector<Operation *, OpTiming> timings;
@@ -366,10 +368,12 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
     tally.self_ps += entry.self_ps;
     all_self += entry.self_ps;
   }
-  const llvm::StringRef slot_names[] = {
-      MatchKindName(MatchKind::kExact), MatchKindName(MatchKind::kResolved),
-      MatchKindName(MatchKind::kMerged), MatchKindName(MatchKind::kFolded),
-      "removed", "unresolved"};
+  const llvm::StringRef slot_names[] = {MatchKindName(MatchKind::kExact),
+                                        MatchKindName(MatchKind::kResolved),
+                                        MatchKindName(MatchKind::kMerged),
+                                        MatchKindName(MatchKind::kFolded),
+                                        "removed",
+                                        "unresolved"};
   auto write = [&](llvm::raw_ostream &os) {
     llvm::json::OStream json(os, /*IndentSize=*/1);
     json.object([&] {
@@ -378,9 +382,9 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
       json.attribute("time_unit", "ps");
       json.attribute("profile", pathToProfile);
       json.attribute("profile_self_ps", all_self);
-      json.attribute("attributed_self_ps",
-                     tallies[0].self_ps + tallies[1].self_ps +
-                         tallies[2].self_ps);
+      json.attribute("attributed_self_ps", tallies[0].self_ps +
+                                               tallies[1].self_ps +
+                                               tallies[2].self_ps);
       json.attribute("annotated_ops", annotated_ops);
       json.attribute("fused_ops", fused_ops);
       json.attributeObject("by_match", [&] {
@@ -400,15 +404,14 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
           json.object([&] {
             json.attribute("name", entry.name);
             json.attribute("self_ps", entry.self_ps);
-            json.attribute("match", kind == kRemoved &&
-                                            outcome.resolution.kind ==
-                                                MatchKind::kFolded
-                                        ? "folded"
-                                        : slot_names[kind]);
+            json.attribute("match",
+                           kind == kRemoved &&
+                                   outcome.resolution.kind == MatchKind::kFolded
+                               ? "folded"
+                               : slot_names[kind]);
             if (kind == static_cast<size_t>(MatchKind::kMerged))
-              json.attribute("merged_by", outcome.resolution.by_name
-                                              ? "name"
-                                              : "location");
+              json.attribute("merged_by",
+                             outcome.resolution.by_name ? "name" : "location");
             if (outcome.fate == EntryFate::kAttributed)
               json.attributeArray("ops", [&] {
                 for (Operation *op : outcome.resolution.ops)

@@ -25,9 +25,9 @@ namespace TF {
 /// Writes what `write` prints to `path` ('-': stdout) through a temporary
 /// file renamed into place, so a failed run leaves no half-written document.
 /// On failure emits "cannot write <what>: <reason naming the file>" at `loc`.
-LogicalResult WriteDocument(llvm::StringRef path, llvm::StringRef what,
-                            Location loc,
-                            llvm::function_ref<void(llvm::raw_ostream &)> write);
+LogicalResult
+WriteDocument(llvm::StringRef path, llvm::StringRef what, Location loc,
+              llvm::function_ref<void(llvm::raw_ostream &)> write);
 
 } // namespace TF
 } // namespace mlir

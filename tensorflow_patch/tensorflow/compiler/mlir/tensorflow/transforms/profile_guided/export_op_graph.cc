@@ -108,10 +108,9 @@ public:
                    });
                  });
     os << ",\n";
-    WriteRecords(os, "nodes", nodes_.size(),
-                 [&](llvm::json::OStream &json, size_t id) {
-                   WriteNode(json, id);
-                 });
+    WriteRecords(
+        os, "nodes", nodes_.size(),
+        [&](llvm::json::OStream &json, size_t id) { WriteNode(json, id); });
     os << ",\n";
     WriteRecords(os, "edges", edges_.size(),
                  [&](llvm::json::OStream &json, size_t index) {

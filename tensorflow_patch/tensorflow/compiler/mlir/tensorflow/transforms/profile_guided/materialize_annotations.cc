@@ -163,9 +163,9 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
     if (!data.IsFused()) {
       data.source = name;
       data.fanout = level.lookup(name).ops;
-      data.share = level_self > 0 ? RoundShare(static_cast<double>(data.self) /
-                                               level_self)
-                                  : 0.0;
+      data.share = level_self > 0
+                       ? RoundShare(static_cast<double>(data.self) / level_self)
+                       : 0.0;
       for (auto &other : llvm::drop_begin(found.sources))
         data.fused_sources.push_back(other.first);
       if (!data.fused_sources.empty())

@@ -123,8 +123,7 @@ private:
     /// Name merged into another op's location -> that op.
     llvm::DenseMap<llvm::StringRef, Operation *> merged;
     /// StripUniquifiers(primary name) -> ops, in IR order.
-    std::map<std::string, llvm::SmallVector<Operation *, 2>, std::less<>>
-        stems;
+    std::map<std::string, llvm::SmallVector<Operation *, 2>, std::less<>> stems;
   };
 
   /// What one Resolve call looks for: resolution only reads the index, so

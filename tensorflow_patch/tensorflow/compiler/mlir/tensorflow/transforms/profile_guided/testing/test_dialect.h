@@ -1,4 +1,5 @@
-//===- test_dialect.h - TEST ONLY dialect with ProfileAnnotation -*- C++ -*-===//
+//===- test_dialect.h - TEST ONLY dialect with ProfileAnnotation -*- C++
+//-*-===//
 //
 // Licensed under the Apache License v2.0.
 //
