@@ -208,7 +208,7 @@ def _run_stages(
         )
         lowerable = module.read_text()
         if options.lower:
-            lowering.check_frozen(lowerable, options.mlir)
+            lowering.check_frozen(lowerable, mlir)
 
     def note(message: str) -> None:  # name files where they will be, not in staging
         progress.note(message.replace(str(out), str(options.output_dir)))
