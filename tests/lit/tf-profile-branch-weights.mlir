@@ -383,3 +383,36 @@ func.func @merge_blocks(%c: i1, %d: i1, %x: tensor<f32>) -> tensor<f32> {
   %1 = "tf.Tanh"(%x) {profiler_data = #n2} : (tensor<f32>) -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// TensorFlow's graph form: the ops of a branch function sit in islands of a
+// tf_executor.graph, which run once per execution of the function.
+// CHECK-LABEL: func.func @executor_form
+// CHECK: "tf.If"{{.*}}profiler_branch_counts = array<i64: 4, 0>
+#n4 = {count = 4 : i64, dur = 1 : i64, max = 1 : i64, min = 1 : i64, p50 = 1 : i64, p95 = 1 : i64, self = 1 : i64, share = 1.000000e-01 : f64, total = 1 : i64, ts = 0 : i64}
+func.func @executor_form(%p: tensor<i1>, %x: tensor<f32>) -> tensor<f32> {
+  // expected-remark @below {{branch counts [4, 0] for tf.If: then @then ran 4 times (most executions of its profiled ops); else @else ran 0 times (not profiled, though its tf.Tanh would have been)}}
+  %0 = "tf.If"(%p, %x) <{else_branch = @else, then_branch = @then, is_stateless = true}> : (tensor<i1>, tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func private @then(%x: tensor<f32>) -> tensor<f32> {
+  %0 = "tf_executor.graph"() ({
+    %1:2 = "tf_executor.island"() ({
+      %2 = "tf.Relu"(%x) {profiler_data = #n4} : (tensor<f32>) -> tensor<f32>
+      "tf_executor.yield"(%2) : (tensor<f32>) -> ()
+    }) : () -> (tensor<f32>, !tf_executor.control)
+    "tf_executor.fetch"(%1#0) : (tensor<f32>) -> ()
+  }) : () -> tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func private @else(%x: tensor<f32>) -> tensor<f32> {
+  %0 = "tf_executor.graph"() ({
+    %1:2 = "tf_executor.island"() ({
+      %2 = "tf.Tanh"(%x) : (tensor<f32>) -> tensor<f32>
+      "tf_executor.yield"(%2) : (tensor<f32>) -> ()
+    }) : () -> (tensor<f32>, !tf_executor.control)
+    "tf_executor.fetch"(%1#0) : (tensor<f32>) -> ()
+  }) : () -> tensor<f32>
+  return %0 : tensor<f32>
+}

@@ -201,10 +201,11 @@ def ProfileBranchWeightsPass
       their ratios; a taken successor never weighs 0.
 
     How a count is found: a branch (a function body, a region, a successor
-    block) ran as often as the most executed profiled op directly in it
-    (ops of nested regions run a different number of times; records that
-    merged several runtime names are used only if no other op was
-    profiled). A control-flow op TensorFlow ran as a kernel has its own
+    block) ran as often as the most executed profiled op directly in it, or
+    in a wrapper that runs once with it (tf_executor.graph/island,
+    tf_device.cluster/launch); ops of other nested regions run a different
+    number of times. Records that merged several runtime names are used
+    only if no other op was profiled. A control-flow op TensorFlow ran as a kernel has its own
     count (for a terminator: its block's count); one TensorFlow lowered to
     Switch/Merge or Enter/Exit (the default in tf.function) has none. A
     branch without profiled ops ran as often as the op's own count leaves
@@ -353,9 +354,9 @@ def StripProfileAnnotationsPass
     Removes every attribute the profile-guided passes add (`profiler_data`,
     `profiler_hot`, `profiler_branch_counts`, `profiler_trip_count`), and a
     record carried in an op's location, e.g. before exporting back to a
-    GraphDef, which cannot carry a DictionaryAttr. The `branch_weights` of upstream
-    branch ops are kept: they are the transformation's result, not an
-    annotation.
+    GraphDef, which cannot carry a DictionaryAttr. The `branch_weights` of
+    upstream branch ops are kept: they are the transformation's result, not
+    an annotation.
 
     ```mlir
     %0 = "tf.Relu"(%x) {profiler_data = {...}, profiler_hot = 1 : i64}

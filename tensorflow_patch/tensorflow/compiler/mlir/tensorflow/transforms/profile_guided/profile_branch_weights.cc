@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -97,14 +98,28 @@ bool ShowsInProfile(Operation &op) {
                              name);
 }
 
-/// Returns the most executions of a profiled op directly in `blocks`. A
-/// record that merged several runtime names (CSE) adds their counts, so
-/// records of a single name are preferred when there are any.
+/// Returns true if `op`'s regions run exactly once each time `op` runs: the
+/// wrappers of TensorFlow's graph form (tf_executor.graph, tf_executor.island)
+/// and of device placement, whose ops belong to the enclosing block.
+bool RunsRegionsOnce(Operation &op) {
+  return llvm::is_contained({"tf_executor.graph", "tf_executor.island",
+                             "tf_device.cluster", "tf_device.launch"},
+                            op.getName().getStringRef());
+}
+
+/// Returns the most executions of a profiled op directly in `blocks` (or in
+/// a wrapper that runs its regions once). A record that merged several
+/// runtime names (CSE) adds their counts, so records of a single name are
+/// preferred when there are any.
 TargetCount CountOf(llvm::ArrayRef<Block *> blocks) {
   int64_t single = 0, any = 0;
   std::string witness;
-  for (Block *block : blocks) {
-    for (Operation &op : *block) {
+  std::function<void(Block &)> visit = [&](Block &block) {
+    for (Operation &op : block) {
+      if (RunsRegionsOnce(op))
+        for (Region &region : op.getRegions())
+          for (Block &inner : region)
+            visit(inner);
       if (witness.empty() && ShowsInProfile(op))
         witness = op.getName().getStringRef().str();
       std::optional<ProfilerData> data = GetProfilerData(&op);
@@ -114,7 +129,9 @@ TargetCount CountOf(llvm::ArrayRef<Block *> blocks) {
       if (data->merged == 0)
         single = std::max(single, data->count);
     }
-  }
+  };
+  for (Block *block : blocks)
+    visit(*block);
   int64_t most = single > 0 ? single : any;
   if (most > 0)
     return {true, most, ""};
