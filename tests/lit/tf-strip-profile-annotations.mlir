@@ -32,3 +32,20 @@ func.func @nested(%x: tensor<f32>) -> tensor<f32> {
   }) {is_stateless = true} : (tensor<f32>) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// The counts of tf-profile-branch-weights are annotations and go; the
+// branch_weights it set on upstream branch ops are its result and stay.
+// CHECK-LABEL: func.func @branch_counts
+// CHECK: "tf.While"(%{{.*}}) <{body = @body, cond = @cond, is_stateless = true}> : (tensor<f32>) -> tensor<f32>
+// CHECK: cf.cond_br %{{.*}} weights([12, 3]), ^bb1, ^bb2
+// CHECK-NOT: profiler_
+func.func @branch_counts(%c: i1, %x: tensor<f32>) -> tensor<f32> {
+  %0 = "tf.While"(%x) <{body = @body, cond = @cond, is_stateless = true}> {profiler_branch_counts = array<i64: 15, 3>, profiler_trip_count = 5.000000e+00 : f64} : (tensor<f32>) -> tensor<f32>
+  cf.cond_br %c weights([12, 3]), ^bb1, ^bb2
+^bb1:
+  return %0 : tensor<f32>
+^bb2:
+  return %x : tensor<f32>
+}

@@ -314,7 +314,9 @@ bool RemoveProfileAnnotations(Operation *op) {
   }
   // Looking first spares unannotated ops (most of them) an attribute
   // dictionary rebuild each.
-  for (llvm::StringRef name : {kProfilerDataAttrName, kProfilerHotAttrName})
+  for (llvm::StringRef name :
+       {kProfilerDataAttrName, kProfilerHotAttrName,
+        kProfilerBranchCountsAttrName, kProfilerTripCountAttrName})
     if (op->getAttr(name))
       removed |= static_cast<bool>(op->removeAttr(name));
   return removed;

@@ -38,6 +38,15 @@ namespace TF {
 inline constexpr llvm::StringLiteral kProfilerDataAttrName = "profiler_data";
 /// Name of the i64 attribute `tf-profile-mark-hotspots` sets (1 = hottest).
 inline constexpr llvm::StringLiteral kProfilerHotAttrName = "profiler_hot";
+/// Name of the `array<i64>` attribute `tf-profile-branch-weights` sets on
+/// control-flow ops: how often each branch was taken (If/Case), or
+/// [iterations, exits] (While).
+inline constexpr llvm::StringLiteral kProfilerBranchCountsAttrName =
+    "profiler_branch_counts";
+/// Name of the f64 attribute `tf-profile-branch-weights` sets on loops: the
+/// mean number of iterations per execution.
+inline constexpr llvm::StringLiteral kProfilerTripCountAttrName =
+    "profiler_trip_count";
 /// Key of the FusedLoc metadata dictionary that carries a `profiler_data`
 /// record in a location: `loc(fused<{profiler_data = {...}}>[original])`.
 /// Passes and lowerings that keep locations keep the profile with them.
@@ -177,7 +186,9 @@ void AttachProfilerData(Operation *op, const ProfilerData &data,
 std::optional<ProfilerData> GetProfilerData(Operation *op);
 bool HasProfilerData(Operation *op);
 
-/// Removes `profiler_data` and `profiler_hot`; returns true if one was set.
+/// Removes `profiler_data`, `profiler_hot`, `profiler_branch_counts` and
+/// `profiler_trip_count`, and a record carried in the location; returns true
+/// if one was set.
 bool RemoveProfileAnnotations(Operation *op);
 
 } // namespace TF

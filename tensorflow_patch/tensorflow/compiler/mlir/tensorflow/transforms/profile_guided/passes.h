@@ -58,13 +58,19 @@ struct ProfileGuidedPipelineOptions
       *this, "attribution-output",
       llvm::cl::desc("Write the tfpgo.attribution document here (empty: do "
                      "not)")};
+  Option<bool> remarks{
+      *this, "remarks",
+      llvm::cl::desc("Explain the decisions of the profile-guided "
+                     "transformations with remarks"),
+      llvm::cl::init(false)};
   Option<std::string> op_graph_output{
       *this, "op-graph-output",
       llvm::cl::desc("Also write op_graph.json here (empty: do not)")};
 };
 
 /// Adds the profile-guided passes to `pm` (anchored on ModuleOp): annotate,
-/// mark hotspots and, if requested, export the op graph. Adds nothing when
+/// mark hotspots, the profile-guided transformations (branch and trip
+/// counts) and, if requested, export the op graph. Adds nothing when
 /// `options.enable_profile` is false.
 void CreateTFProfileGuidedPipeline(OpPassManager &pm,
                                    const ProfileGuidedPipelineOptions &options);

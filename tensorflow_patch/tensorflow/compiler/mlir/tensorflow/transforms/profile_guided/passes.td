@@ -178,6 +178,90 @@ def ProfileMarkHotspotsPass
   ];
 }
 
+def ProfileBranchWeightsPass
+    : Pass<"tf-profile-branch-weights", "ModuleOp"> {
+  let summary = "Turn measured execution counts into branch counts, loop "
+                "trip counts and branch weights";
+  let description = [{
+    A profile-guided transformation: it reads the `count` of the
+    `profiler_data` records inside branches and loop bodies and decides how
+    often each branch of a control-flow op was taken.
+
+    * `tf.If`, `tf.Case` (branch functions) and `tf.IfRegion`,
+      `tf.CaseRegion` (regions) get `profiler_branch_counts = array<i64:
+      ...>`, one count per branch in the op's order (then, else).
+    * `tf.While` (cond/body functions) and `tf.WhileRegion` get
+      `profiler_branch_counts = array<i64: iterations, exits>` (the cond's
+      two outcomes, like the weights of a loop latch) and
+      `profiler_trip_count`, the mean iterations per execution (f64).
+    * Upstream branch terminators (`WeightedBranchOpInterface`: `cf.cond_br`,
+      `llvm.cond_br`, `llvm.switch`) get their `branch_weights`, one per
+      successor, which MLIR's LLVM translation emits as `!prof`
+      branch_weights metadata. Counts above 2^31-1 are scaled down keeping
+      their ratios; a taken successor never weighs 0.
+
+    How a count is found: a branch (a function body, a region, a successor
+    block) ran as often as the most executed profiled op directly in it, or
+    in a wrapper that runs once with it (tf_executor.graph/island,
+    tf_device.cluster/launch); ops of other nested regions run a different
+    number of times. Records that merged several runtime names are used
+    only if no other op was profiled. A control-flow op TensorFlow ran as a kernel has its own
+    count (for a terminator: its block's count); one TensorFlow lowered to
+    Switch/Merge or Enter/Exit (the default in tf.function) has none. A
+    branch without profiled ops ran as often as the op's own count leaves
+    over if it is the only such branch. Without that count it never ran if
+    it holds a tf op the profile shows whenever it runs (any kernel but
+    Const, Identity, IdentityN, NoOp, Snapshot, StopGradient), and is
+    unknown otherwise (a block holding only a `return` may have run
+    unseen): then nothing is decided. A loop ran `cond - body` times when
+    the loop op has no count: its cond runs once per iteration plus once per
+    exit. A function that other ops also reference, or a block other edges
+    also reach, holds their executions too: its count is only ever derived.
+
+    Nothing is decided when no op of the branches was profiled, when the
+    decision was made fewer than `min-count` times, or when a count cannot
+    be derived; a profile that contradicts the op (branches that ran more
+    often than the op, a cond that ran fewer times than the body) gets a
+    warning and no counts. Counts set by an earlier run are cleared first;
+    `branch_weights` are only ever overwritten. With `remarks`, every
+    decision, taken or not, is explained by a remark at the op.
+
+    With the GRU of tests/data/tf2_21/gru (3 steps, 5 time steps):
+
+    ```mlir
+    %0:9 = "tf.While"(...) <{body = @while_body_2860, cond = @while_cond_2850, ...}>
+    func.func private @while_body_2860(...) {
+      %1 = "tf.AddV2"(...) {profiler_data = {count = 15 : i64, ...}}
+    func.func private @while_cond_2850(...) {
+      %1 = "tf.Less"(...) {profiler_data = {count = 18 : i64, ...}}
+    ```
+
+    becomes
+
+    ```mlir
+    %0:9 = "tf.While"(...) <{...}> {..., profiler_branch_counts =
+        array<i64: 15, 3>, profiler_trip_count = 5.000000e+00 : f64}
+    ```
+
+    and `cf.cond_br %c, ^bb1, ^bb2` whose successors' ops ran 3 and 1 times
+    becomes `cf.cond_br %c weights([3, 1]), ^bb1, ^bb2`.
+  }];
+  let options = [
+    Option<"minCount", "min-count", "unsigned", /*default=*/"1",
+           "Decide only for ops whose branch was chosen at least this many "
+           "times">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Explain every decision, taken or not, with a remark at the op">,
+  ];
+  let statistics = [
+    Statistic<"numWeightedOps", "num-weighted-ops",
+              "Ops given branch counts or branch weights">,
+    Statistic<"numLoops", "num-loops", "Loops given a trip count">,
+    Statistic<"numMissed", "num-missed",
+              "Control-flow ops left without counts">,
+  ];
+}
+
 def ProfileExportOpGraphPass
     : Pass<"tf-profile-export-op-graph", "ModuleOp"> {
   let summary = "Write the annotated op graph as op_graph.json";
@@ -265,11 +349,14 @@ def ProfileMaterializeAnnotationsPass
 
 def StripProfileAnnotationsPass
     : Pass<"tf-strip-profile-annotations", "ModuleOp"> {
-  let summary = "Remove profiler_data and profiler_hot from every op";
+  let summary = "Remove the profile-guided attributes from every op";
   let description = [{
-    Removes every attribute the profile-guided passes add, and a record
-    carried in an op's location, e.g. before exporting back to a GraphDef,
-    which cannot carry a DictionaryAttr.
+    Removes every attribute the profile-guided passes add (`profiler_data`,
+    `profiler_hot`, `profiler_branch_counts`, `profiler_trip_count`), and a
+    record carried in an op's location, e.g. before exporting back to a
+    GraphDef, which cannot carry a DictionaryAttr. The `branch_weights` of
+    upstream branch ops are kept: they are the transformation's result, not
+    an annotation.
 
     ```mlir
     %0 = "tf.Relu"(%x) {profiler_data = {...}, profiler_hot = 1 : i64}

@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Composes the profile-guided passes into `tf-profile-guided-pipeline`, the
-// place later profile-guided transformations will be added, and registers
-// everything for tf-opt style drivers.
+// place profile-guided transformations go (tf-profile-branch-weights), and
+// registers everything for tf-opt style drivers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +37,11 @@ void CreateTFProfileGuidedPipeline(
   hotspots.topK = options.top_k;
   hotspots.minShare = options.min_share;
   pm.addPass(createProfileMarkHotspotsPass(hotspots));
+
   // Profile-guided transformations go here, before the graph is exported.
+  ProfileBranchWeightsPassOptions branch_weights;
+  branch_weights.remarks = options.remarks;
+  pm.addPass(createProfileBranchWeightsPass(branch_weights));
 
   if (!options.op_graph_output.empty()) {
     ProfileExportOpGraphPassOptions export_options;
@@ -50,8 +54,9 @@ void registerProfileGuidedPasses() {
   registerTFProfileGuidedPasses();
   PassPipelineRegistration<ProfileGuidedPipelineOptions>(
       "tf-profile-guided-pipeline",
-      "Annotate tf ops with a runtime profile, mark hotspots and optionally "
-      "export the op graph (enable-profile=false: no-op)",
+      "Annotate tf ops with a runtime profile, mark hotspots, set measured "
+      "branch and trip counts and optionally export the op graph "
+      "(enable-profile=false: no-op)",
       CreateTFProfileGuidedPipeline);
 }
 
