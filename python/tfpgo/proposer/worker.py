@@ -1,0 +1,134 @@
+"""A step timed in its own process: for changes TensorFlow only takes before
+its runtime starts (thread pools are fixed when the first op runs).
+
+    python -m tfpgo.proposer.worker --model mlp --mode train --batch-size 32 \\
+        --warmup 2 [--inter-op N] [--intra-op N]
+
+The worker sets the thread pools, loads the model, runs the warmup steps and
+prints `ready`; then for every line `K` on stdin it runs K steps and prints
+their wall times (ns) as one JSON list; it exits at the end of stdin. The
+parent (`WorkerArm`) drives two workers, baseline and candidate, block by
+block: the idle one waits on its stdin and takes no CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tfpgo.cli import UserError
+
+READY = "ready"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="tfpgo.proposer.worker")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--mode", required=True)
+    parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--inter-op", type=int)
+    parser.add_argument("--intra-op", type=int)
+    parser.add_argument("--profile-dir", help="profile --steps steps into this logdir and exit")
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args(argv)
+    import tensorflow as tf
+
+    # Before any op runs: afterwards TensorFlow refuses (RuntimeError).
+    if args.inter_op is not None:
+        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
+    if args.intra_op is not None:
+        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
+    from tfpgo.models import load_model
+    from tfpgo.proposer.ab import step_timer
+
+    case = load_model(args.model, args.mode, args.batch_size)
+    if args.profile_dir:
+        from tfpgo.profiling import profile
+
+        profile(case, Path(args.profile_dir), args.steps, args.warmup)
+        return 0
+    run = step_timer(case.step, args.warmup)
+    print(READY, flush=True)
+    for line in sys.stdin:
+        print(json.dumps(list(run(int(line)))), flush=True)
+    return 0
+
+
+def worker_command(model: str, mode: str, batch_size: int, warmup: int) -> list[str]:
+    return [
+        sys.executable, "-m", "tfpgo.proposer.worker", "--model", model, "--mode", mode,
+        "--batch-size", str(batch_size), "--warmup", str(warmup),
+    ]  # fmt: skip
+
+
+def worker_env() -> dict[str, str]:
+    """This process's import path (Bazel runfiles included) for the worker."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def profile_in_worker(spec, flags: tuple[str, ...], logdir: Path, steps: int, warmup: int) -> None:
+    """Profiles the step with `flags` applied, in a worker process, into `logdir`."""
+    command = worker_command(spec.model, spec.mode, spec.batch_size, warmup) + list(flags)
+    command += ["--profile-dir", str(logdir), "--steps", str(steps)]
+    done = subprocess.run(command, env=worker_env(), capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = " / ".join(done.stderr.strip().splitlines()[-3:])
+        raise UserError(f"optimize worker ({' '.join(flags)}) failed to profile: {tail}")
+
+
+class WorkerArm:
+    """One arm of an A/B run in a worker process; a block runner when called."""
+
+    def __init__(
+        self, model: str, mode: str, batch_size: int, warmup: int, flags: tuple[str, ...] = ()
+    ) -> None:
+        command = worker_command(model, mode, batch_size, warmup) + list(flags)
+        self.flags = flags
+        env = worker_env()
+        # Closed in close(): the log lives as long as the worker.
+        self._log = tempfile.TemporaryFile("w+")  # noqa: SIM115
+        self._process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env=env,
+        )
+        self._expect(READY)
+
+    def __call__(self, steps: int) -> tuple[int, ...]:
+        self._process.stdin.write(f"{steps}\n")
+        self._process.stdin.flush()
+        return tuple(int(x) for x in json.loads(self._expect(None)))
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.stdin.close()
+            self._process.wait(timeout=60)
+        self._log.close()
+
+    def _expect(self, text: str | None) -> str:
+        line = self._process.stdout.readline().strip()
+        if not line or (text is not None and line != text):
+            self._process.kill()
+            self._process.wait()
+            self._log.seek(0)
+            tail = self._log.read().strip().splitlines()[-3:]
+            raise UserError(
+                f"optimize worker ({' '.join(self.flags) or 'baseline'}) failed: "
+                + (" / ".join(tail) or f"exit status {self._process.returncode}")
+            )
+        return line
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

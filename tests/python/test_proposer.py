@@ -1,0 +1,274 @@
+"""The proposer (python/tfpgo/proposer): rules on real analyses, verdicts
+recomputed from stored A/B samples, one small real A/B run in-process and one
+in worker processes, the report section, the flag's guard."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+
+from tfpgo.analysis import analyse
+from tfpgo.cli import UserError
+from tfpgo.op_profile import OpProfile
+from tfpgo.proposer import EvidenceKind, NotApplicable, Proposal, jit_compile, propose, threads
+from tfpgo.proposer.ab import ABSamples, Verdict, interleave, judge, step_timer
+from tfpgo.proposer.optimize import read
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "optimize"
+
+
+def analysis_of(model: str):
+    return analyse(OpProfile.read(DATA / f"{model}_train.op_profile.json"))
+
+
+# --- verdicts from stored samples -------------------------------------------
+
+
+def samples(baseline_ms: list[float], candidate_ms: list[float], steps: int = 3) -> ABSamples:
+    """Blocks of `steps` equal steps at the given block means (ms)."""
+
+    def blocks(means: list[float]) -> tuple[tuple[int, ...], ...]:
+        return tuple((int(mean * 1e6),) * steps for mean in means)
+
+    order = tuple("AB" if i % 2 == 0 else "BA" for i in range(len(baseline_ms)))
+    return ABSamples(blocks(baseline_ms), blocks(candidate_ms), order)
+
+
+def test_judge_helps_when_the_whole_interval_is_below_one() -> None:
+    result = judge(samples([10, 10.4, 9.8, 10.2, 10.1], [7.5, 7.4, 7.8, 7.6, 7.5]))
+    assert result.verdict is Verdict.HELPS
+    assert result.high < 1 and result.ratio == pytest.approx(0.75, abs=0.01)
+    assert result.low < result.ratio < result.high
+
+
+def test_judge_hurts_when_the_whole_interval_is_above_one() -> None:
+    result = judge(samples([10, 10.4, 9.8, 10.2], [18.5, 18.0, 19.1, 18.4]))
+    assert result.verdict is Verdict.HURTS
+    assert result.low > 1 and result.ratio == pytest.approx(1.85, abs=0.02)
+
+
+def test_judge_no_effect_when_the_interval_straddles_one() -> None:
+    result = judge(samples([10, 12, 9, 13, 10], [11, 9, 12, 10, 12]))
+    assert result.verdict is Verdict.NO_EFFECT
+    assert result.low < 1 < result.high
+
+
+def test_judge_a_tight_change_under_the_noise_threshold_is_no_effect() -> None:
+    """3% faster with a tight interval below 1: real perhaps, but under the 5% noise."""
+    baseline = [10.0, 10.01, 9.99, 10.0, 10.02]
+    candidate = [9.7, 9.71, 9.69, 9.7, 9.72]
+    assert judge(samples(baseline, candidate)).high < 1
+    assert judge(samples(baseline, candidate)).verdict is Verdict.NO_EFFECT
+    assert judge(samples(baseline, candidate), noise=0.01).verdict is Verdict.HELPS
+
+
+def test_judge_uses_block_means_and_geometric_means() -> None:
+    result = judge(ABSamples(((10_000_000, 30_000_000),), ((10_000_000, 10_000_000),), ("AB",)))
+    assert result.baseline_ms == pytest.approx(20.0)
+    assert result.ratio == pytest.approx(0.5)
+    assert result.low is None and result.high is None  # one block: no interval
+    assert result.verdict is Verdict.NO_EFFECT  # nothing is called without an interval
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_stored_verdicts_are_reproduced_from_their_samples(model: str) -> None:
+    """optimize.json of real --optimize runs: `read` recomputes every verdict from
+    the stored samples, and it matches what the run reported."""
+    import json
+
+    document = json.loads((DATA / f"{model}_train.optimize.json").read_text())
+    result = read(DATA / f"{model}_train.optimize.json")
+    assert [trial.rule for trial in result.trials] == [t["rule"] for t in document["trials"]]
+    for trial, stored in zip(result.trials, document["trials"], strict=True):
+        assert trial.result is not None, trial.rule
+        assert trial.result.verdict.value == stored["result"]["verdict"]
+        for key in ("ratio", "low", "high"):
+            assert getattr(trial.result, key) == pytest.approx(stored["result"][key], rel=1e-12)
+        assert len(trial.samples.baseline_ns) == document["method"]["repetitions"]
+        assert trial.samples.order[:2] == ("AB", "BA")
+    # Recomputing twice gives the same figures: a pure function of the samples.
+    assert read(DATA / f"{model}_train.optimize.json") == result
+
+
+def test_a_changed_sample_changes_the_verdict(tmp_path: Path) -> None:
+    """The verdict is read from the samples, not from the stored verdict."""
+    import json
+
+    document = json.loads((DATA / "mlp_train.optimize.json").read_text())
+    trial = document["trials"][0]
+    trial["samples"]["candidate_ns"] = [
+        [value // 2 for value in block] for block in trial["samples"]["baseline_ns"]
+    ]
+    path = tmp_path / "optimize.json"
+    path.write_text(json.dumps(document))
+    changed = read(path).trials[0].result
+    assert changed.verdict is Verdict.HELPS
+    assert changed.ratio == pytest.approx(0.5, rel=1e-3)
+    assert trial["result"]["verdict"] != "helps"
+
+
+# --- rules on real analyses -------------------------------------------------
+
+
+def test_jit_rule_fires_on_the_mlp_training_step_citing_the_sgd_updates() -> None:
+    (proposal,) = jit_compile.propose(analysis_of("mlp"))
+    subjects = {item.subject: item for item in proposal.evidence}
+    assert {"Mul", "AssignSubVariableOp"} <= subjects.keys()
+    analysis = analysis_of("mlp")
+    expected = sum(
+        row.self_ps for row in analysis.op_types if row.op_type in jit_compile.ELEMENTWISE
+    )
+    elementwise = subjects["elementwise ops"].share
+    assert elementwise == pytest.approx(expected / analysis.totals.op_self_ps)
+    assert elementwise >= jit_compile.MIN_SHARE
+    assert proposal.apply is jit_compile.with_jit_compile and not proposal.worker_flags
+
+
+def test_jit_rule_stays_silent_on_the_conv_heavy_cnn_step() -> None:
+    analysis = analysis_of("cnn")
+    conv = sum(row.self_ps for row in analysis.op_types if "Conv2D" in row.op_type)
+    assert conv / analysis.totals.op_self_ps > 0.5
+    assert jit_compile.propose(analysis) == []
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_threads_rule_cites_the_measured_concurrency(model: str) -> None:
+    analysis = analysis_of(model)
+    (proposal,) = threads.propose(analysis)
+    (evidence,) = proposal.evidence
+    totals = analysis.totals
+    assert evidence.kind is EvidenceKind.CONCURRENCY
+    assert evidence.share == pytest.approx(totals.op_self_ps / (totals.wall_ps - totals.non_op_ps))
+    assert evidence.share >= threads.MIN_CONCURRENCY
+    assert proposal.worker_flags == ("--inter-op", "1") and proposal.apply is None
+
+
+def test_rules_fire_only_on_their_evidence() -> None:
+    """The same analysis with every op serial and no elementwise op: no proposal."""
+    analysis = analysis_of("mlp")
+    busy = analysis.totals.op_self_ps + analysis.totals.non_op_ps
+    serial = dataclasses.replace(
+        analysis,
+        totals=dataclasses.replace(analysis.totals, wall_ps=busy * 2),
+        op_types=tuple(
+            row for row in analysis.op_types if row.op_type not in jit_compile.ELEMENTWISE
+        ),
+    )
+    assert threads.propose(serial) == []
+    assert [p.rule for p in propose(analysis)] == ["jit_compile", "threads"]
+    # non_op share of 8% and no elementwise or small ops left: jit is silent too
+    assert jit_compile.propose(serial) == []
+
+
+def test_a_proposal_names_exactly_one_way_to_apply_it() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        Proposal("r", "c", "why", ())
+    with pytest.raises(ValueError, match="exactly one"):
+        Proposal("r", "c", "why", (), apply=lambda case: case, worker_flags=("--inter-op", "1"))
+
+
+# --- applying and measuring for real ----------------------------------------
+
+
+def tiny_case(jit: bool = False):
+    import tensorflow as tf
+
+    from tfpgo.models import Mode, ModelCase
+
+    weights = tf.Variable(tf.ones((16, 16)))
+
+    @tf.function(jit_compile=jit)
+    def step(x):
+        return tf.nn.relu(tf.matmul(x, weights) + 1.0) * 2.0
+
+    return ModelCase("tiny", Mode.INFER, 4, step, (tf.ones((4, 16)),))
+
+
+def test_jit_is_applied_to_the_step_and_keeps_its_results() -> None:
+    case = tiny_case()
+    compiled = jit_compile.with_jit_compile(case)
+    assert compiled.function is not case.function
+    assert compiled.name == "tiny (jit_compile)"
+    assert compiled.function._jit_compile is True
+    assert compiled.inputs is case.inputs
+    assert float(compiled.step()[0, 0]) == float(case.step()[0, 0]) == 34.0
+    with pytest.raises(NotApplicable, match="already compiled"):
+        jit_compile.with_jit_compile(tiny_case(jit=True))
+    concrete = dataclasses.replace(case, function=case.concrete_function())
+    with pytest.raises(NotApplicable, match="cannot be recompiled"):
+        jit_compile.with_jit_compile(concrete)
+
+
+def test_interleaved_ab_run_in_process() -> None:
+    case = tiny_case()
+    candidate = jit_compile.with_jit_compile(case)
+    result = interleave(step_timer(case.step, 1), step_timer(candidate.step, 1), 4, 3)
+    assert result.order == ("AB", "BA", "AB", "BA")
+    assert [len(block) for block in result.baseline_ns + result.candidate_ns] == [3] * 8
+    assert all(value > 0 for block in result.candidate_ns for value in block)
+    outcome = judge(result)
+    assert outcome.low is not None and outcome.low <= outcome.ratio <= outcome.high
+    assert math.isfinite(outcome.ratio)
+
+
+def test_worker_arms_run_steps_with_their_thread_settings() -> None:
+    from tfpgo.proposer.worker import WorkerArm
+
+    baseline = WorkerArm("mlp", "infer", 2, 1)
+    candidate = WorkerArm("mlp", "infer", 2, 1, ("--inter-op", "1"))
+    try:
+        result = interleave(baseline, candidate, 2, 2)
+    finally:
+        baseline.close()
+        candidate.close()
+    assert [len(block) for block in result.baseline_ns + result.candidate_ns] == [2] * 4
+    assert judge(result).blocks == 2
+
+
+def test_a_failing_worker_is_a_one_line_user_error() -> None:
+    from tfpgo.proposer.worker import WorkerArm
+
+    with pytest.raises(UserError, match=r"optimize worker .* failed"):
+        WorkerArm("no_such_model", "train", 2, 1, ("--inter-op", "1"))
+
+
+# --- report and flag -------------------------------------------------------
+
+
+def test_report_section_lists_each_proposal_with_interval_and_verdict() -> None:
+    from tfpgo.optimize_tables import optimize_tables
+
+    result = read(DATA / "mlp_train.optimize.json")
+    (title, header, rows), *rest = optimize_tables(result)
+    assert title == "Measured proposals" and "interval" in header
+    by_rule = {row[0]: row for row in rows}
+    jit = by_rule["jit_compile"]
+    trial = result.trials[0]
+    assert jit[4] == f"{trial.result.ratio:.3f}"
+    assert jit[5].startswith(f"[{trial.result.low:.3f}, {trial.result.high:.3f}]")
+    assert jit[6] == trial.result.verdict.value
+    assert "AssignSubVariableOp" in jit[2]
+    assert rest and rest[-1][0].startswith(f"Best candidate ({result.best})")
+
+
+def test_optimize_flags_reach_the_flow_options() -> None:
+    from tfpgo.flow_cli import build_parser, options_from_args
+
+    args = build_parser().parse_args(["--optimize", "--ab-repetitions", "6", "--ab-steps", "4"])
+    options = options_from_args(args)
+    assert (options.optimize, options.ab_repetitions, options.ab_steps) == (True, 6, 4)
+    assert options_from_args(build_parser().parse_args([])).optimize is False
+
+
+def test_optimize_refuses_a_trace_without_a_model(tmp_path: Path) -> None:
+    from tfpgo.flow import FlowOptions, run_flow
+
+    trace, mlir = tmp_path / "trace.json", tmp_path / "model.mlir"
+    trace.write_text("{}")
+    mlir.write_text("")
+    options = FlowOptions(from_trace=trace, mlir=mlir, optimize=True, output_dir=tmp_path / "out")
+    with pytest.raises(UserError, match="--optimize measures the loaded model"):
+        run_flow(options)
