@@ -202,6 +202,36 @@ def test_jit_is_applied_to_the_step_and_keeps_its_results() -> None:
         jit_compile.with_jit_compile(concrete)
 
 
+def counting_case(scale: float = 2.0):
+    """A step that updates its variable, as a training step does."""
+    import tensorflow as tf
+
+    from tfpgo.models import Mode, ModelCase
+
+    total = tf.Variable(1.0)
+
+    @tf.function(jit_compile=False)
+    def step(x):
+        total.assign_add(tf.reduce_sum(x))
+        return total * scale
+
+    return ModelCase("counting", Mode.TRAIN, 4, step, (tf.ones((4,)),))
+
+
+def test_numerics_check_compares_one_step_from_the_same_state() -> None:
+    from tfpgo.proposer.numerics import check_numerics
+
+    case = counting_case()
+    variable = case.concrete_function().variables[0]
+    check = check_numerics(case, jit_compile.with_jit_compile(case))
+    assert check.passed and check.max_abs == 0.0 and check.outputs == 1
+    assert float(variable.numpy()) == 1.0  # both steps ran, the state was restored
+    other = dataclasses.replace(case, function=counting_case(scale=3.0).function)
+    failed = check_numerics(case, other)
+    assert not failed.passed and failed.max_abs == pytest.approx(5.0)
+    assert "different outputs" in failed.describe()
+
+
 def test_interleaved_ab_run_in_process() -> None:
     case = tiny_case()
     candidate = jit_compile.with_jit_compile(case)
@@ -231,8 +261,10 @@ def test_worker_arms_run_steps_with_their_thread_settings() -> None:
 def test_a_failing_worker_is_a_one_line_user_error() -> None:
     from tfpgo.proposer.worker import WorkerArm
 
-    with pytest.raises(UserError, match=r"optimize worker .* failed"):
-        WorkerArm("no_such_model", "train", 2, 1, ("--inter-op", "1"))
+    arm = WorkerArm("no_such_model", "train", 2, 1, ("--inter-op", "1"))
+    failure = r"optimize worker \(--inter-op 1\) failed: .*no_such_model"
+    with pytest.raises(UserError, match=failure):
+        arm.wait_ready()
 
 
 # --- report and flag -------------------------------------------------------

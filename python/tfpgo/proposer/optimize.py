@@ -24,6 +24,7 @@ from tfpgo.models import ModelCase
 from tfpgo.op_profile import OpProfile
 from tfpgo.proposer import propose
 from tfpgo.proposer.ab import NOISE, ABResult, ABSamples, interleave, judge, step_timer
+from tfpgo.proposer.numerics import check_numerics
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal
 from tfpgo.proposer.worker import WorkerArm, profile_in_worker
 
@@ -51,6 +52,7 @@ class Trial:
     not_applicable: str = ""  # why it was not applied; "" when measured
     samples: ABSamples | None = None
     result: ABResult | None = None
+    numerics: str = ""  # the numerics check of an in-process candidate ("" for workers)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +61,7 @@ class Trial:
             "reason": self.reason,
             "evidence": [item.to_json() for item in self.evidence],
             "not_applicable": self.not_applicable,
+            "numerics": self.numerics,
             "samples": self.samples.to_json() if self.samples else None,
             "result": self.result.to_json() if self.result else None,
         }
@@ -123,6 +126,7 @@ def read(path: Path) -> OptimizeResult:
                 item["not_applicable"],
                 samples,
                 result,
+                item.get("numerics", ""),
             )
         )
     return OptimizeResult(
@@ -165,14 +169,14 @@ def run_optimize(
     for proposal in propose(analysis):
         head = (proposal.rule, proposal.change, proposal.reason, proposal.evidence)
         try:
-            samples, candidate = _measure(proposal, case, spec, settings, note)
+            samples, candidate, numerics = _measure(proposal, case, spec, settings, note)
         except NotApplicable as reason:
             note(f"{proposal.rule}: not applied: {reason}")
             trials.append(Trial(*head, not_applicable=str(reason)))
             continue
         result = judge(samples, settings.noise)
         note(f"{proposal.rule}: {describe(result)}")
-        trials.append(Trial(*head, samples=samples, result=result))
+        trials.append(Trial(*head, samples=samples, result=result, numerics=numerics))
         arms[proposal.rule] = (proposal, candidate)
     measured = [trial for trial in trials if trial.result is not None]
     best = min(measured, key=lambda trial: trial.result.ratio, default=None)
@@ -201,22 +205,27 @@ def _measure(
     spec: ModelSpec | None,
     settings: ABSettings,
     note: Callable[[str], None],
-) -> tuple[ABSamples, ModelCase | None]:
-    """The A/B samples of one proposal, and its candidate step when it runs in
-    this process. Raises NotApplicable when the change cannot be made."""
+) -> tuple[ABSamples, ModelCase | None, str]:
+    """The A/B samples of one proposal, its candidate step when it runs in this
+    process and that candidate's numerics check. Raises NotApplicable when the
+    change cannot be made or the candidate computes something else."""
 
     def block_note(message: str) -> None:
         note(f"{proposal.rule}: {message}")
 
     if proposal.apply is not None:
         candidate = proposal.apply(case)
+        numerics = check_numerics(case, candidate)
+        note(f"{proposal.rule}: numerics: {numerics.describe()}")
+        if not numerics.passed:
+            raise NotApplicable(f"numerics check failed: {numerics.describe()}")
         note(f"{proposal.rule}: {settings.repetitions} x {settings.steps} steps an arm")
         baseline_arm = step_timer(case.step, settings.warmup)
         candidate_arm = step_timer(candidate.step, settings.warmup)
         samples = interleave(
             baseline_arm, candidate_arm, settings.repetitions, settings.steps, block_note
         )
-        return samples, candidate
+        return samples, candidate, numerics.describe()
     if spec is None:
         raise NotApplicable("needs a model the worker processes can load again")
     note(f"{proposal.rule}: starting baseline and candidate worker processes")
@@ -225,12 +234,14 @@ def _measure(
         for flags in ((), proposal.worker_flags):
             arm = WorkerArm(spec.model, spec.mode, spec.batch_size, settings.warmup, flags)
             started.append(arm)
+        for arm in started:
+            arm.wait_ready()
         note(f"{proposal.rule}: {settings.repetitions} x {settings.steps} steps an arm")
         samples = interleave(*started, settings.repetitions, settings.steps, block_note)
     finally:
         for arm in started:
             arm.close()
-    return samples, None
+    return samples, None, ""
 
 
 def _profile_candidate(

@@ -37,6 +37,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--profile-dir", help="profile --steps steps into this logdir and exit")
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args(argv)
+    from tfpgo.models import check_model_spec, parse_mode
+
+    check_model_spec(args.model)  # a bad spec fails before TensorFlow loads
+    parse_mode(args.mode)
     import tensorflow as tf
 
     # Before any op runs: afterwards TensorFlow refuses (RuntimeError).
@@ -103,12 +107,20 @@ class WorkerArm:
             text=True,
             env=env,
         )
-        self._expect(READY)
+        self._ready = False
 
     def __call__(self, steps: int) -> tuple[int, ...]:
+        self.wait_ready()
         self._process.stdin.write(f"{steps}\n")
         self._process.stdin.flush()
         return tuple(int(x) for x in json.loads(self._expect(None)))
+
+    def wait_ready(self) -> None:
+        """Waits until the worker has loaded the model and run its warmup; start
+        both arms first, then wait, so they load side by side."""
+        if not self._ready:
+            self._expect(READY)
+            self._ready = True
 
     def close(self) -> None:
         if self._process.poll() is None:
