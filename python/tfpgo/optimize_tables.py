@@ -9,6 +9,13 @@ from tfpgo.proposer.proposal import EvidenceKind
 
 Table = tuple[str, list[str], list[list[str]]]
 
+# The diff's step times come from profiled steps; the A/B ran without the profiler.
+PROFILED_NOTE = (
+    "the diff's step times are of profiled steps: the profiler's per-op cost weighs on a "
+    "step of many TF ops more than on one of few XLA kernels, so they can disagree with "
+    "the A/B ratio, which is measured without the profiler and decides the verdict"
+)
+
 MEASURED_HEADER = [
     "proposal",
     "change",
@@ -71,7 +78,9 @@ def optimize_tables(result: OptimizeResult) -> list[Table]:
         tables.append(("Proposals not applied", ["proposal", "change", "why"], skipped))
     if result.diff_summary:
         title = f"Best candidate ({result.best}) against the baseline: profile diff"
-        tables.append((title, ["", ""], [list(row) for row in result.diff_summary]))
+        rows = [list(row) for row in result.diff_summary]
+        rows.append(["note", PROFILED_NOTE])
+        tables.append((title, ["", ""], rows))
     return tables
 
 

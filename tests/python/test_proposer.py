@@ -267,6 +267,35 @@ def test_a_failing_worker_is_a_one_line_user_error() -> None:
         arm.wait_ready()
 
 
+def test_run_optimize_measures_records_and_diffs(tmp_path: Path) -> None:
+    """The mlp analysis proposes jit_compile and threads; on a tiny step jit is
+    measured in-process, threads (no model spec for workers) is recorded as not
+    applied; the best candidate is profiled and diffed; optimize.json reads back
+    to the same result."""
+    from tfpgo import profiling, trace_reader
+    from tfpgo.proposer.optimize import ABSettings, run_optimize
+
+    case = tiny_case()
+    run = profiling.profile(case, tmp_path / "baseline", steps=2, warmup=1)
+    baseline = trace_reader.run(run.logdir, build_graph=False).op_profile
+    settings = ABSettings(repetitions=3, steps=2, warmup=1)
+    result = run_optimize(
+        case, None, analysis_of("mlp"), baseline, tmp_path, settings, profile_steps=2
+    )
+    jit, thread = result.trials
+    assert jit.rule == "jit_compile" and jit.result is not None and not jit.not_applicable
+    assert jit.numerics.startswith("same outputs")
+    assert len(jit.samples.baseline_ns) == 3 and jit.samples.order == ("AB", "BA", "AB")
+    assert thread.rule == "threads" and thread.result is None
+    assert "worker processes" in thread.not_applicable
+    assert result.best == "jit_compile"
+    assert result.diff_files == ("optimize/diff.md", "optimize/diff.html", "optimize/diff.svg")
+    assert all((tmp_path / name).is_file() for name in result.diff_files)
+    assert (tmp_path / "optimize" / "op_profile.json").is_file()
+    assert dict(result.diff_summary)["B"].startswith("jit_compile")
+    assert read(tmp_path / "optimize.json") == result
+
+
 # --- report and flag -------------------------------------------------------
 
 
