@@ -13,7 +13,15 @@ import pytest
 from tfpgo.analysis import analyse
 from tfpgo.cli import UserError
 from tfpgo.op_profile import OpProfile
-from tfpgo.proposer import EvidenceKind, NotApplicable, Proposal, jit_compile, propose, threads
+from tfpgo.proposer import (
+    EvidenceKind,
+    NotApplicable,
+    Proposal,
+    jit_compile,
+    onednn,
+    propose,
+    threads,
+)
 from tfpgo.proposer.ab import ABSamples, Verdict, interleave, judge, step_timer
 from tfpgo.proposer.optimize import read
 
@@ -146,6 +154,30 @@ def test_threads_rule_cites_the_measured_concurrency(model: str) -> None:
     assert proposal.worker_flags == ("--inter-op", "1") and proposal.apply is None
 
 
+@pytest.mark.parametrize(("model", "top"), [("mlp", "MatMul"), ("cnn", "Conv2DBackpropFilter")])
+def test_onednn_rule_fires_on_dense_steps_run_without_onednn(model: str, top: str) -> None:
+    analysis = analysis_of(model)
+    (proposal,) = onednn.propose(analysis)
+    summary, first, *_ = proposal.evidence
+    dense = [row for row in analysis.op_types if "MatMul" in row.op_type or "Conv" in row.op_type]
+    assert summary.share == pytest.approx(
+        sum(row.self_ps for row in dense) / analysis.totals.op_self_ps
+    )
+    assert summary.share >= onednn.MIN_SHARE
+    assert first.subject == top and first.detail == f"kernel {top}"
+    assert proposal.worker_flags == ("--onednn", "1")
+
+
+def test_onednn_rule_keeps_onednn_when_the_profile_ran_its_kernels() -> None:
+    analysis = analysis_of("cnn")
+    row = analysis.op_types[0]
+    renamed = dataclasses.replace(
+        row, kernels=(dataclasses.replace(row.kernels[0], kernel="_MklConv2DBackpropFilter"),)
+    )
+    with_onednn = dataclasses.replace(analysis, op_types=(renamed, *analysis.op_types[1:]))
+    assert onednn.propose(with_onednn) == []
+
+
 def test_rules_fire_only_on_their_evidence() -> None:
     """The same analysis with every op serial and no elementwise op: no proposal."""
     analysis = analysis_of("mlp")
@@ -158,7 +190,7 @@ def test_rules_fire_only_on_their_evidence() -> None:
         ),
     )
     assert threads.propose(serial) == []
-    assert [p.rule for p in propose(analysis)] == ["jit_compile", "threads"]
+    assert [p.rule for p in propose(analysis)] == ["jit_compile", "onednn", "threads"]
     # non_op share of 8% and no elementwise or small ops left: jit is silent too
     assert jit_compile.propose(serial) == []
 
@@ -258,6 +290,18 @@ def test_worker_arms_run_steps_with_their_thread_settings() -> None:
     assert judge(result).blocks == 2
 
 
+def test_onednn_flag_takes_effect_in_the_worker(tmp_path: Path) -> None:
+    """The candidate's profile runs oneDNN's kernels: the change really applies."""
+    from tfpgo import trace_reader
+    from tfpgo.proposer.optimize import ModelSpec
+    from tfpgo.proposer.worker import profile_in_worker
+
+    profile_in_worker(ModelSpec("mlp", "infer", 2), ("--onednn", "1"), tmp_path, 1, 1)
+    profile = trace_reader.run(tmp_path, build_graph=False).op_profile
+    kernels = {kernel for op in profile.ops for kernel in op.op_types}
+    assert any(kernel.startswith("_Mkl") for kernel in kernels), kernels
+
+
 def test_a_failing_worker_is_a_one_line_user_error() -> None:
     from tfpgo.proposer.worker import WorkerArm
 
@@ -282,7 +326,8 @@ def test_run_optimize_measures_records_and_diffs(tmp_path: Path) -> None:
     result = run_optimize(
         case, None, analysis_of("mlp"), baseline, tmp_path, settings, profile_steps=2
     )
-    jit, thread = result.trials
+    jit, dnn, thread = result.trials
+    assert dnn.rule == "onednn" and dnn.result is None
     assert jit.rule == "jit_compile" and jit.result is not None and not jit.not_applicable
     assert jit.numerics.startswith("same outputs")
     assert len(jit.samples.baseline_ns) == 3 and jit.samples.order == ("AB", "BA", "AB")

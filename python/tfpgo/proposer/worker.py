@@ -2,9 +2,9 @@
 its runtime starts (thread pools are fixed when the first op runs).
 
     python -m tfpgo.proposer.worker --model mlp --mode train --batch-size 32 \\
-        --warmup 2 [--inter-op N] [--intra-op N]
+        --warmup 2 [--inter-op N] [--intra-op N] [--onednn 0|1]
 
-The worker sets the thread pools, loads the model, runs the warmup steps and
+The worker sets oneDNN and the thread pools, loads the model, runs the warmup steps and
 prints `ready`; then for every line `K` on stdin it runs K steps and prints
 their wall times (ns) as one JSON list; it exits at the end of stdin. The
 parent (`WorkerArm`) drives two workers, baseline and candidate, block by
@@ -34,6 +34,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--inter-op", type=int)
     parser.add_argument("--intra-op", type=int)
+    parser.add_argument("--onednn", choices=["0", "1"], help="TF_ENABLE_ONEDNN_OPTS")
     parser.add_argument("--profile-dir", help="profile --steps steps into this logdir and exit")
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args(argv)
@@ -41,6 +42,8 @@ def main(argv: list[str]) -> int:
 
     check_model_spec(args.model)  # a bad spec fails before TensorFlow loads
     parse_mode(args.mode)
+    if args.onednn is not None:  # read when TensorFlow loads
+        os.environ["TF_ENABLE_ONEDNN_OPTS"] = args.onednn
     import tensorflow as tf
 
     # Before any op runs: afterwards TensorFlow refuses (RuntimeError).
