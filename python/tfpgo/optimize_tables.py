@@ -11,9 +11,10 @@ Table = tuple[str, list[str], list[list[str]]]
 
 # The diff's step times come from profiled steps; the A/B ran without the profiler.
 PROFILED_NOTE = (
-    "the diff's step times are of profiled steps: the profiler's per-op cost weighs on a "
-    "step of many TF ops more than on one of few XLA kernels, so they can disagree with "
-    "the A/B ratio, which is measured without the profiler and decides the verdict"
+    "the diff's step times are of profiled steps: the profiler's per-op cost weighs "
+    "differently on the two steps (more on many TF ops than on few XLA kernels), so they "
+    "can disagree with the A/B ratio, which is measured without the profiler and decides "
+    "the verdict"
 )
 
 MEASURED_HEADER = [

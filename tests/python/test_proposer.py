@@ -101,6 +101,22 @@ def test_stored_verdicts_are_reproduced_from_their_samples(model: str) -> None:
     assert read(DATA / f"{model}_train.optimize.json") == result
 
 
+def test_stored_runs_hold_every_verdict() -> None:
+    """The real runs behind the fixtures: jit_compile hurt the mlp step, oneDNN
+    helped the cnn step, the rest had no measurable effect."""
+    verdicts = {
+        (model, trial.rule): trial.result.verdict
+        for model in ("mlp", "cnn")
+        for trial in read(DATA / f"{model}_train.optimize.json").trials
+    }
+    assert verdicts == {
+        ("mlp", "jit_compile"): Verdict.HURTS,
+        ("mlp", "threads"): Verdict.NO_EFFECT,
+        ("cnn", "onednn"): Verdict.HELPS,
+        ("cnn", "threads"): Verdict.NO_EFFECT,
+    }
+
+
 def test_a_changed_sample_changes_the_verdict(tmp_path: Path) -> None:
     """The verdict is read from the samples, not from the stored verdict."""
     import json
