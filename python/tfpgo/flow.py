@@ -4,9 +4,11 @@ draw it, report.
 Stages, each announced with its duration: model → profile → MLIR export →
 trace reader (event DAG + op profile) → tfpgo-opt `tf-profile-guided-pipeline`
 (annotated MLIR + op graph) → TensorFlow's own `tf-standard-pipeline` on the
-annotated module → pictures and exports → report. Everything is written into a
-staging directory that replaces the output directory only when all stages
-succeeded: a failed run leaves the previous output untouched.
+annotated module → with `--optimize`, the proposer's advice measured against the
+loaded step (`tfpgo.proposer.optimize`) → pictures and exports → report.
+Everything is written into a staging directory that replaces the output
+directory only when all stages succeeded: a failed run leaves the previous
+output untouched.
 
 The command line (`bazel run //:pgo`) is `tfpgo.flow_cli`; callers use `run_flow`.
 """
