@@ -206,7 +206,8 @@ def test_rules_fire_only_on_their_evidence() -> None:
         ),
     )
     assert threads.propose(serial) == []
-    assert [p.rule for p in propose(analysis)] == ["jit_compile", "onednn", "threads"]
+    rules = ["jit_compile", "onednn", "threads", "mixed_precision"]
+    assert [p.rule for p in propose(analysis)] == rules
     # non_op share of 8% and no elementwise or small ops left: jit is silent too
     assert jit_compile.propose(serial) == []
 
@@ -292,11 +293,16 @@ def test_interleaved_ab_run_in_process() -> None:
     assert math.isfinite(outcome.ratio)
 
 
-def test_worker_arms_run_steps_with_their_thread_settings() -> None:
+def test_worker_arms_run_steps_with_their_settings_and_report_first_outputs() -> None:
+    """A baseline worker and a candidate worker with one op at a time and the
+    mixed_bfloat16 policy: both time their blocks, and their first outputs (from
+    the same seeded weights) agree within bfloat16's tolerance, not exactly."""
+    from tfpgo.proposer.numerics import compare_outputs
     from tfpgo.proposer.worker import WorkerArm
 
+    flags = ("--inter-op", "1", "--precision", "mixed_bfloat16")
     baseline = WorkerArm("mlp", "infer", 2, 1)
-    candidate = WorkerArm("mlp", "infer", 2, 1, ("--inter-op", "1"))
+    candidate = WorkerArm("mlp", "infer", 2, 1, flags)
     try:
         result = interleave(baseline, candidate, 2, 2)
     finally:
@@ -304,6 +310,22 @@ def test_worker_arms_run_steps_with_their_thread_settings() -> None:
         candidate.close()
     assert [len(block) for block in result.baseline_ns + result.candidate_ns] == [2] * 4
     assert judge(result).blocks == 2
+    assert len(baseline.first_outputs) == len(candidate.first_outputs) == 2 * 10
+    assert compare_outputs(baseline.first_outputs, candidate.first_outputs, 5e-2).passed
+    assert baseline.first_outputs != candidate.first_outputs  # bfloat16 really ran
+
+
+def test_mixed_precision_rule_and_where_it_applies() -> None:
+    from tfpgo.proposer import mixed_precision
+    from tfpgo.proposer.worker import _built_from_code
+
+    for model in ("mlp", "cnn"):
+        (proposal,) = mixed_precision.propose(analysis_of(model))
+        assert proposal.evidence[0].share >= mixed_precision.MIN_SHARE
+        assert proposal.worker_flags == ("--precision", "mixed_bfloat16")
+        assert proposal.rtol == mixed_precision.RTOL
+    assert _built_from_code("cnn") and _built_from_code("/x/model.py")
+    assert not _built_from_code("/x/saved_model") and not _built_from_code("/x/m.keras")
 
 
 def test_onednn_flag_takes_effect_in_the_worker(tmp_path: Path) -> None:
@@ -342,7 +364,8 @@ def test_run_optimize_measures_records_and_diffs(tmp_path: Path) -> None:
     result = run_optimize(
         case, None, analysis_of("mlp"), baseline, tmp_path, settings, profile_steps=2
     )
-    jit, dnn, thread = result.trials
+    jit, dnn, thread, mixed = result.trials
+    assert mixed.rule == "mixed_precision" and mixed.result is None
     assert dnn.rule == "onednn" and dnn.result is None
     assert jit.rule == "jit_compile" and jit.result is not None and not jit.not_applicable
     assert jit.numerics.startswith("same outputs")

@@ -1,10 +1,12 @@
-"""The numerics check an in-process candidate passes before it is timed: one
-step of the baseline and one of the candidate from the same state must give
-the same outputs (the loss of a training step) within a tolerance.
+"""The numerics check a candidate passes before it is timed: one step of the
+baseline and one of the candidate from the same state must give the same
+outputs (the loss of a training step) within a tolerance.
 
-Both steps read and update the same variables (a candidate shares the loaded
-model), so every variable the step captures is saved first and restored after
-each of the two steps: the check leaves the model as it found it. XLA
+In this process both steps read and update the same variables (a candidate
+shares the loaded model), so every variable the step captures is saved first
+and restored after each of the two steps: the check leaves the model as it
+found it. Worker processes each load the model fresh (the same seed, the same
+weights) and report their first step's outputs (`compare_outputs`). XLA
 reassociates float32 sums, so exact equality is not expected; `RTOL` allows
 for that and catches a change that computes something else.
 """
@@ -25,36 +27,52 @@ class NumericsCheck:
     worst: float  # max |b − a| / (ATOL + RTOL·|a|) over every output element; ≤ 1 passes
     max_abs: float  # max |b − a|
     outputs: int  # output elements compared
+    rtol: float = RTOL
 
     def describe(self) -> str:
         verdict = "same outputs" if self.passed else "different outputs"
         return (
             f"{verdict}: max |Δ| {self.max_abs:.3g} over {self.outputs} output values "
-            f"(tolerance {RTOL:g} relative + {ATOL:g})"
+            f"(tolerance {self.rtol:g} relative + {ATOL:g})"
         )
 
 
-def check_numerics(baseline: ModelCase, candidate: ModelCase) -> NumericsCheck:
-    import numpy as np
+def check_numerics(baseline: ModelCase, candidate: ModelCase, rtol: float = RTOL) -> NumericsCheck:
     import tensorflow as tf
 
     variables = list(baseline.concrete_function().variables)
     saved = [tf.identity(variable) for variable in variables]
 
-    def one_step(case: ModelCase) -> np.ndarray:
+    def one_step(case: ModelCase) -> list[float]:
         try:
-            outputs = tf.nest.flatten(case.step())
-            return np.concatenate([np.ravel(np.asarray(t, dtype=np.float64)) for t in outputs])
+            return flat_outputs(case.step())
         finally:
             for variable, value in zip(variables, saved, strict=True):
                 variable.assign(value)
 
-    expected, actual = one_step(baseline), one_step(candidate)
+    return compare_outputs(one_step(baseline), one_step(candidate), rtol)
+
+
+def flat_outputs(outputs) -> list[float]:
+    """Every element of a step's outputs, in order, as floats."""
+    import numpy as np
+    import tensorflow as tf
+
+    arrays = [np.ravel(np.asarray(t, dtype=np.float64)) for t in tf.nest.flatten(outputs)]
+    return np.concatenate(arrays).tolist() if arrays else []
+
+
+def compare_outputs(expected, actual, rtol: float = RTOL) -> NumericsCheck:
+    """Element-wise comparison of two flattened step outputs (numpy arrays)."""
+    import numpy as np
+
+    expected = np.asarray(expected, dtype=np.float64)
+    actual = np.asarray(actual, dtype=np.float64)
     if expected.shape != actual.shape:
-        return NumericsCheck(False, float("inf"), float("inf"), int(expected.size))
+        return NumericsCheck(False, float("inf"), float("inf"), int(expected.size), rtol)
     difference = np.abs(actual - expected)
-    scaled = difference / (ATOL + RTOL * np.abs(expected))
+    scaled = difference / (ATOL + rtol * np.abs(expected))
     worst = float(scaled.max()) if scaled.size else 0.0
     max_abs = float(difference.max()) if difference.size else 0.0
     finite = bool(np.isfinite(actual).all() == np.isfinite(expected).all())
-    return NumericsCheck(finite and worst <= 1.0, worst, max_abs, int(expected.size))
+    return NumericsCheck(finite and worst <= 1.0, worst, max_abs, int(expected.size), rtol)

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.analysis import Analysis
-from tfpgo.cli import atomic_output_file
+from tfpgo.cli import UserError, atomic_output_file
 from tfpgo.documents import expect_format, read_json
 from tfpgo.models import ModelCase
 from tfpgo.op_profile import OpProfile
 from tfpgo.proposer import propose
 from tfpgo.proposer.ab import NOISE, ABResult, ABSamples, interleave, judge, step_timer
-from tfpgo.proposer.numerics import check_numerics
+from tfpgo.proposer.numerics import check_numerics, compare_outputs
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal
 from tfpgo.proposer.worker import WorkerArm, profile_in_worker
 
@@ -215,7 +215,7 @@ def _measure(
 
     if proposal.apply is not None:
         candidate = proposal.apply(case)
-        numerics = check_numerics(case, candidate)
+        numerics = check_numerics(case, candidate, proposal.rtol)
         note(f"{proposal.rule}: numerics: {numerics.describe()}")
         if not numerics.passed:
             raise NotApplicable(f"numerics check failed: {numerics.describe()}")
@@ -234,14 +234,22 @@ def _measure(
         for flags in ((), proposal.worker_flags):
             arm = WorkerArm(spec.model, spec.mode, spec.batch_size, settings.warmup, flags)
             started.append(arm)
-        for arm in started:
-            arm.wait_ready()
+        try:
+            for arm in started:
+                arm.wait_ready()
+        except UserError as failure:
+            raise NotApplicable(f"the worker did not start: {failure}") from None
+        baseline, candidate = started
+        numerics = compare_outputs(baseline.first_outputs, candidate.first_outputs, proposal.rtol)
+        note(f"{proposal.rule}: numerics: {numerics.describe()}")
+        if not numerics.passed:
+            raise NotApplicable(f"numerics check failed: {numerics.describe()}")
         note(f"{proposal.rule}: {settings.repetitions} x {settings.steps} steps an arm")
-        samples = interleave(*started, settings.repetitions, settings.steps, block_note)
+        samples = interleave(baseline, candidate, settings.repetitions, settings.steps, block_note)
     finally:
         for arm in started:
             arm.close()
-    return samples, None, ""
+    return samples, None, numerics.describe()
 
 
 def _profile_candidate(

@@ -61,6 +61,8 @@ class Proposal:
     evidence: tuple[Evidence, ...]
     apply: Callable[[ModelCase], ModelCase] | None = None
     worker_flags: tuple[str, ...] = ()
+    # Relative tolerance of the numerics check (tfpgo.proposer.numerics).
+    rtol: float = 1e-3
 
     def __post_init__(self) -> None:
         if (self.apply is None) == (not self.worker_flags):

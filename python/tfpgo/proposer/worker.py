@@ -4,8 +4,10 @@ its runtime starts (thread pools are fixed when the first op runs).
     python -m tfpgo.proposer.worker --model mlp --mode train --batch-size 32 \\
         --warmup 2 [--inter-op N] [--intra-op N] [--onednn 0|1]
 
-The worker sets oneDNN and the thread pools, loads the model, runs the warmup steps and
-prints `ready`; then for every line `K` on stdin it runs K steps and prints
+The worker sets oneDNN, the thread pools and the Keras dtype policy, loads the
+model, runs one step and the warmup steps,
+prints its first step's outputs (one JSON list, for the numerics check) and
+`ready`; then for every line `K` on stdin it runs K steps and prints
 their wall times (ns) as one JSON list; it exits at the end of stdin. The
 parent (`WorkerArm`) drives two workers, baseline and candidate, block by
 block: the idle one waits on its stdin and takes no CPU.
@@ -35,6 +37,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--inter-op", type=int)
     parser.add_argument("--intra-op", type=int)
     parser.add_argument("--onednn", choices=["0", "1"], help="TF_ENABLE_ONEDNN_OPTS")
+    parser.add_argument("--precision", help="a Keras dtype policy, e.g. mixed_bfloat16")
     parser.add_argument("--profile-dir", help="profile --steps steps into this logdir and exit")
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args(argv)
@@ -42,6 +45,11 @@ def main(argv: list[str]) -> int:
 
     check_model_spec(args.model)  # a bad spec fails before TensorFlow loads
     parse_mode(args.mode)
+    if args.precision and not _built_from_code(args.model):
+        raise UserError(
+            f"{args.model}: a Keras dtype policy applies to models built from code (a "
+            "built-in model or a .py hook), not to a saved model with its own dtypes"
+        )
     if args.onednn is not None:  # read when TensorFlow loads
         os.environ["TF_ENABLE_ONEDNN_OPTS"] = args.onednn
     import tensorflow as tf
@@ -53,18 +61,32 @@ def main(argv: list[str]) -> int:
         tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
     from tfpgo.models import load_model
     from tfpgo.proposer.ab import step_timer
+    from tfpgo.proposer.numerics import flat_outputs
 
+    if args.precision:
+        import keras
+
+        keras.mixed_precision.set_global_policy(args.precision)
     case = load_model(args.model, args.mode, args.batch_size)
     if args.profile_dir:
         from tfpgo.profiling import profile
 
         profile(case, Path(args.profile_dir), args.steps, args.warmup)
         return 0
+    # The first step's outputs, from the freshly loaded (seeded) model: the
+    # parent compares them with the other worker's (the numerics check).
+    print(json.dumps(flat_outputs(case.step())), flush=True)
     run = step_timer(case.step, args.warmup)
     print(READY, flush=True)
     for line in sys.stdin:
         print(json.dumps(list(run(int(line)))), flush=True)
     return 0
+
+
+def _built_from_code(spec: str) -> bool:
+    from tfpgo.models import BUILTIN_MODELS
+
+    return spec in BUILTIN_MODELS or spec.endswith(".py")
 
 
 def worker_command(model: str, mode: str, batch_size: int, warmup: int) -> list[str]:
@@ -111,6 +133,7 @@ class WorkerArm:
             env=env,
         )
         self._ready = False
+        self.first_outputs: list[float] = []  # the first step's outputs, once ready
 
     def __call__(self, steps: int) -> tuple[int, ...]:
         self.wait_ready()
@@ -122,6 +145,7 @@ class WorkerArm:
         """Waits until the worker has loaded the model and run its warmup; start
         both arms first, then wait, so they load side by side."""
         if not self._ready:
+            self.first_outputs = [float(x) for x in json.loads(self._expect(None))]
             self._expect(READY)
             self._ready = True
 
