@@ -392,9 +392,9 @@ def test_report_section_lists_each_proposal_with_interval_and_verdict() -> None:
     by_rule = {row[0]: row for row in rows}
     jit = by_rule["jit_compile"]
     trial = result.trials[0]
-    assert jit[4] == f"{trial.result.ratio:.3f}"
-    assert jit[5].startswith(f"[{trial.result.low:.3f}, {trial.result.high:.3f}]")
-    assert jit[6] == trial.result.verdict.value
+    assert jit[5] == f"{trial.result.ratio:.3f}"
+    assert jit[6].startswith(f"[{trial.result.low:.3f}, {trial.result.high:.3f}]")
+    assert jit[7] == trial.result.verdict.value
     assert "AssignSubVariableOp" in jit[2]
     assert rest and rest[-1][0].startswith(f"Best candidate ({result.best})")
 
