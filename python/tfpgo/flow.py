@@ -4,9 +4,11 @@ draw it, report.
 Stages, each announced with its duration: model → profile → MLIR export →
 trace reader (event DAG + op profile) → tfpgo-opt `tf-profile-guided-pipeline`
 (annotated MLIR + op graph) → TensorFlow's own `tf-standard-pipeline` on the
-annotated module → pictures and exports → report. Everything is written into a
-staging directory that replaces the output directory only when all stages
-succeeded: a failed run leaves the previous output untouched.
+annotated module → with `--optimize`, the proposer's advice measured against the
+loaded step (`tfpgo.proposer.optimize`) → pictures and exports → report.
+Everything is written into a staging directory that replaces the output
+directory only when all stages succeeded: a failed run leaves the previous
+output untouched.
 
 The command line (`bazel run //:pgo`) is `tfpgo.flow_cli`; callers use `run_flow`.
 """
@@ -59,6 +61,10 @@ OUTPUT_FILES = {
     "op_profile.csv": "the op profile as CSV",
     "analysis.json": "op time by phase, layer scope and op type (docs/formats.md)",
     "scope_chart.svg": "icicle chart: op time by layer scope, colored by phase",
+    "optimize.json": "--optimize: each proposal, its evidence, the A/B samples, ratio, "
+    "interval and verdict (docs/formats.md)",
+    "optimize/diff.md": "--optimize: the best candidate's op profile against the baseline's",
+    "optimize/diff.html": "the same diff as HTML, picture inline",
     "report.md": "this report (Markdown)",
     "report.html": "this report (HTML, pictures inline)",
 }
@@ -82,6 +88,10 @@ class FlowOptions:
     min_coverage: float = 0.9
     # Lower the profiled function to these levels (lowering.LEVELS, in order).
     lower: tuple[str, ...] = ()
+    # Measure the proposer's advice (tfpgo.proposer): A/B blocks an arm, steps a block.
+    optimize: bool = False
+    ab_repetitions: int = 10
+    ab_steps: int = 10
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,7 @@ def run_flow(options: FlowOptions) -> FlowResult:
     # Profiling: model, profile, export, trace, annotate, verify, render, report;
     # from a trace: trace, annotate, render, report; plus lower when asked.
     stages = (8 if options.from_trace is None else 4) + (1 if options.lower else 0)
+    stages += 1 if options.optimize else 0
     progress = Progress(total=stages)
     with atomic_output_dir(options.output_dir) as staging:
         attribution, levels = _run_stages(options, staging, progress)
@@ -151,6 +162,8 @@ def _check_options(options: FlowOptions) -> None:
     if options.top_k < 0:
         raise UserError("--top-k must not be negative")
     lowering.check_levels(options.lower)
+    if options.optimize and options.from_trace is not None:
+        raise UserError("--optimize measures the loaded model: it does not go with --from-trace")
     _check_output_dir(options.output_dir, options.from_trace)
 
 
@@ -190,8 +203,9 @@ def _run_stages(
     from_trace, mlir = options.from_trace, options.mlir  # both or neither (_check_options)
     profiling_run = from_trace is None or mlir is None
     lowerable = None  # the tf module to lower: frozen (profiling) or the user's
+    case = None  # the loaded step (profiling runs)
     if from_trace is None or mlir is None:
-        trace, module, run_info, lowerable = _profile_stages(options, out, progress)
+        trace, module, run_info, lowerable, case = _profile_stages(options, out, progress)
     else:
         trace = _carry_over_trace(from_trace, options.output_dir, out)
         module = out / "model.mlir"
@@ -245,13 +259,21 @@ def _run_stages(
             f"frozen tf -> {' -> '.join(options.lower)} (TensorFlow, IREE), profile re-attached",
             lambda: _lower(options, out, lowerable, profile.totals.op_self_ps, note),
         )
+    optimized = None
+    if options.optimize:
+        optimized = progress.stage(
+            "optimize",
+            f"each proposal A/B against the baseline, {options.ab_repetitions} blocks of "
+            f"{options.ab_steps} steps an arm, interleaved",
+            lambda: _optimize(options, case, profile, out, note),
+        )
     pictures = progress.stage(
         "render", "pictures and exports", lambda: _render(options, out, levels)
     )
     progress.stage(
         "report",
         "analysis.json, scope_chart.svg, report.md, report.html",
-        lambda: _report(out, run_info, profile, hlo, attribution, pictures, levels),
+        lambda: _report(out, run_info, profile, hlo, attribution, pictures, levels, optimized),
     )
     return attribution, levels
 
@@ -290,7 +312,15 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
         trace_source=str(run.run_dir.relative_to(out)),
         module="model.mlir",
     )
-    return run.logdir, module, info, frozen
+    return run.logdir, module, info, frozen, case
+
+
+def _optimize(options: FlowOptions, case, profile: OpProfile, out: Path, note):
+    from tfpgo.proposer.optimize import ABSettings, ModelSpec, run_optimize
+
+    settings = ABSettings(options.ab_repetitions, options.ab_steps, max(options.warmup, 1))
+    spec = ModelSpec(options.model, options.mode, options.batch_size)
+    return run_optimize(case, spec, analyse(profile), profile, out, settings, options.steps, note)
 
 
 def _carry_over_trace(trace: Path, final: Path, out: Path) -> Path:
@@ -440,6 +470,7 @@ def _report(
     attribution,
     pictures,
     levels,
+    optimized=None,
 ) -> None:
     analysis = analyse(profile)
     analysis.write(out / "analysis.json")
@@ -463,6 +494,7 @@ def _report(
             levels=tuple(level.coverage for level in levels),
             analysis=analysis,
             analysis_chart="scope_chart.svg",
+            optimize=optimized,
         ),
         out,
     )

@@ -106,6 +106,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.9,
         help="fail when less than this share of TF op time lands on module ops (default 0.9)",
     )
+    add(
+        "--optimize",
+        action="store_true",
+        help="after profiling: apply each applicable proposal of the proposer and measure it "
+        "against the baseline (interleaved A/B): ratio, interval and verdict in the report "
+        "and optimize.json; the best candidate's profile diff in optimize/",
+    )
+    add(
+        "--ab-repetitions",
+        type=positive_int,
+        default=10,
+        help="--optimize: blocks an arm (default 10)",
+    )
+    add("--ab-steps", type=positive_int, default=10, help="--optimize: steps a block (default 10)")
     return parser
 
 
@@ -127,6 +141,9 @@ def options_from_args(args: argparse.Namespace) -> FlowOptions:
         formats=tuple(fmt.strip() for fmt in args.formats.split(",") if fmt.strip()),
         min_coverage=args.min_coverage,
         lower=_levels_up_to(args.lower),
+        optimize=args.optimize,
+        ab_repetitions=args.ab_repetitions,
+        ab_steps=args.ab_steps,
     )
 
 

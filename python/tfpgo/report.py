@@ -13,6 +13,7 @@ import html
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tfpgo.analysis import Analysis
 from tfpgo.analysis_tables import analysis_tables
@@ -23,6 +24,9 @@ from tfpgo.lowering import LevelCoverage
 from tfpgo.op_profile import OpProfile
 from tfpgo.render import RenderGraph, RenderNode
 from tfpgo.render.model import Timing
+
+if TYPE_CHECKING:
+    from tfpgo.proposer.optimize import OptimizeResult
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class ReportInputs:
     analysis: Analysis | None = None  # phase, layer and op type breakdowns
     analysis_chart: str | None = None  # icicle chart of time by scope (file name)
     hlo: HloProfile | None = None  # XLA-compiled steps only
+    optimize: OptimizeResult | None = None  # --optimize: measured proposals
 
 
 def human_time(ps: float) -> str:
@@ -268,6 +273,7 @@ def to_markdown(inputs: ReportInputs) -> str:
     parts = [f"# tfpgo report: {inputs.run.model}", ""]
     parts += [f"- **{key}**: {value}" for key, value in _summary_rows(inputs)]
     parts += _analysis_markdown(inputs)
+    parts += _optimize_markdown(inputs)
     parts += ["", "## Hottest MLIR ops", "", _markdown_table(_OP_HEADER, _op_rows(inputs))]
     parts += ["", "## Hottest runtime ops (op profile)", ""]
     parts += [_markdown_table(_RUNTIME_HEADER, _runtime_rows(inputs))]
@@ -310,6 +316,42 @@ def _analysis_html(inputs: ReportInputs, svgs: dict[str, str]) -> list[str]:
         parts.append(_figure("time by layer scope", chart, svgs.get(chart)))
     for title, header, rows in analysis_tables(inputs.analysis, inputs.top_n):
         parts += [f"<h3>{html.escape(title)}</h3>", _html_table(header, rows)]
+    return parts
+
+
+def _optimize_markdown(inputs: ReportInputs) -> list[str]:
+    if inputs.optimize is None:
+        return []
+    from tfpgo.optimize_tables import method_text, no_proposal_text, optimize_tables
+
+    result = inputs.optimize
+    parts = ["", "## Proposals, measured", "", method_text(result)]
+    empty = no_proposal_text(result)
+    if empty:
+        return [*parts, "", empty]
+    for title, header, rows in optimize_tables(result):
+        parts += ["", f"### {title}", "", _markdown_table(header, rows)]
+    if result.diff_files:
+        parts += ["", "Diff: " + ", ".join(f"[{name}]({name})" for name in result.diff_files)]
+    return parts
+
+
+def _optimize_html(inputs: ReportInputs) -> list[str]:
+    if inputs.optimize is None:
+        return []
+    from tfpgo.optimize_tables import method_text, no_proposal_text, optimize_tables
+
+    esc = html.escape
+    result = inputs.optimize
+    parts = ["<h2>Proposals, measured</h2>", f"<p>{esc(method_text(result))}</p>"]
+    empty = no_proposal_text(result)
+    if empty:
+        return [*parts, f"<p>{esc(empty)}</p>"]
+    for title, header, rows in optimize_tables(result):
+        parts += [f"<h3>{esc(title)}</h3>", _html_table(header, rows)]
+    if result.diff_files:
+        links = ", ".join(f"<a href='{esc(name)}'>{esc(name)}</a>" for name in result.diff_files)
+        parts.append(f"<p>Diff: {links}</p>")
     return parts
 
 
@@ -356,6 +398,7 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>tfpgo report: {esc(inputs.run.model)}</h1><ul>{summary}</ul>",
         *_analysis_html(inputs, svgs),
+        *_optimize_html(inputs),
         "<h2>Hottest MLIR ops</h2>",
         _html_table(_OP_HEADER, _op_rows(inputs)),
         "<h2>Hottest runtime ops (op profile)</h2>",

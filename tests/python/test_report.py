@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import html
+from pathlib import Path
 
 import pytest
 from render_fixtures import MLP_OP_GRAPH, MLP_OP_PROFILE
@@ -88,3 +90,23 @@ def test_the_report_answers_which_phase_layer_and_op_type(tmp_path):
 )
 def test_human_time_picks_the_largest_fitting_unit(ps, text):
     assert report.human_time(ps) == text
+
+
+def test_the_report_gives_each_measured_proposal_with_interval_and_verdict():
+    """--optimize: the section lists ratio, interval and verdict per proposal
+    (from a stored optimize.json of a real mlp training run) and links the diff."""
+    from tfpgo.proposer.optimize import read
+
+    stored = Path(__file__).resolve().parents[1] / "data" / "optimize" / "mlp_train.optimize.json"
+    result = read(stored)
+    inputs = dataclasses.replace(_inputs((1, 2)), optimize=result)
+    markdown, page = report.to_markdown(inputs), report.to_html(inputs)
+    for trial in result.trials:
+        outcome = trial.result
+        assert outcome is not None
+        cells = (f"{outcome.ratio:.3f}", f"[{outcome.low:.3f}, {outcome.high:.3f}]")
+        for text in (*cells, outcome.verdict.value, trial.change):
+            assert text in markdown and html.escape(text) in page
+    assert "## Proposals, measured" in markdown and "<h2>Proposals, measured</h2>" in page
+    assert "[optimize/diff.html](optimize/diff.html)" in markdown
+    assert "## Proposals" not in report.to_markdown(_inputs((1, 2)))

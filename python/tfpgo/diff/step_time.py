@@ -36,7 +36,7 @@ class StepTimeChange:
 
 
 def step_time_change(
-    walls_a: tuple[int, ...], walls_b: tuple[int, ...], confidence: float = CONFIDENCE
+    walls_a: tuple[float, ...], walls_b: tuple[float, ...], confidence: float = CONFIDENCE
 ) -> StepTimeChange | None:
     """None when a profile has no per-step durations (no step markers)."""
     if not walls_a or not walls_b:

@@ -81,7 +81,9 @@ def keras_case(
     def train(*args: Any) -> Any:
         *xs, goal = args
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.square(call(tuple(xs), training=True) - goal))
+            # float32 loss under a mixed-precision policy too (a no-op cast otherwise)
+            outputs = tf.cast(call(tuple(xs), training=True), goal.dtype)
+            loss = tf.reduce_mean(tf.square(outputs - goal))
         variables = model.trainable_variables
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
         return loss

@@ -1,0 +1,27 @@
+"""The proposer: advice read from the analysis, and the A/B measurement that
+decides whether to take it.
+
+Layering (after MindSpore's profiler): the analysers (`tfpgo.analysis`) turn
+the op profile into breakdowns; each rule here is one small module that reads
+the `Analysis` record and emits `Proposal`s citing their evidence (op types,
+scopes, shares). `optimize` applies each proposal to the loaded step, measures
+candidate against baseline with interleaved repetitions (`ab`), and writes the
+samples and verdicts to `optimize.json`; a verdict is recomputed from the
+stored samples by `ab.judge`, a pure function.
+"""
+
+from __future__ import annotations
+
+from tfpgo.analysis import Analysis
+from tfpgo.proposer import jit_compile, mixed_precision, onednn, threads
+from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal
+
+# Every rule: a module with `RULE` (its name) and `propose(analysis) -> list[Proposal]`.
+RULES = (jit_compile, onednn, threads, mixed_precision)
+
+__all__ = ["RULES", "Evidence", "EvidenceKind", "NotApplicable", "Proposal", "propose"]
+
+
+def propose(analysis: Analysis) -> list[Proposal]:
+    """Every rule's proposals for one analysed step, in rule order."""
+    return [proposal for rule in RULES for proposal in rule.propose(analysis)]

@@ -1,0 +1,186 @@
+"""A/B measurement of a candidate step against the baseline, and its verdict.
+
+Timing (`interleave`): both steps are warmed up first (unmeasured steps of
+each arm: tracing, XLA compilation), then run in `repetitions` blocks of
+`steps` steps each, the baseline and the candidate alternating block by
+block in counterbalanced order (AB, BA, AB, ...), so a slow phase of the
+shared machine falls on both arms and neither always runs right after the
+other. Each step's outputs are
+fetched to host before the next starts; each step's wall time is kept.
+
+Statistic (`judge`, a pure function of the stored samples): the samples of one
+block are not independent (they share the block's machine state), so the unit
+is the block: its mean step time. The ratio is candidate / baseline of the
+geometric means of the block means; its interval is Welch's t interval for the
+difference of the mean log block times (`tfpgo.diff.step_time`, the profile
+diff's machinery), exponentiated. Working in logs makes the interval one for
+the ratio itself, with the baseline's uncertainty included.
+
+Verdict: `helps` when the whole interval lies below 1 and the ratio is below
+1 − `noise`; `hurts` when the whole interval lies above 1 and the ratio is
+above 1 + `noise`; otherwise `no measurable effect`. `noise` (default 5%)
+keeps changes too small to matter on a shared machine from being called
+either way even when the interval is tight.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tfpgo.diff.step_time import CONFIDENCE, step_time_change
+
+NOISE = 0.05
+
+
+class Verdict(enum.Enum):
+    HELPS = "helps"
+    NO_EFFECT = "no measurable effect"
+    HURTS = "hurts"
+
+
+@dataclass(frozen=True)
+class ABSamples:
+    """Per-step wall times (ns) of each block, and which arm ran first in it."""
+
+    baseline_ns: tuple[tuple[int, ...], ...]
+    candidate_ns: tuple[tuple[int, ...], ...]
+    order: tuple[str, ...]  # "AB" (baseline first) or "BA", one per repetition
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "order": list(self.order),
+            "baseline_ns": [list(block) for block in self.baseline_ns],
+            "candidate_ns": [list(block) for block in self.candidate_ns],
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> ABSamples:
+        return cls(
+            tuple(tuple(int(x) for x in block) for block in document["baseline_ns"]),
+            tuple(tuple(int(x) for x in block) for block in document["candidate_ns"]),
+            tuple(document["order"]),
+        )
+
+
+@dataclass(frozen=True)
+class ABResult:
+    ratio: float  # candidate / baseline step time (geometric mean of block means)
+    low: float | None  # the interval of the ratio; None with fewer than 2 blocks an arm
+    high: float | None
+    verdict: Verdict
+    baseline_ms: float  # geometric mean of the baseline's block means
+    candidate_ms: float
+    blocks: int
+    confidence: float
+    noise: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ratio": self.ratio,
+            "low": self.low,
+            "high": self.high,
+            "verdict": self.verdict.value,
+            "baseline_ms": self.baseline_ms,
+            "candidate_ms": self.candidate_ms,
+            "blocks": self.blocks,
+            "confidence": self.confidence,
+            "noise": self.noise,
+        }
+
+
+def judge(samples: ABSamples, noise: float = NOISE, confidence: float = CONFIDENCE) -> ABResult:
+    """The ratio, its interval and the verdict of stored samples (module docstring)."""
+    logs_a = _log_block_means(samples.baseline_ns)
+    logs_b = _log_block_means(samples.candidate_ns)
+    if not logs_a or not logs_b:
+        raise ValueError("A/B samples need at least one non-empty block on each side")
+    change = step_time_change(logs_a, logs_b, confidence)
+    if change is None:
+        raise ValueError("A/B samples gave no step-time change")
+    ratio = math.exp(change.delta_ps)
+    low = math.exp(change.low_ps) if change.low_ps is not None else None
+    high = math.exp(change.high_ps) if change.high_ps is not None else None
+    verdict = Verdict.NO_EFFECT
+    if high is not None and high < 1 and ratio < 1 - noise:
+        verdict = Verdict.HELPS
+    elif low is not None and low > 1 and ratio > 1 + noise:
+        verdict = Verdict.HURTS
+    return ABResult(
+        ratio,
+        low,
+        high,
+        verdict,
+        math.exp(statistics.fmean(logs_a)) / 1e6,
+        math.exp(statistics.fmean(logs_b)) / 1e6,
+        min(len(logs_a), len(logs_b)),
+        confidence,
+        noise,
+    )
+
+
+def _log_block_means(blocks: tuple[tuple[int, ...], ...]) -> tuple[float, ...]:
+    return tuple(math.log(statistics.fmean(block)) for block in blocks if block)
+
+
+def interleave(
+    baseline: Callable[[int], tuple[int, ...]],
+    candidate: Callable[[int], tuple[int, ...]],
+    repetitions: int,
+    steps: int,
+    progress: Callable[[str], None] | None = None,
+) -> ABSamples:
+    """Alternates blocks of the two arms. Each arm is a block runner: given a
+    step count, it runs that many warmed-up steps and returns their wall times
+    in ns (`step_timer` in this process, `tfpgo.proposer.worker` in another)."""
+    if repetitions < 1 or steps < 1:
+        raise ValueError("repetitions and steps must be positive")
+    blocks: dict[str, list[tuple[int, ...]]] = {"A": [], "B": []}
+    arms = {"A": baseline, "B": candidate}
+    order = []
+    for repetition in range(repetitions):
+        first_second = "AB" if repetition % 2 == 0 else "BA"
+        order.append(first_second)
+        for arm in first_second:
+            walls = tuple(arms[arm](steps))
+            if len(walls) != steps:
+                raise ValueError(f"a block of {steps} steps returned {len(walls)} times")
+            blocks[arm].append(walls)
+        if progress:
+            a, b = (statistics.fmean(blocks[arm][-1]) / 1e6 for arm in "AB")
+            progress(
+                f"block {repetition + 1}/{repetitions}: baseline {a:.1f} ms, "
+                f"candidate {b:.1f} ms a step"
+            )
+    return ABSamples(tuple(blocks["A"]), tuple(blocks["B"]), tuple(order))
+
+
+def step_timer(step: Callable[[], Any], warmup: int) -> Callable[[int], tuple[int, ...]]:
+    """A block runner for a step of this process, after running `warmup`
+    unmeasured steps now (tracing, XLA compilation stay out of every block)."""
+    for _ in range(warmup):
+        _fetch(step())
+    return lambda steps: time_steps(step, steps)
+
+
+def time_steps(step: Callable[[], Any], steps: int) -> tuple[int, ...]:
+    walls = []
+    for _ in range(steps):
+        start = time.perf_counter_ns()
+        _fetch(step())
+        walls.append(time.perf_counter_ns() - start)
+    return tuple(walls)
+
+
+def _fetch(outputs: Any) -> None:
+    """Copies every output tensor to host: the step is complete afterwards."""
+    import tensorflow as tf
+
+    for tensor in tf.nest.flatten(outputs):
+        if hasattr(tensor, "numpy"):
+            tensor.numpy()

@@ -1,0 +1,295 @@
+"""`pgo --optimize`: every applicable proposal applied to the loaded step and
+measured against the baseline; the samples and verdicts in `optimize.json`
+(format `tfpgo.optimize` v1, docs/formats.md).
+
+A proposal that cannot be applied to this step (`NotApplicable`) is recorded
+with the reason and not measured: nothing is applied on a guess, and nothing
+is reported without a measurement. The candidate with the lowest measured
+ratio is profiled once more with the profiler and its op profile diffed
+against the baseline's (`optimize/diff.md`, `.html`, `.svg`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfpgo.analysis import Analysis
+from tfpgo.cli import UserError, atomic_output_file
+from tfpgo.documents import expect_format, read_json
+from tfpgo.models import ModelCase
+from tfpgo.op_profile import OpProfile
+from tfpgo.proposer import propose
+from tfpgo.proposer.ab import NOISE, ABResult, ABSamples, interleave, judge, step_timer
+from tfpgo.proposer.numerics import check_numerics, compare_outputs
+from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal
+from tfpgo.proposer.worker import WorkerArm, profile_in_worker
+
+FORMAT = "tfpgo.optimize"
+VERSION = 1
+DIFF_DIR = "optimize"  # the best candidate's profile and its diff, under the output dir
+
+
+@dataclass(frozen=True)
+class ABSettings:
+    repetitions: int = 10  # blocks an arm
+    steps: int = 10  # steps a block
+    warmup: int = 2  # unmeasured steps of each arm first
+    noise: float = NOISE
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One proposal and what came of it: measured, or the reason it was not."""
+
+    rule: str
+    change: str
+    reason: str
+    evidence: tuple[Evidence, ...]
+    not_applicable: str = ""  # why it was not applied; "" when measured
+    samples: ABSamples | None = None
+    result: ABResult | None = None
+    numerics: str = ""  # the numerics check of an in-process candidate ("" for workers)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "change": self.change,
+            "reason": self.reason,
+            "evidence": [item.to_json() for item in self.evidence],
+            "not_applicable": self.not_applicable,
+            "numerics": self.numerics,
+            "samples": self.samples.to_json() if self.samples else None,
+            "result": self.result.to_json() if self.result else None,
+        }
+
+
+@dataclass(frozen=True)
+class OptimizeResult:
+    baseline: str  # the loaded step's name
+    settings: ABSettings
+    trials: tuple[Trial, ...]
+    best: str | None = None  # rule of the measured candidate with the lowest ratio
+    diff_summary: tuple[tuple[str, str], ...] = ()  # its profile diff's summary rows
+    diff_files: tuple[str, ...] = ()  # the diff's files, relative to the output dir
+
+    def to_json(self) -> dict[str, Any]:
+        settings = self.settings
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "baseline": self.baseline,
+            "method": {
+                "repetitions": settings.repetitions,
+                "steps": settings.steps,
+                "warmup": settings.warmup,
+                "noise": settings.noise,
+                "statistic": "ratio of geometric means of block mean step times; Welch t "
+                "interval on log block means, exponentiated",
+            },
+            "trials": [trial.to_json() for trial in self.trials],
+            "best": self.best,
+            "diff_summary": [list(row) for row in self.diff_summary],
+            "diff_files": list(self.diff_files),
+        }
+
+    def write(self, path: Path) -> None:
+        with atomic_output_file(path) as handle:
+            handle.write(json.dumps(self.to_json(), indent=1) + "\n")
+
+
+def read(path: Path) -> OptimizeResult:
+    """An optimize.json with every verdict recomputed from its stored samples
+    (`ab.judge`), so what a reader sees never depends on a stored verdict."""
+    document = read_json(path)
+    expect_format(path, document, FORMAT)
+    method = document["method"]
+    settings = ABSettings(method["repetitions"], method["steps"], method["warmup"], method["noise"])
+    trials = []
+    for item in document["trials"]:
+        samples = ABSamples.from_json(item["samples"]) if item["samples"] else None
+        confidence = item["result"]["confidence"] if item["result"] else None
+        result = judge(samples, settings.noise, confidence) if samples and confidence else None
+        evidence = tuple(
+            Evidence(EvidenceKind(e["kind"]), e["subject"], e["share"], e["detail"])
+            for e in item["evidence"]
+        )
+        trials.append(
+            Trial(
+                item["rule"],
+                item["change"],
+                item["reason"],
+                evidence,
+                item["not_applicable"],
+                samples,
+                result,
+                item.get("numerics", ""),
+            )
+        )
+    return OptimizeResult(
+        document["baseline"],
+        settings,
+        tuple(trials),
+        document["best"],
+        tuple(tuple(row) for row in document["diff_summary"]),
+        tuple(document["diff_files"]),
+    )
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to load the step again in a worker process (`load_model` arguments)."""
+
+    model: str
+    mode: str
+    batch_size: int
+
+
+def run_optimize(
+    case: ModelCase,
+    spec: ModelSpec | None,
+    analysis: Analysis,
+    baseline_profile: OpProfile,
+    out: Path,
+    settings: ABSettings,
+    profile_steps: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> OptimizeResult:
+    """Measures every proposal for `analysis` on `case`; writes `out/optimize.json`
+    and, with `profile_steps`, profiles the best candidate and diffs it against
+    `baseline_profile` into `out/optimize/`."""
+    from tfpgo.diff import compare
+    from tfpgo.diff.output import summary_rows, write_outputs
+
+    note = progress or (lambda _message: None)
+    trials, arms = [], {}
+    for proposal in propose(analysis):
+        head = (proposal.rule, proposal.change, proposal.reason, proposal.evidence)
+        try:
+            samples, candidate, numerics = _measure(proposal, case, spec, settings, note)
+        except NotApplicable as reason:
+            note(f"{proposal.rule}: not applied: {reason}")
+            trials.append(Trial(*head, not_applicable=str(reason)))
+            continue
+        outcome = judge(samples, settings.noise)
+        note(f"{proposal.rule}: {describe(outcome)}")
+        trials.append(Trial(*head, samples=samples, result=outcome, numerics=numerics))
+        arms[proposal.rule] = (proposal, candidate)
+    ratios = {trial.rule: trial.result.ratio for trial in trials if trial.result is not None}
+    best = min(
+        (trial for trial in trials if trial.rule in ratios),
+        key=lambda trial: ratios[trial.rule],
+        default=None,
+    )
+    summary: tuple[tuple[str, str], ...] = ()
+    files: tuple[str, ...] = ()
+    if best is not None and profile_steps > 0:
+        directory = out / DIFF_DIR
+        directory.mkdir(parents=True, exist_ok=True)
+        note(f"profiling the best candidate ({best.rule}), {profile_steps} steps")
+        proposal, candidate = arms[best.rule]
+        profile = _profile_candidate(proposal, candidate, spec, directory, settings, profile_steps)
+        diff = compare(baseline_profile, profile, "baseline", best.rule)
+        written = write_outputs(diff, directory)
+        summary = tuple(summary_rows(diff))
+        files = tuple(str(path.relative_to(out)) for path in written)
+    result = OptimizeResult(
+        case.name, settings, tuple(trials), best.rule if best else None, summary, files
+    )
+    result.write(out / "optimize.json")
+    return result
+
+
+def _measure(
+    proposal: Proposal,
+    case: ModelCase,
+    spec: ModelSpec | None,
+    settings: ABSettings,
+    note: Callable[[str], None],
+) -> tuple[ABSamples, ModelCase | None, str]:
+    """The A/B samples of one proposal, its candidate step when it runs in this
+    process and that candidate's numerics check. Raises NotApplicable when the
+    change cannot be made or the candidate computes something else."""
+
+    def block_note(message: str) -> None:
+        note(f"{proposal.rule}: {message}")
+
+    if proposal.apply is not None:
+        candidate = proposal.apply(case)
+        numerics = check_numerics(case, candidate, proposal.rtol)
+        note(f"{proposal.rule}: numerics: {numerics.describe()}")
+        if not numerics.passed:
+            raise NotApplicable(f"numerics check failed: {numerics.describe()}")
+        note(f"{proposal.rule}: {settings.repetitions} x {settings.steps} steps an arm")
+        baseline_arm = step_timer(case.step, settings.warmup)
+        candidate_arm = step_timer(candidate.step, settings.warmup)
+        samples = interleave(
+            baseline_arm, candidate_arm, settings.repetitions, settings.steps, block_note
+        )
+        return samples, candidate, numerics.describe()
+    if spec is None:
+        raise NotApplicable("needs a model the worker processes can load again")
+    note(f"{proposal.rule}: starting baseline and candidate worker processes")
+    started: list[WorkerArm] = []
+    try:
+        for flags in ((), proposal.worker_flags):
+            arm = WorkerArm(spec.model, spec.mode, spec.batch_size, settings.warmup, flags)
+            started.append(arm)
+        try:
+            for arm in started:
+                arm.wait_ready()
+        except UserError as failure:
+            raise NotApplicable(f"the worker did not start: {failure}") from None
+        baseline_worker, candidate_worker = started
+        numerics = compare_outputs(
+            baseline_worker.first_outputs, candidate_worker.first_outputs, proposal.rtol
+        )
+        note(f"{proposal.rule}: numerics: {numerics.describe()}")
+        if not numerics.passed:
+            raise NotApplicable(f"numerics check failed: {numerics.describe()}")
+        note(f"{proposal.rule}: {settings.repetitions} x {settings.steps} steps an arm")
+        samples = interleave(
+            baseline_worker, candidate_worker, settings.repetitions, settings.steps, block_note
+        )
+    finally:
+        for arm in started:
+            arm.close()
+    return samples, None, numerics.describe()
+
+
+def _profile_candidate(
+    proposal: Proposal,
+    candidate: ModelCase | None,
+    spec: ModelSpec | None,
+    directory: Path,
+    settings: ABSettings,
+    steps: int,
+) -> OpProfile:
+    """The candidate's op profile: profiled here, or in a worker process for a
+    change made there."""
+    from tfpgo import profiling, trace_reader
+
+    logdir = directory / "profile"
+    if candidate is not None:
+        profiling.profile(candidate, logdir, steps, settings.warmup)
+    else:
+        assert spec is not None  # measured in workers, so a spec was given
+        profile_in_worker(spec, proposal.worker_flags, logdir, steps, settings.warmup)
+    return trace_reader.run(
+        logdir,
+        op_profile_out=directory / "op_profile.json",
+        hlo_profile_out=directory / "hlo_profile.json",
+        build_graph=False,
+    ).op_profile
+
+
+def describe(result: ABResult) -> str:
+    """`0.74x [0.71, 0.77] (95%): helps`."""
+    if result.low is None or result.high is None:
+        interval = "no interval (fewer than 2 blocks an arm)"
+    else:
+        interval = f"[{result.low:.3f}, {result.high:.3f}] ({result.confidence:.0%})"
+    return f"step time {result.ratio:.3f}x {interval}: {result.verdict.value}"

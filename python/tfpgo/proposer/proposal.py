@@ -1,0 +1,77 @@
+"""The record a rule emits: one change to try, with the evidence that led to it."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tfpgo.models import ModelCase
+
+
+class EvidenceKind(enum.Enum):
+    """What a piece of evidence measures in the analysis."""
+
+    OP_TYPE = "op_type"  # a TF op type's share of op self time
+    SCOPE = "scope"  # a layer scope's share of op self time
+    NON_OP = "non_op"  # time on no TF op, as a share of op self + non-op time
+    OP_SIZE = "op_size"  # executions shorter than a size limit, share of op self time
+    CONCURRENCY = "concurrency"  # op self time / time some op runs (a ratio, not a share)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One figure from the analysis a proposal rests on."""
+
+    kind: EvidenceKind
+    subject: str  # the op type, scope path or quantity
+    share: float  # 0..1, of the base `kind` names (CONCURRENCY: the ratio itself)
+    detail: str = ""  # how the figure was obtained, for the report
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "subject": self.subject,
+            "share": self.share,
+            "detail": self.detail,
+        }
+
+
+class NotApplicable(Exception):
+    """A proposal cannot be applied to the loaded step; the message says why."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One change to the profiled step: what it is, why, and how to apply it.
+
+    A change is applied one of two ways. `apply` builds the candidate from the
+    loaded ModelCase in this process, without touching the baseline. A change
+    TensorFlow only takes before its runtime starts (thread pools) cannot be
+    made in this process honestly: `worker_flags` name it for
+    `tfpgo.proposer.worker`, and baseline and candidate each run in a fresh
+    process. Nothing here claims the change helps; only the A/B measurement in
+    `tfpgo.proposer.ab` decides.
+    """
+
+    rule: str  # the rule module that proposed it
+    change: str  # what is changed, in words
+    reason: str  # the rule's reading of the evidence
+    evidence: tuple[Evidence, ...]
+    apply: Callable[[ModelCase], ModelCase] | None = None
+    worker_flags: tuple[str, ...] = ()
+    # Relative tolerance of the numerics check (tfpgo.proposer.numerics).
+    rtol: float = 1e-3
+
+    def __post_init__(self) -> None:
+        if (self.apply is None) == (not self.worker_flags):
+            raise ValueError(f"{self.rule}: a proposal needs exactly one of apply, worker_flags")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "change": self.change,
+            "reason": self.reason,
+            "evidence": [item.to_json() for item in self.evidence],
+        }

@@ -1,0 +1,176 @@
+"""A step timed in its own process: for changes TensorFlow only takes before
+its runtime starts (thread pools are fixed when the first op runs).
+
+    python -m tfpgo.proposer.worker --model mlp --mode train --batch-size 32 \\
+        --warmup 2 [--inter-op N] [--intra-op N] [--onednn 0|1]
+
+The worker sets oneDNN, the thread pools and the Keras dtype policy, loads the
+model, runs one step and the warmup steps,
+prints its first step's outputs (one JSON list, for the numerics check) and
+`ready`; then for every line `K` on stdin it runs K steps and prints
+their wall times (ns) as one JSON list; it exits at the end of stdin. The
+parent (`WorkerArm`) drives two workers, baseline and candidate, block by
+block: the idle one waits on its stdin and takes no CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tfpgo.cli import UserError
+
+READY = "ready"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="tfpgo.proposer.worker")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--mode", required=True)
+    parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--inter-op", type=int)
+    parser.add_argument("--intra-op", type=int)
+    parser.add_argument("--onednn", choices=["0", "1"], help="TF_ENABLE_ONEDNN_OPTS")
+    parser.add_argument("--precision", help="a Keras dtype policy, e.g. mixed_bfloat16")
+    parser.add_argument("--profile-dir", help="profile --steps steps into this logdir and exit")
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args(argv)
+    from tfpgo.models import check_model_spec, parse_mode
+
+    check_model_spec(args.model)  # a bad spec fails before TensorFlow loads
+    parse_mode(args.mode)
+    if args.precision and not _built_from_code(args.model):
+        raise UserError(
+            f"{args.model}: a Keras dtype policy applies to models built from code (a "
+            "built-in model or a .py hook), not to a saved model with its own dtypes"
+        )
+    if args.onednn is not None:  # read when TensorFlow loads
+        os.environ["TF_ENABLE_ONEDNN_OPTS"] = args.onednn
+    import tensorflow as tf
+
+    # Before any op runs: afterwards TensorFlow refuses (RuntimeError).
+    if args.inter_op is not None:
+        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
+    if args.intra_op is not None:
+        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
+    from tfpgo.models import load_model
+    from tfpgo.proposer.ab import step_timer
+    from tfpgo.proposer.numerics import flat_outputs
+
+    if args.precision:
+        import keras
+
+        keras.mixed_precision.set_global_policy(args.precision)
+    case = load_model(args.model, args.mode, args.batch_size)
+    if args.profile_dir:
+        from tfpgo.profiling import profile
+
+        profile(case, Path(args.profile_dir), args.steps, args.warmup)
+        return 0
+    # The first step's outputs, from the freshly loaded (seeded) model: the
+    # parent compares them with the other worker's (the numerics check).
+    print(json.dumps(flat_outputs(case.step())), flush=True)
+    run = step_timer(case.step, args.warmup)
+    print(READY, flush=True)
+    for line in sys.stdin:
+        print(json.dumps(list(run(int(line)))), flush=True)
+    return 0
+
+
+def _built_from_code(spec: str) -> bool:
+    from tfpgo.models import BUILTIN_MODELS
+
+    return spec in BUILTIN_MODELS or spec.endswith(".py")
+
+
+def worker_command(model: str, mode: str, batch_size: int, warmup: int) -> list[str]:
+    return [
+        sys.executable, "-m", "tfpgo.proposer.worker", "--model", model, "--mode", mode,
+        "--batch-size", str(batch_size), "--warmup", str(warmup),
+    ]  # fmt: skip
+
+
+def worker_env() -> dict[str, str]:
+    """This process's import path (Bazel runfiles included) for the worker."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def profile_in_worker(spec, flags: tuple[str, ...], logdir: Path, steps: int, warmup: int) -> None:
+    """Profiles the step with `flags` applied, in a worker process, into `logdir`."""
+    command = worker_command(spec.model, spec.mode, spec.batch_size, warmup) + list(flags)
+    command += ["--profile-dir", str(logdir), "--steps", str(steps)]
+    done = subprocess.run(command, env=worker_env(), capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = " / ".join(done.stderr.strip().splitlines()[-3:])
+        raise UserError(f"optimize worker ({' '.join(flags)}) failed to profile: {tail}")
+
+
+class WorkerArm:
+    """One arm of an A/B run in a worker process; a block runner when called."""
+
+    def __init__(
+        self, model: str, mode: str, batch_size: int, warmup: int, flags: tuple[str, ...] = ()
+    ) -> None:
+        command = worker_command(model, mode, batch_size, warmup) + list(flags)
+        self.flags = flags
+        env = worker_env()
+        # Closed in close(): the log lives as long as the worker.
+        self._log = tempfile.TemporaryFile("w+")  # noqa: SIM115
+        self._process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env=env,
+        )
+        # Both pipes were asked for above; the names keep their types non-optional.
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._stdin, self._stdout = self._process.stdin, self._process.stdout
+        self._ready = False
+        self.first_outputs: list[float] = []  # the first step's outputs, once ready
+
+    def __call__(self, steps: int) -> tuple[int, ...]:
+        self.wait_ready()
+        self._stdin.write(f"{steps}\n")
+        self._stdin.flush()
+        return tuple(int(x) for x in json.loads(self._expect(None)))
+
+    def wait_ready(self) -> None:
+        """Waits until the worker has loaded the model and run its warmup; start
+        both arms first, then wait, so they load side by side."""
+        if not self._ready:
+            self.first_outputs = [float(x) for x in json.loads(self._expect(None))]
+            self._expect(READY)
+            self._ready = True
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._stdin.close()
+            self._process.wait(timeout=60)
+        self._log.close()
+
+    def _expect(self, text: str | None) -> str:
+        line = self._stdout.readline().strip()
+        if not line or (text is not None and line != text):
+            self._process.kill()
+            self._process.wait()
+            self._log.seek(0)
+            tail = self._log.read().strip().splitlines()[-3:]
+            raise UserError(
+                f"optimize worker ({' '.join(self.flags) or 'baseline'}) failed: "
+                + (" / ".join(tail) or f"exit status {self._process.returncode}")
+            )
+        return line
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

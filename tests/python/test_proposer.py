@@ -1,0 +1,436 @@
+"""The proposer (python/tfpgo/proposer): rules on real analyses, verdicts
+recomputed from stored A/B samples, one small real A/B run in-process and one
+in worker processes, the report section, the flag's guard."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+
+from tfpgo.analysis import analyse
+from tfpgo.cli import UserError
+from tfpgo.op_profile import OpProfile
+from tfpgo.proposer import (
+    EvidenceKind,
+    NotApplicable,
+    Proposal,
+    jit_compile,
+    onednn,
+    propose,
+    threads,
+)
+from tfpgo.proposer.ab import ABResult, ABSamples, Verdict, interleave, judge, step_timer
+from tfpgo.proposer.optimize import read
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "optimize"
+
+
+def analysis_of(model: str):
+    return analyse(OpProfile.read(DATA / f"{model}_train.op_profile.json"))
+
+
+# --- verdicts from stored samples -------------------------------------------
+
+
+def samples(baseline_ms: list[float], candidate_ms: list[float], steps: int = 3) -> ABSamples:
+    """Blocks of `steps` equal steps at the given block means (ms)."""
+
+    def blocks(means: list[float]) -> tuple[tuple[int, ...], ...]:
+        return tuple((int(mean * 1e6),) * steps for mean in means)
+
+    order = tuple("AB" if i % 2 == 0 else "BA" for i in range(len(baseline_ms)))
+    return ABSamples(blocks(baseline_ms), blocks(candidate_ms), order)
+
+
+def interval(result: ABResult | None) -> tuple[float, float]:
+    """The (low, high) of a measured result's ratio interval."""
+    assert result is not None and result.low is not None and result.high is not None
+    return result.low, result.high
+
+
+def test_judge_helps_when_the_whole_interval_is_below_one() -> None:
+    result = judge(samples([10, 10.4, 9.8, 10.2, 10.1], [7.5, 7.4, 7.8, 7.6, 7.5]))
+    low, high = interval(result)
+    assert result.verdict is Verdict.HELPS
+    assert high < 1 and result.ratio == pytest.approx(0.75, abs=0.01)
+    assert low < result.ratio < high
+
+
+def test_judge_hurts_when_the_whole_interval_is_above_one() -> None:
+    result = judge(samples([10, 10.4, 9.8, 10.2], [18.5, 18.0, 19.1, 18.4]))
+    assert result.verdict is Verdict.HURTS
+    assert interval(result)[0] > 1 and result.ratio == pytest.approx(1.85, abs=0.02)
+
+
+def test_judge_no_effect_when_the_interval_straddles_one() -> None:
+    result = judge(samples([10, 12, 9, 13, 10], [11, 9, 12, 10, 12]))
+    assert result.verdict is Verdict.NO_EFFECT
+    low, high = interval(result)
+    assert low < 1 < high
+
+
+def test_judge_a_tight_change_under_the_noise_threshold_is_no_effect() -> None:
+    """3% faster with a tight interval below 1: real perhaps, but under the 5% noise."""
+    baseline = [10.0, 10.01, 9.99, 10.0, 10.02]
+    candidate = [9.7, 9.71, 9.69, 9.7, 9.72]
+    assert interval(judge(samples(baseline, candidate)))[1] < 1
+    assert judge(samples(baseline, candidate)).verdict is Verdict.NO_EFFECT
+    assert judge(samples(baseline, candidate), noise=0.01).verdict is Verdict.HELPS
+
+
+def test_judge_uses_block_means_and_geometric_means() -> None:
+    result = judge(ABSamples(((10_000_000, 30_000_000),), ((10_000_000, 10_000_000),), ("AB",)))
+    assert result.baseline_ms == pytest.approx(20.0)
+    assert result.ratio == pytest.approx(0.5)
+    assert result.low is None and result.high is None  # one block: no interval
+    assert result.verdict is Verdict.NO_EFFECT  # nothing is called without an interval
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_stored_verdicts_are_reproduced_from_their_samples(model: str) -> None:
+    """optimize.json of real --optimize runs: `read` recomputes every verdict from
+    the stored samples, and it matches what the run reported."""
+    import json
+
+    document = json.loads((DATA / f"{model}_train.optimize.json").read_text())
+    result = read(DATA / f"{model}_train.optimize.json")
+    assert [trial.rule for trial in result.trials] == [t["rule"] for t in document["trials"]]
+    for trial, stored in zip(result.trials, document["trials"], strict=True):
+        assert trial.result is not None, trial.rule
+        assert trial.result.verdict.value == stored["result"]["verdict"]
+        for key in ("ratio", "low", "high"):
+            assert getattr(trial.result, key) == pytest.approx(stored["result"][key], rel=1e-12)
+        assert trial.samples is not None
+        assert len(trial.samples.baseline_ns) == document["method"]["repetitions"]
+        assert trial.samples.order[:2] == ("AB", "BA")
+    # Recomputing twice gives the same figures: a pure function of the samples.
+    assert read(DATA / f"{model}_train.optimize.json") == result
+
+
+def test_stored_runs_hold_every_verdict() -> None:
+    """The real runs behind the fixtures (README's run 4): oneDNN helped the cnn
+    step and had no measurable effect on the mlp step; the rest hurt."""
+    verdicts = {
+        (model, trial.rule): trial.result.verdict
+        for model in ("mlp", "cnn")
+        for trial in read(DATA / f"{model}_train.optimize.json").trials
+        if trial.result is not None
+    }
+    assert verdicts == {
+        ("mlp", "jit_compile"): Verdict.HURTS,
+        ("mlp", "onednn"): Verdict.NO_EFFECT,
+        ("mlp", "threads"): Verdict.HURTS,
+        ("mlp", "mixed_precision"): Verdict.HURTS,
+        ("cnn", "onednn"): Verdict.HELPS,
+        ("cnn", "threads"): Verdict.HURTS,
+        ("cnn", "mixed_precision"): Verdict.HURTS,
+    }
+
+
+def test_a_changed_sample_changes_the_verdict(tmp_path: Path) -> None:
+    """The verdict is read from the samples, not from the stored verdict."""
+    import json
+
+    document = json.loads((DATA / "mlp_train.optimize.json").read_text())
+    trial = document["trials"][0]
+    trial["samples"]["candidate_ns"] = [
+        [value // 2 for value in block] for block in trial["samples"]["baseline_ns"]
+    ]
+    path = tmp_path / "optimize.json"
+    path.write_text(json.dumps(document))
+    changed = read(path).trials[0].result
+    assert changed is not None
+    assert changed.verdict is Verdict.HELPS
+    assert changed.ratio == pytest.approx(0.5, rel=1e-3)
+    assert trial["result"]["verdict"] != "helps"
+
+
+# --- rules on real analyses -------------------------------------------------
+
+
+def test_jit_rule_fires_on_the_mlp_training_step_citing_the_sgd_updates() -> None:
+    (proposal,) = jit_compile.propose(analysis_of("mlp"))
+    subjects = {item.subject: item for item in proposal.evidence}
+    assert {"Mul", "AssignSubVariableOp"} <= subjects.keys()
+    analysis = analysis_of("mlp")
+    expected = sum(
+        row.self_ps for row in analysis.op_types if row.op_type in jit_compile.ELEMENTWISE
+    )
+    elementwise = subjects["elementwise ops"].share
+    assert elementwise == pytest.approx(expected / analysis.totals.op_self_ps)
+    assert elementwise >= jit_compile.MIN_SHARE
+    assert proposal.apply is jit_compile.with_jit_compile and not proposal.worker_flags
+
+
+def test_jit_rule_stays_silent_on_the_conv_heavy_cnn_step() -> None:
+    analysis = analysis_of("cnn")
+    conv = sum(row.self_ps for row in analysis.op_types if "Conv2D" in row.op_type)
+    assert conv / analysis.totals.op_self_ps > 0.5
+    assert jit_compile.propose(analysis) == []
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_threads_rule_cites_the_measured_concurrency(model: str) -> None:
+    analysis = analysis_of(model)
+    (proposal,) = threads.propose(analysis)
+    (evidence,) = proposal.evidence
+    totals = analysis.totals
+    assert evidence.kind is EvidenceKind.CONCURRENCY
+    assert evidence.share == pytest.approx(totals.op_self_ps / (totals.wall_ps - totals.non_op_ps))
+    assert evidence.share >= threads.MIN_CONCURRENCY
+    assert proposal.worker_flags == ("--inter-op", "1") and proposal.apply is None
+
+
+@pytest.mark.parametrize(("model", "top"), [("mlp", "MatMul"), ("cnn", "Conv2DBackpropFilter")])
+def test_onednn_rule_fires_on_dense_steps_run_without_onednn(model: str, top: str) -> None:
+    analysis = analysis_of(model)
+    (proposal,) = onednn.propose(analysis)
+    summary, first, *_ = proposal.evidence
+    dense = [row for row in analysis.op_types if "MatMul" in row.op_type or "Conv" in row.op_type]
+    assert summary.share == pytest.approx(
+        sum(row.self_ps for row in dense) / analysis.totals.op_self_ps
+    )
+    assert summary.share >= onednn.MIN_SHARE
+    assert first.subject == top and first.detail == f"kernel {top}"
+    assert proposal.worker_flags == ("--onednn", "1")
+
+
+def test_onednn_rule_keeps_onednn_when_the_profile_ran_its_kernels() -> None:
+    analysis = analysis_of("cnn")
+    row = analysis.op_types[0]
+    renamed = dataclasses.replace(
+        row, kernels=(dataclasses.replace(row.kernels[0], kernel="_MklConv2DBackpropFilter"),)
+    )
+    with_onednn = dataclasses.replace(analysis, op_types=(renamed, *analysis.op_types[1:]))
+    assert onednn.propose(with_onednn) == []
+
+
+def test_rules_fire_only_on_their_evidence() -> None:
+    """The same analysis with every op serial and no elementwise op: no proposal."""
+    analysis = analysis_of("mlp")
+    busy = analysis.totals.op_self_ps + analysis.totals.non_op_ps
+    serial = dataclasses.replace(
+        analysis,
+        totals=dataclasses.replace(analysis.totals, wall_ps=busy * 2),
+        op_types=tuple(
+            row for row in analysis.op_types if row.op_type not in jit_compile.ELEMENTWISE
+        ),
+    )
+    assert threads.propose(serial) == []
+    rules = ["jit_compile", "onednn", "threads", "mixed_precision"]
+    assert [p.rule for p in propose(analysis)] == rules
+    # non_op share of 8% and no elementwise or small ops left: jit is silent too
+    assert jit_compile.propose(serial) == []
+
+
+def test_a_proposal_names_exactly_one_way_to_apply_it() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        Proposal("r", "c", "why", ())
+    with pytest.raises(ValueError, match="exactly one"):
+        Proposal("r", "c", "why", (), apply=lambda case: case, worker_flags=("--inter-op", "1"))
+
+
+# --- applying and measuring for real ----------------------------------------
+
+
+def tiny_case(jit: bool = False):
+    import tensorflow as tf
+
+    from tfpgo.models import Mode, ModelCase
+
+    weights = tf.Variable(tf.ones((16, 16)))
+
+    @tf.function(jit_compile=jit)
+    def step(x):
+        return tf.nn.relu(tf.matmul(x, weights) + 1.0) * 2.0
+
+    return ModelCase("tiny", Mode.INFER, 4, step, (tf.ones((4, 16)),))
+
+
+def test_jit_is_applied_to_the_step_and_keeps_its_results() -> None:
+    case = tiny_case()
+    compiled = jit_compile.with_jit_compile(case)
+    assert compiled.function is not case.function
+    assert compiled.name == "tiny (jit_compile)"
+    assert compiled.function._jit_compile is True
+    assert compiled.inputs is case.inputs
+    assert float(compiled.step()[0, 0]) == float(case.step()[0, 0]) == 34.0
+    with pytest.raises(NotApplicable, match="already compiled"):
+        jit_compile.with_jit_compile(tiny_case(jit=True))
+    concrete = dataclasses.replace(case, function=case.concrete_function())
+    with pytest.raises(NotApplicable, match="cannot be recompiled"):
+        jit_compile.with_jit_compile(concrete)
+
+
+def counting_case(scale: float = 2.0):
+    """A step that updates its variable, as a training step does."""
+    import tensorflow as tf
+
+    from tfpgo.models import Mode, ModelCase
+
+    total = tf.Variable(1.0)
+
+    @tf.function(jit_compile=False)
+    def step(x):
+        total.assign_add(tf.reduce_sum(x))
+        return total * scale
+
+    return ModelCase("counting", Mode.TRAIN, 4, step, (tf.ones((4,)),))
+
+
+def test_numerics_check_compares_one_step_from_the_same_state() -> None:
+    from tfpgo.proposer.numerics import check_numerics
+
+    case = counting_case()
+    variable = case.concrete_function().variables[0]
+    check = check_numerics(case, jit_compile.with_jit_compile(case))
+    assert check.passed and check.max_abs == 0.0 and check.outputs == 1
+    assert float(variable.numpy()) == 1.0  # both steps ran, the state was restored
+    other = dataclasses.replace(case, function=counting_case(scale=3.0).function)
+    failed = check_numerics(case, other)
+    assert not failed.passed and failed.max_abs == pytest.approx(5.0)
+    assert "different outputs" in failed.describe()
+
+
+def test_interleaved_ab_run_in_process() -> None:
+    case = tiny_case()
+    candidate = jit_compile.with_jit_compile(case)
+    result = interleave(step_timer(case.step, 1), step_timer(candidate.step, 1), 4, 3)
+    assert result.order == ("AB", "BA", "AB", "BA")
+    assert [len(block) for block in result.baseline_ns + result.candidate_ns] == [3] * 8
+    assert all(value > 0 for block in result.candidate_ns for value in block)
+    outcome = judge(result)
+    low, high = interval(outcome)
+    assert low <= outcome.ratio <= high
+    assert math.isfinite(outcome.ratio)
+
+
+def test_worker_arms_run_steps_with_their_settings_and_report_first_outputs() -> None:
+    """A baseline worker and a candidate worker with one op at a time and the
+    mixed_bfloat16 policy: both time their blocks, and their first outputs (from
+    the same seeded weights) agree within bfloat16's tolerance, not exactly."""
+    from tfpgo.proposer.numerics import compare_outputs
+    from tfpgo.proposer.worker import WorkerArm
+
+    flags = ("--inter-op", "1", "--precision", "mixed_bfloat16")
+    baseline = WorkerArm("mlp", "infer", 2, 1)
+    candidate = WorkerArm("mlp", "infer", 2, 1, flags)
+    try:
+        result = interleave(baseline, candidate, 2, 2)
+    finally:
+        baseline.close()
+        candidate.close()
+    assert [len(block) for block in result.baseline_ns + result.candidate_ns] == [2] * 4
+    assert judge(result).blocks == 2
+    assert len(baseline.first_outputs) == len(candidate.first_outputs) == 2 * 10
+    assert compare_outputs(baseline.first_outputs, candidate.first_outputs, 5e-2).passed
+    assert baseline.first_outputs != candidate.first_outputs  # bfloat16 really ran
+
+
+def test_mixed_precision_rule_and_where_it_applies() -> None:
+    from tfpgo.proposer import mixed_precision
+    from tfpgo.proposer.worker import _built_from_code
+
+    for model in ("mlp", "cnn"):
+        (proposal,) = mixed_precision.propose(analysis_of(model))
+        assert proposal.evidence[0].share >= mixed_precision.MIN_SHARE
+        assert proposal.worker_flags == ("--precision", "mixed_bfloat16")
+        assert proposal.rtol == mixed_precision.RTOL
+    assert _built_from_code("cnn") and _built_from_code("/x/model.py")
+    assert not _built_from_code("/x/saved_model") and not _built_from_code("/x/m.keras")
+
+
+def test_onednn_flag_takes_effect_in_the_worker(tmp_path: Path) -> None:
+    """The candidate's profile runs oneDNN's kernels: the change really applies."""
+    from tfpgo import trace_reader
+    from tfpgo.proposer.optimize import ModelSpec
+    from tfpgo.proposer.worker import profile_in_worker
+
+    profile_in_worker(ModelSpec("mlp", "infer", 2), ("--onednn", "1"), tmp_path, 1, 1)
+    profile = trace_reader.run(tmp_path, build_graph=False).op_profile
+    kernels = {kernel for op in profile.ops for kernel in op.op_types}
+    assert any(kernel.startswith("_Mkl") for kernel in kernels), kernels
+
+
+def test_a_failing_worker_is_a_one_line_user_error() -> None:
+    from tfpgo.proposer.worker import WorkerArm
+
+    arm = WorkerArm("no_such_model", "train", 2, 1, ("--inter-op", "1"))
+    failure = r"optimize worker \(--inter-op 1\) failed: .*no_such_model"
+    with pytest.raises(UserError, match=failure):
+        arm.wait_ready()
+
+
+def test_run_optimize_measures_records_and_diffs(tmp_path: Path) -> None:
+    """The mlp analysis proposes jit_compile and threads; on a tiny step jit is
+    measured in-process, threads (no model spec for workers) is recorded as not
+    applied; the best candidate is profiled and diffed; optimize.json reads back
+    to the same result."""
+    from tfpgo import profiling, trace_reader
+    from tfpgo.proposer.optimize import ABSettings, run_optimize
+
+    case = tiny_case()
+    run = profiling.profile(case, tmp_path / "baseline", steps=2, warmup=1)
+    baseline = trace_reader.run(run.logdir, build_graph=False).op_profile
+    settings = ABSettings(repetitions=3, steps=2, warmup=1)
+    result = run_optimize(
+        case, None, analysis_of("mlp"), baseline, tmp_path, settings, profile_steps=2
+    )
+    jit, dnn, thread, mixed = result.trials
+    assert mixed.rule == "mixed_precision" and mixed.result is None
+    assert dnn.rule == "onednn" and dnn.result is None
+    assert jit.rule == "jit_compile" and jit.result is not None and not jit.not_applicable
+    assert jit.numerics.startswith("same outputs")
+    assert jit.samples is not None
+    assert len(jit.samples.baseline_ns) == 3 and jit.samples.order == ("AB", "BA", "AB")
+    assert thread.rule == "threads" and thread.result is None
+    assert "worker processes" in thread.not_applicable
+    assert result.best == "jit_compile"
+    assert result.diff_files == ("optimize/diff.md", "optimize/diff.html", "optimize/diff.svg")
+    assert all((tmp_path / name).is_file() for name in result.diff_files)
+    assert (tmp_path / "optimize" / "op_profile.json").is_file()
+    assert dict(result.diff_summary)["B"].startswith("jit_compile")
+    assert read(tmp_path / "optimize.json") == result
+
+
+# --- report and flag -------------------------------------------------------
+
+
+def test_report_section_lists_each_proposal_with_interval_and_verdict() -> None:
+    from tfpgo.optimize_tables import optimize_tables
+
+    result = read(DATA / "mlp_train.optimize.json")
+    (title, header, rows), *rest = optimize_tables(result)
+    assert title == "Measured proposals" and "interval" in header
+    by_rule = {row[0]: row for row in rows}
+    jit = by_rule["jit_compile"]
+    trial = result.trials[0]
+    assert trial.result is not None
+    assert jit[5] == f"{trial.result.ratio:.3f}"
+    assert jit[6].startswith(f"[{trial.result.low:.3f}, {trial.result.high:.3f}]")
+    assert jit[7] == trial.result.verdict.value
+    assert "AssignSubVariableOp" in jit[2]
+    assert rest and rest[-1][0].startswith(f"Best candidate ({result.best})")
+
+
+def test_optimize_flags_reach_the_flow_options() -> None:
+    from tfpgo.flow_cli import build_parser, options_from_args
+
+    args = build_parser().parse_args(["--optimize", "--ab-repetitions", "6", "--ab-steps", "4"])
+    options = options_from_args(args)
+    assert (options.optimize, options.ab_repetitions, options.ab_steps) == (True, 6, 4)
+    assert options_from_args(build_parser().parse_args([])).optimize is False
+
+
+def test_optimize_refuses_a_trace_without_a_model(tmp_path: Path) -> None:
+    from tfpgo.flow import FlowOptions, run_flow
+
+    trace, mlir = tmp_path / "trace.json", tmp_path / "model.mlir"
+    trace.write_text("{}")
+    mlir.write_text("")
+    options = FlowOptions(from_trace=trace, mlir=mlir, optimize=True, output_dir=tmp_path / "out")
+    with pytest.raises(UserError, match="--optimize measures the loaded model"):
+        run_flow(options)
