@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -164,9 +165,10 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def nearest_rank(sorted_values: np.ndarray, q: float) -> int:
-    """Nearest-rank percentile: sorted[ceil(q*n) - 1] (n >= 1)."""
-    rank = max(math.ceil(q * sorted_values.shape[0]), 1)
+def nearest_rank(sorted_values: Sequence[int] | np.ndarray, q: float) -> int:
+    """Nearest-rank percentile: sorted[ceil(q*n) - 1] (n >= 1). The one rule for
+    every percentile tfpgo writes (the C++ passes use the same, in integers)."""
+    rank = max(math.ceil(q * len(sorted_values)), 1)
     return int(sorted_values[rank - 1])
 
 

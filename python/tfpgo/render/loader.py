@@ -30,8 +30,6 @@ from tfpgo.render.model import (
     Timing,
 )
 
-OP_PROFILE_FORMAT = "tfpgo.op_profile"
-
 
 def field(
     path: Path, where: str, record: Any, key: str, kinds: tuple[type, ...], optional: bool = False

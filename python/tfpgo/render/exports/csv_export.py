@@ -8,14 +8,15 @@ node name (percentiles nearest-rank, like op_profile.json).
 from __future__ import annotations
 
 import csv
-import math
 from collections import defaultdict
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 from tfpgo.cli import UserError, atomic_output_file
 from tfpgo.documents import document_header, read_json
-from tfpgo.render.loader import OP_PROFILE_FORMAT, field, list_field, load_graph
+from tfpgo.op_profile import FORMAT as OP_PROFILE_FORMAT
+from tfpgo.op_profile import OpProfile, nearest_rank
+from tfpgo.render.loader import load_graph
 from tfpgo.render.model import GraphKind, RenderGraph
 
 
@@ -37,48 +38,24 @@ class OpRow:
     share: float
 
 
-def _nearest_rank(ordered: list[int], q: float) -> int:
-    return ordered[max(math.ceil(q * len(ordered)) - 1, 0)]
-
-
-def _rows_from_op_profile(path: Path, document: dict) -> list[OpRow]:
-    ops = list_field(path, document, "ops")
-    ints = (
-        "count",
-        "total_ps",
-        "self_ps",
-        "mean_ps",
-        "min_ps",
-        "max_ps",
-        "p50_ps",
-        "p95_ps",
-        "first_start_ps",
-    )
-    raw_rows = []
-    for index, raw in enumerate(ops):
-        where = f"ops[{index}]"
-        values = {key: field(path, where, raw, key, (int,)) for key in ints}
-        types = field(path, where, raw, "op_types", (list,))
-        raw_rows.append(
-            (field(path, where, raw, "name", (str,)), ";".join(map(str, types)), values)
-        )
-    all_self = sum(values["self_ps"] for _, _, values in raw_rows) or 1
+def _rows_from_op_profile(profile: OpProfile) -> list[OpRow]:
+    all_self = sum(op.self_ps for op in profile.ops) or 1
     return [
         OpRow(
-            name=name,
-            op_types=types,
-            count=v["count"],
-            self_ps=v["self_ps"],
-            total_ps=v["total_ps"],
-            mean_ps=v["mean_ps"],
-            min_ps=v["min_ps"],
-            max_ps=v["max_ps"],
-            p50_ps=v["p50_ps"],
-            p95_ps=v["p95_ps"],
-            first_start_ps=v["first_start_ps"],
-            share=v["self_ps"] / all_self,
+            name=op.name,
+            op_types=";".join(op.op_types),
+            count=op.count,
+            self_ps=op.self_ps,
+            total_ps=op.total_ps,
+            mean_ps=op.mean_ps,
+            min_ps=op.min_ps,
+            max_ps=op.max_ps,
+            p50_ps=op.p50_ps,
+            p95_ps=op.p95_ps,
+            first_start_ps=op.first_start_ps,
+            share=op.self_ps / all_self,
         )
-        for name, types, v in raw_rows
+        for op in profile.ops
     ]
 
 
@@ -122,8 +99,8 @@ def _rows_from_graph(graph: RenderGraph) -> list[OpRow]:
                 mean_ps=sum(durations) // len(durations),
                 min_ps=durations[0],
                 max_ps=durations[-1],
-                p50_ps=_nearest_rank(durations, 0.5),
-                p95_ps=_nearest_rank(durations, 0.95),
+                p50_ps=nearest_rank(durations, 0.5),
+                p95_ps=nearest_rank(durations, 0.95),
                 first_start_ps=min(starts, default=None),
                 share=self_ps / all_self,
             )
@@ -136,7 +113,7 @@ def op_profile_rows(path: Path) -> list[OpRow]:
     document = read_json(path)
     fmt, _ = document_header(path, document)
     if fmt == OP_PROFILE_FORMAT:
-        rows = _rows_from_op_profile(path, document)
+        rows = _rows_from_op_profile(OpProfile.from_json(document, str(path)))
     elif fmt in {kind.value for kind in GraphKind}:
         rows = _rows_from_graph(load_graph(path))
     else:
