@@ -26,6 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 
+from tfpgo import toolpaths
+from tfpgo.cli import UserError
+
 REPO = Path(__file__).resolve().parents[1]
 MLIR_OPT = Path("/usr/lib/llvm-22/bin/mlir-opt")
 GNU_TIME = Path("/usr/bin/time")  # Debian package `time`
@@ -158,24 +161,13 @@ def fit_exponent(sizes: Sequence[float], seconds: Sequence[float]) -> float:
 
 
 def tfpgo_opt() -> Path:
-    """$TFPGO_OPT, else tfpgo-opt from a `bazel run` target's runfiles, else bazel-bin.
-
-    $TFPGO_OPT pins one binary for a whole run while the work tree is rebuilt.
-    """
-    if override := os.environ.get("TFPGO_OPT"):
-        return Path(override)
-    for variable in ("RUNFILES_DIR", "TEST_SRCDIR"):
-        if root := os.environ.get(variable):
-            candidate = Path(root, "tfpgo", "tools", "tfpgo-opt")
-            if candidate.exists():
-                return candidate
-    candidate = Path(sys.argv[0] + ".runfiles", "tfpgo", "tools", "tfpgo-opt")
-    if candidate.exists():
-        return candidate
-    built = REPO / "bazel-bin" / "tools" / "tfpgo-opt"
-    if not built.exists():
-        raise BenchError("tfpgo-opt not built: run `bazel build //tools:tfpgo-opt` first")
-    return built
+    """The driver the benchmarks run, found as the flow finds it
+    (`tfpgo.toolpaths`): $TFPGO_OPT pins one binary for a whole run while the
+    work tree is rebuilt."""
+    try:
+        return toolpaths.tfpgo_opt()
+    except UserError as error:
+        raise BenchError(str(error)) from None
 
 
 def machine() -> dict[str, object]:

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tfpgo import toolpaths
+from tfpgo.cli import UserError
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 tf = pytest.importorskip("tensorflow")
 
@@ -37,10 +40,10 @@ def _runfile(*parts: str) -> Path | None:
 
 
 def _tfpgo_opt() -> Path:
-    path = _runfile("tools", "tfpgo-opt") or REPO / "bazel-bin" / "tools" / "tfpgo-opt"
-    if not path.exists():
-        pytest.skip("tfpgo-opt is not built: bazel build //tools:tfpgo-opt")
-    return path
+    try:
+        return toolpaths.tfpgo_opt()
+    except UserError as missing:
+        pytest.skip(str(missing))
 
 
 def _data(scenario: str, name: str) -> Path:
