@@ -5,3 +5,8 @@ models/profiling -> trace readers -> events -> dag, op_profile -> render, report
 """
 
 __version__ = "0.1.0"
+
+# How many of the hottest ops are marked hot unless told otherwise: the flow,
+# the pipeline run from Python, the pictures, and (kept equal, tested) the
+# `top-k` default of tf-profile-mark-hotspots in passes.td.
+HOT_OPS = 5

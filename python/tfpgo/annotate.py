@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfpgo import HOT_OPS
 from tfpgo.cli import UserError
 from tfpgo.documents import expect_format, read_json
 from tfpgo.op_profile import OpProfile
@@ -115,7 +116,7 @@ def annotate_module(
     annotated: Path,
     op_graph: Path,
     attribution: Path,
-    top_k: int = 10,
+    top_k: int = HOT_OPS,
     min_share: float = 0.0,
     carry_in_location: bool = False,
 ) -> Attribution:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from tfpgo import annotate, lowering, report
+from tfpgo import HOT_OPS, annotate, lowering, report
 from tfpgo.analysis import analyse
 from tfpgo.cli import UserError, atomic_output_dir, working_directory
 from tfpgo.hlo_profile import HloProfile
@@ -79,7 +79,7 @@ class FlowOptions:
     batch_size: int = 32
     levels: ProfilerLevels = field(default_factory=ProfilerLevels)
     output_dir: Path = Path("pgo_out")
-    top_k: int = 5
+    top_k: int = HOT_OPS
     min_share: float = 0.01
     from_trace: Path | None = None
     mlir: Path | None = None

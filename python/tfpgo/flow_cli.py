@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from tfpgo import HOT_OPS
 from tfpgo.cli import ArgumentParser, positive_int, user_path
 from tfpgo.flow import FlowOptions, run_flow
 from tfpgo.lowering import LEVELS
@@ -72,8 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--top-k",
         type=int,
-        default=5,
-        help="mark at most the K hottest ops as hot (default 5; 0 = no limit)",
+        default=HOT_OPS,
+        help=f"mark at most the K hottest ops as hot (default {HOT_OPS}; 0 = no limit)",
     )
     add(
         "--min-share",

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfpgo import annotate
+from tfpgo import HOT_OPS, annotate
 from tfpgo.cli import UserError
 from tfpgo.documents import expect_format, read_json
 
@@ -298,7 +298,7 @@ def _materialize(
             "--mlir-print-op-generic",
             f"--mlir-elide-elementsattrs-if-larger={ELIDE_ELEMENTS}",
             f"--tf-profile-materialize-annotations=summary-output={summary}",
-            "--tf-profile-mark-hotspots=top-k=10",
+            f"--tf-profile-mark-hotspots=top-k={HOT_OPS}",
             f"--tf-profile-export-op-graph=output={op_graph}",
         ],
     )

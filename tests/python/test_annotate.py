@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tfpgo import annotate
+from tfpgo import HOT_OPS, annotate
 from tfpgo.cli import UserError
 
 # A tf-standard-pipeline export in miniature: a rewrite fused two locations, CSE
@@ -137,3 +137,19 @@ def test_a_failing_driver_is_one_line_naming_its_last_words(tmp_path, monkeypatc
             module, tmp_path / "p.json", tmp_path / "a.mlir", tmp_path / "g.json", tmp_path / "d"
         )
     assert str(failure.value) == f"{module}: tfpgo-opt failed: Segmentation fault"
+
+
+def test_the_hotspot_pass_marks_as_many_ops_as_python_by_default(tmp_path):
+    """tf-profile-mark-hotspots' top-k default (passes.td) is tfpgo.HOT_OPS."""
+    count = HOT_OPS + 3
+    ops = "\n".join(
+        f'  %{i} = "tf.Op"() {{profiler_data = {{count = 1 : i64, dur = {i + 1} : i64, '
+        f"max = 1 : i64, min = 1 : i64, p50 = 1 : i64, p95 = 1 : i64, self = {i + 1} : i64, "
+        f"share = 0.1 : f64, total = 1 : i64, ts = 0 : i64}}}} : () -> tensor<f32>"
+        for i in range(count)
+    )
+    module = tmp_path / "m.mlir"
+    module.write_text(f"func.func @main() {{\n{ops}\n  return\n}}\n")
+    marked = tmp_path / "marked.mlir"
+    annotate.run_tfpgo_opt(module, marked, ["--tf-profile-mark-hotspots"])
+    assert marked.read_text().count("profiler_hot = ") == HOT_OPS

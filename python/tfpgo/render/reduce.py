@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict, deque
 
+from tfpgo import HOT_OPS
 from tfpgo.render.metrics import Metric, metric_value
 from tfpgo.render.model import EdgeKind, NodeState, RenderEdge, RenderGraph, RenderNode, Timing
 
@@ -31,12 +32,12 @@ def mark_hot(
 
     With neither given, a document that already carries `hot` flags (the op
     graph after tf-profile-mark-hotspots) keeps them, so the picture agrees with
-    the MLIR; otherwise the 3 hottest nodes are marked.
+    the MLIR; otherwise the `HOT_OPS` hottest nodes are marked.
     """
     if hot_k is None and min_share is None:
         if any(node.hot for node in graph.nodes):
             return graph
-        hot_k = 3
+        hot_k = HOT_OPS
     ranked = sorted(
         (node for node in graph.nodes if metric_value(node, metric) is not None),
         key=lambda node: (-(metric_value(node, metric) or 0.0), node.id),

@@ -45,7 +45,8 @@ struct ProfileGuidedPipelineOptions
   Option<unsigned> top_k{*this, "top-k",
                          llvm::cl::desc("Mark at most this many hot ops (0: "
                                         "no limit)"),
-                         llvm::cl::init(10)};
+                         // tf-profile-mark-hotspots' default (passes.td).
+                         llvm::cl::init(5)};
   Option<double> min_share{
       *this, "min-share",
       llvm::cl::desc("Mark only ops with at least this share of self time"),

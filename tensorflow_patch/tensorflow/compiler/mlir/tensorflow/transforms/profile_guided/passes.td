@@ -168,7 +168,9 @@ def ProfileMarkHotspotsPass
     ```
   }];
   let options = [
-    Option<"topK", "top-k", "unsigned", /*default=*/"10",
+    // Kept equal to tfpgo.HOT_OPS (python/tfpgo/__init__.py); test_annotate
+    // checks that the two agree.
+    Option<"topK", "top-k", "unsigned", /*default=*/"5",
            "Mark at most this many ops (0: no limit)">,
     Option<"minShare", "min-share", "double", /*default=*/"0.0",
            "Mark only ops whose share of self time is at least this">,
