@@ -15,6 +15,7 @@ import argparse
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tfpgo import HOT_OPS
 from tfpgo.cli import ArgumentParser, UserError, fraction, positive_int, run_main, user_path
 from tfpgo.render import PICTURE_FORMATS, RenderOptions, load_graph, prepare, write_pictures
 from tfpgo.render.exports import (
@@ -115,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--hot-k",
         type=int,
         metavar="K",
-        help="mark the K hottest ops red (default: the document's hot marks, else 3)",
+        help=f"mark the K hottest ops red (default: the document's hot marks, else {HOT_OPS})",
     )
     parser.add_argument(
         "--min-share",
