@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -67,6 +68,26 @@ def test_event_dag_self_time_excludes_nested_events():
     step = next(n for n in graph.nodes if n.op_type == "event")
     assert timing(step).self_ps == timing(step).total_ps
     assert abs(sum(timing(n).share for n in graph.nodes) - 1.0) < 1e-9
+
+
+def test_event_dag_self_time_clips_an_event_outlasting_its_parent(tmp_path):
+    """One self-time rule: the loader's is the op profile's (xprof's), which
+    clips a nested event at its parent's end instead of subtracting it whole."""
+    dag = tmp_path / "mlir_graph.json"
+    nodes = [
+        {"name": "outer:Op", "ts": 0, "duration": 100, "id": 0, "adj": [], "line": "l"},
+        {"name": "inner:Op", "ts": 60, "duration": 70, "id": 1, "adj": [], "line": "l"},
+        {"name": "other:Op", "ts": 10, "duration": 20, "id": 2, "adj": [], "line": "m"},
+    ]
+    dag.write_text(
+        json.dumps(
+            {"meta": {"format": "tfpgo.event_dag", "version": 1}, "nodes": nodes, "edges": []}
+        )
+    )
+    graph = load_graph(dag)
+    selfs = {node.name: timing(node).self_ps for node in graph.nodes}
+    # inner runs 60..130: 40 ps of it lie inside outer (0..100).
+    assert selfs == {"outer:Op": 60, "inner:Op": 70, "other:Op": 20}
 
 
 def test_event_dag_critical_path_and_mean():

@@ -5,9 +5,10 @@ renderer touches their JSON; it detects the document by its `format` field and
 rejects anything else with one line naming the file.
 
 Time metrics of the event DAG. Events carry only `duration`, so the loader
-derives the others: `self` is the duration minus the durations of the events
-directly nested inside it on the same (host, plane, line) — the same rule
-op_profile.json uses for `self_ps` — `total` is the duration, `mean` is the
+derives the others: `self` is the duration minus the part of each event
+directly nested in it on the same (host, plane, line) that lies inside it — the
+op profile's `nested_self_times`, the one rule behind every `self_ps` — `total`
+is the duration, `mean` is the
 mean duration of all events with the same name, and `share` is `self` over the
 sum of `self` of all events.
 """
@@ -18,8 +19,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tfpgo.cli import UserError
 from tfpgo.documents import document_header, read_json
+from tfpgo.op_profile import nested_self_times
 from tfpgo.render.model import (
     EdgeKind,
     GraphKind,
@@ -87,21 +91,18 @@ def _check_edges(path: Path, edges: list[RenderEdge], ids: set[int]) -> None:
 
 
 def _nested_self_times(raw_nodes: list[dict]) -> dict[int, int]:
-    """Self time per event id: duration minus directly nested events on its line."""
-    by_line: dict[tuple, list[dict]] = defaultdict(list)
-    for raw in raw_nodes:
-        by_line[(raw.get("host"), raw.get("plane"), raw.get("line"))].append(raw)
-    self_ps = {raw["id"]: raw["duration"] for raw in raw_nodes}
-    for events in by_line.values():
-        events.sort(key=lambda raw: (raw["ts"], -raw["duration"]))
-        stack: list[dict] = []
-        for raw in events:
-            while stack and stack[-1]["ts"] + stack[-1]["duration"] < raw["ts"] + raw["duration"]:
-                stack.pop()
-            if stack:
-                self_ps[stack[-1]["id"]] -= raw["duration"]
-            stack.append(raw)
-    return {key: max(value, 0) for key, value in self_ps.items()}
+    """Self time per event id, by the op profile's rule (`nested_self_times`):
+    events on one host/plane/line nest."""
+    lines: dict[tuple, int] = {}
+    track = np.array(
+        [lines.setdefault((raw.get("host"), raw.get("plane"), raw.get("line")), len(lines))
+         for raw in raw_nodes],
+        dtype=np.int64,
+    )  # fmt: skip
+    start = np.array([raw["ts"] for raw in raw_nodes], dtype=np.int64)
+    duration = np.array([raw["duration"] for raw in raw_nodes], dtype=np.int64)
+    selfs = nested_self_times(start, duration, track)
+    return {raw["id"]: int(value) for raw, value in zip(raw_nodes, selfs, strict=True)}
 
 
 def _load_event_dag(path: Path, document: dict) -> RenderGraph:
