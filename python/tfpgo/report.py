@@ -23,6 +23,7 @@ from tfpgo.hlo_profile import HloProfile
 from tfpgo.lowering import LevelCoverage
 from tfpgo.op_profile import OpProfile
 from tfpgo.render import RenderGraph, RenderNode
+from tfpgo.render.metrics import format_ps
 from tfpgo.render.model import Timing
 
 if TYPE_CHECKING:
@@ -59,14 +60,6 @@ class ReportInputs:
     optimize: OptimizeResult | None = None  # --optimize: measured proposals
 
 
-def human_time(ps: float) -> str:
-    """1234567 ps -> '1.23 µs': three significant digits in the largest fitting unit."""
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3)):
-        if abs(ps) >= scale:
-            return f"{ps / scale:.3g} {unit}"
-    return f"{ps:.0f} ps"
-
-
 def _hottest_ops(graph: RenderGraph, count: int) -> list[tuple[RenderNode, Timing]]:
     """The `count` ops with the most self time, each with its (present) timing."""
     timed = [(node, node.timing) for node in graph.nodes if node.timing is not None]
@@ -74,9 +67,9 @@ def _hottest_ops(graph: RenderGraph, count: int) -> list[tuple[RenderNode, Timin
 
 
 def _op_self_time(profile: OpProfile) -> str:
-    text = human_time(profile.totals.op_self_ps)
+    text = format_ps(profile.totals.op_self_ps)
     if profile.totals.hlo_attributed_ps:
-        text += f" (of it {human_time(profile.totals.hlo_attributed_ps)} HLO instruction time)"
+        text += f" (of it {format_ps(profile.totals.hlo_attributed_ps)} HLO instruction time)"
     return text
 
 
@@ -88,15 +81,15 @@ def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
         rows.append(("steps", f"{run.steps} profiled after {run.warmup} warmup"))
     if run.step_wall_ns:
         median = statistics.median(run.step_wall_ns)  # an even count: the middle two's mean
-        rows.append(("step time", f"median {human_time(median * 1000)} (wall, host)"))
+        rows.append(("step time", f"median {format_ps(median * 1000)} (wall, host)"))
     elif profile.step_wall_ps:  # an existing trace: its step markers
         median = statistics.median(profile.step_wall_ps)
-        rows.append(("step time", f"median {human_time(median)} (the trace's step markers)"))
+        rows.append(("step time", f"median {format_ps(median)} (the trace's step markers)"))
     rows += [
         ("trace", run.trace_source),
         ("module", run.module),
         ("TF op self time", _op_self_time(profile)),
-        ("time on no TF op", human_time(profile.totals.non_op_ps)),
+        ("time on no TF op", format_ps(profile.totals.non_op_ps)),
         (
             "attribution",
             f"{attribution.coverage:.2%} of TF op self time on module ops "
@@ -110,7 +103,7 @@ def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
         rows.append(
             (
                 "XLA launch ops",
-                f"{human_time(attribution.xla_launch_self_ps)} self in auto-clustering's "
+                f"{format_ps(attribution.xla_launch_self_ps)} self in auto-clustering's "
                 "_XlaCompile/_XlaRun/_XlaMerge: not in the MLIR by construction, "
                 "left out of the attribution share",
             )
@@ -126,8 +119,8 @@ def _op_rows(inputs: ReportInputs) -> list[list[str]]:
                 str(node.hot_rank) if node.hot_rank else "",
                 node.name,
                 node.op_type,
-                human_time(timing.self_ps),
-                human_time(timing.total_ps),
+                format_ps(timing.self_ps),
+                format_ps(timing.total_ps),
                 f"{timing.share:.1%}",
                 str(timing.count),
             ]
@@ -141,7 +134,7 @@ def _runtime_rows(inputs: ReportInputs) -> list[list[str]]:
         [
             stats.name,
             ", ".join(stats.op_types),
-            human_time(stats.self_ps),
+            format_ps(stats.self_ps),
             f"{stats.self_ps / total:.1%}",
             str(stats.count),
         ]
@@ -178,7 +171,7 @@ def _sections(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]
         header = ["level", "module", "ops", "annotated", "sources", "op time reachable"]
         sections.append(("The profile at lower levels", header, rows))
         lost = [
-            [level.level, source.name, human_time(source.self_ps), source.reason]
+            [level.level, source.name, format_ps(source.self_ps), source.reason]
             for level in inputs.levels
             for source in level.lost[:top]
         ]
@@ -187,14 +180,14 @@ def _sections(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]
             sections.append(("Profiled ops no lowered op carries", header, lost))
     if attribution.merged:
         rows = [
-            [entry.name, ", ".join(entry.ops), f"by {entry.merged_by}", human_time(entry.self_ps)]
+            [entry.name, ", ".join(entry.ops), f"by {entry.merged_by}", format_ps(entry.self_ps)]
             for entry in attribution.merged[:top]
         ]
         header = ["runtime name", "merged into", "found", "self"]
         sections.append(("Runtime names the IR pipeline merged", header, rows))
     if attribution.removed:
         rows = [
-            [entry.name, entry.reason, human_time(entry.self_ps)]
+            [entry.name, entry.reason, format_ps(entry.self_ps)]
             for entry in attribution.removed[:top]
         ]
         sections.append(
@@ -213,10 +206,10 @@ def _xla_summary(inputs: ReportInputs, hlo: HloProfile) -> str:
 
     annotated = xla_annotated_ps(inputs.profile, inputs.attribution)
     return (
-        f"{len(hlo.modules)} XLA modules, {human_time(hlo.hlo_ps)} of HLO instruction time: "
+        f"{len(hlo.modules)} XLA modules, {format_ps(hlo.hlo_ps)} of HLO instruction time: "
         f"{share(hlo.attributed_ps)} split onto tf nodes (a fusion in equal parts per "
         f"node it covers), {share(annotated)} annotated onto tf ops of the module, "
-        f"{human_time(hlo.xla_inserted_ps)} in XLA-inserted instructions."
+        f"{format_ps(hlo.xla_inserted_ps)} in XLA-inserted instructions."
     )
 
 
@@ -230,7 +223,7 @@ def _xla_tables(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[st
             m.name,
             ", ".join(c or "(the step)" for c in m.calls),
             str(m.events),
-            human_time(m.total_ps),
+            format_ps(m.total_ps),
         ]
         for m in hlo.modules
     ]
@@ -241,10 +234,10 @@ def _xla_tables(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[st
         if len(names) > _COVERED_SHOWN:
             covered += f", +{len(names) - _COVERED_SHOWN} more"
         fusions.append(
-            [fusion.name, module, human_time(fusion.total_ps), str(fusion.count), covered]
+            [fusion.name, module, format_ps(fusion.total_ps), str(fusion.count), covered]
         )
     inserted = [
-        [e.instruction, e.opcode, e.module, human_time(e.total_ps), str(e.count), e.reason]
+        [e.instruction, e.opcode, e.module, format_ps(e.total_ps), str(e.count), e.reason]
         for e in inputs.profile.xla_inserted[: inputs.top_n]
     ]
     return [
@@ -286,7 +279,7 @@ def to_markdown(inputs: ReportInputs) -> str:
     if inputs.attribution.unresolved:
         parts += ["", "## Unresolved runtime names", ""]
         parts += [
-            f"- `{entry.name}` ({human_time(entry.self_ps)} self)"
+            f"- `{entry.name}` ({format_ps(entry.self_ps)} self)"
             for entry in inputs.attribution.unresolved[: inputs.top_n]
         ]
     parts += ["", "## Pictures", ""]
@@ -412,7 +405,7 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
             parts += [f"<h3>{esc(title)}</h3>", _html_table(header, rows)]
     if inputs.attribution.unresolved:
         items = "".join(
-            f"<li><code>{esc(entry.name)}</code> ({esc(human_time(entry.self_ps))} self)</li>"
+            f"<li><code>{esc(entry.name)}</code> ({esc(format_ps(entry.self_ps))} self)</li>"
             for entry in inputs.attribution.unresolved[: inputs.top_n]
         )
         parts.append(f"<h2>Unresolved runtime names</h2><ul>{items}</ul>")

@@ -53,7 +53,22 @@ def test_text_stays_readable_on_dark_and_light_fills():
 
 @pytest.mark.parametrize(
     ("ps", "text"),
-    [(0, "0 ps"), (512, "512 ps"), (1_500, "1.50 ns"), (830_000_000, "830 µs"), (2.5e9, "2.50 ms")],
+    [
+        (0, "0 ps"),
+        (512, "512 ps"),
+        (999, "999 ps"),
+        (1_000, "1 ns"),
+        (1_500, "1.5 ns"),
+        (1_234_567, "1.23 µs"),
+        (830_000_000, "830 µs"),
+        (2.5e9, "2.5 ms"),
+        (7_390_000_000, "7.39 ms"),
+        (2_500_000_000_000, "2.5 s"),
+        # Rounding up to 1000 of a unit shows the next unit.
+        (999_600, "1 µs"),
+        (999_400, "999 ns"),
+        (1_234_000_000_000_000, "1234 s"),
+    ],
 )
 def test_human_units(ps, text):
     assert format_ps(ps) == text
@@ -107,7 +122,7 @@ def test_hot_marks_from_document_unless_overridden():
 def test_dot_has_legend_tooltips_clusters_and_critical_path():
     graph = prepare(load_graph(MLP_EVENT_DAG), RenderOptions())
     source = to_dot(graph, Metric.SELF, "dot")
-    assert "color: self time" in source and "critical path 34.0 µs" in source
+    assert "color: self time" in source and "critical path 34 µs" in source
     assert 'tooltip="sequential/dense/MatMul\\ntype: MatMul\\nstate: executed' in source
     assert "subgraph cluster_" in source and "host0 /host:CPU tf_Compute" in source
     assert source.count('color="#7b2cbf", penwidth=3') == 15  # edges along the 16-node path

@@ -78,20 +78,6 @@ def test_the_report_answers_which_phase_layer_and_op_type(tmp_path):
     assert "<svg" in html_text and "<title>sequential_3_1" in html_text  # inline, tooltips work
 
 
-@pytest.mark.parametrize(
-    ("ps", "text"),
-    [
-        (999, "999 ps"),
-        (1_000, "1 ns"),
-        (1_234_567, "1.23 µs"),
-        (7_390_000_000, "7.39 ms"),
-        (2_500_000_000_000, "2.5 s"),
-    ],
-)
-def test_human_time_picks_the_largest_fitting_unit(ps, text):
-    assert report.human_time(ps) == text
-
-
 def test_the_report_gives_each_measured_proposal_with_interval_and_verdict():
     """--optimize: the section lists ratio, interval and verdict per proposal
     (from a stored optimize.json of a real mlp training run) and links the diff."""

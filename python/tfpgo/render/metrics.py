@@ -43,12 +43,15 @@ _UNITS = ((1e12, "s"), (1e9, "ms"), (1e6, "µs"), (1e3, "ns"))
 
 
 def format_ps(ps: float) -> str:
-    """Picoseconds as a short human string: 1.25 ms, 830 µs, 12 ns, 0 ps."""
+    """Picoseconds in the largest unit that fits, 3 significant digits: 999 ps,
+    1 ns, 1.5 ns, 830 µs, 7.39 ms, 2.5 s. A value that rounds up to 1000 of a
+    unit is shown in the next one (999.6 ns is 1 µs). tfpgo's one time format:
+    labels, tooltips, reports and diffs."""
     for scale, unit in _UNITS:
-        if abs(ps) >= scale:
+        # 0.9995 of a unit rounds to 1 at 3 significant digits.
+        if abs(ps) >= scale * 0.9995:
             value = ps / scale
-            digits = 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2
-            return f"{value:.{digits}f} {unit}"
+            return f"{value:.0f} {unit}" if abs(value) >= 1000 else f"{value:.3g} {unit}"
     return f"{ps:.0f} ps"
 
 
