@@ -2,7 +2,7 @@
 
     plot_graph --path-to-mlir-graph mlir_graph.json -o out.svg        # event DAG
     plot_graph --path-to-mlir-graph op_graph.json -o out.svg -s       # + .png .dot .graphml
-    plot_graph --path-to-mlir-graph op_graph.json -o top.svg --top 40 --depth 3
+    plot_graph --path-to-mlir-graph op_graph.json -o top.svg --nodes 40 --depth 3
 
 The input is detected by its `format` field (docs/formats.md). The output
 format comes from the extension of `-o`; `-s` also saves every other format
@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="collapse name scopes deeper than N into summary nodes",
     )
     parser.add_argument(
-        "--top",
+        "--nodes",
         type=positive_int,
         metavar="N",
         help="draw only the N hottest nodes and the paths between them",
@@ -186,7 +186,7 @@ def main(argv: list[str]) -> int:
         hot_k=args.hot_k,
         min_share=args.min_share,
         depth=args.depth,
-        top=args.top,
+        top=args.nodes,
         engine=args.engine,
     )
     result = plot_graph(graph_path, output, options, args.save_all, exports)

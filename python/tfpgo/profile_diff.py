@@ -32,7 +32,7 @@ def build_parser() -> cli.ArgumentParser:
         help="where diff.md, diff.html and diff.svg go (default: ./profile_diff)",
     )
     parser.add_argument(
-        "--top", type=cli.positive_int, default=20, help="rows per table (default 20)"
+        "--rows", type=cli.positive_int, default=20, help="rows per table (default 20)"
     )
     return parser
 
@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
     if output_dir.exists() and not output_dir.is_dir():
         raise cli.UserError(f"-o {output_dir}: exists and is not a directory; name a directory")
     diff = compare(read_profile(path_a), read_profile(path_b), args.a, args.b)
-    written = write_outputs(diff, output_dir, args.top)
+    written = write_outputs(diff, output_dir, args.rows)
     for key, value in summary_rows(diff):
         print(f"{key}: {value}")
     print("wrote " + ", ".join(str(path) for path in written))

@@ -52,7 +52,7 @@ def test_svg_has_tooltips_labels_and_legend(tmp_path):
         ["--metric", "mean"],
         ["--metric", "share", "--min-share", "0.3"],
         ["--depth", "2"],
-        ["--top", "4"],
+        ["--nodes", "4"],
         ["--engine", "sfdp"],
         ["--hot-k", "1", "--metric", "total"],
     ],

@@ -40,7 +40,7 @@ _EDGE_STYLE = {
     EdgeKind.CALL: 'color="#1f4e9a", style=dashed',
     EdgeKind.CONTROL: 'color="#9a9a9a", style=dotted',
     # No label: `dot` lays a labeled edge out as an extra node and rank, which
-    # nearly doubled the layout time of a 190-node `--top` view; the legend keys it.
+    # nearly doubled the layout time of a 190-node `--nodes` view; the legend keys it.
     EdgeKind.ELIDED: 'color="#9a9a9a", style=dashed',
 }
 ELIDED_KEY = "- - → through ops not drawn"

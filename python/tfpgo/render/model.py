@@ -34,7 +34,7 @@ class EdgeKind(enum.Enum):
     DATA = "data"
     CALL = "call"
     CONTROL = "control"
-    ELIDED = "elided"  # stands for a path through nodes a `--top` view dropped
+    ELIDED = "elided"  # stands for a path through nodes a `--nodes` view dropped
 
 
 @dataclass(frozen=True)

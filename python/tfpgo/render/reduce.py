@@ -14,11 +14,11 @@ from tfpgo import HOT_OPS
 from tfpgo.render.metrics import Metric, metric_value
 from tfpgo.render.model import EdgeKind, NodeState, RenderEdge, RenderGraph, RenderNode, Timing
 
-# A `--top` view links two kept nodes when a path of at most this many dropped
+# A `--nodes` view links two kept nodes when a path of at most this many dropped
 # nodes joins them; longer detours would draw edges nobody can trace anyway.
 ELIDED_PATH_LIMIT = 8
 # A dropped op with at least this many inputs and outputs (the optimizer's
-# IdentityN in a training step has one per trainable variable) stays in a `--top`
+# IdentityN in a training step has one per trainable variable) stays in a `--nodes`
 # view as a junction. The ResNet50 training step's IdentityN has 214; its other
 # ops have at most 3 data edges each way, its event DAG's events at most 28.
 JUNCTION_DEGREE = 32
