@@ -36,7 +36,8 @@ def user_path(path: str | os.PathLike[str]) -> Path:
     return working_directory() / expanded
 
 
-def _current_umask() -> int:
+def current_umask() -> int:
+    """The process umask (reading it means setting it: set back at once)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -54,7 +55,7 @@ def atomic_output_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
         with os.fdopen(fd, mode) as handle:
             yield handle
         # mkstemp creates 0600; the result gets the permissions of an ordinary file.
-        os.chmod(tmp_name, 0o666 & ~_current_umask())
+        os.chmod(tmp_name, 0o666 & ~current_umask())
         os.replace(tmp_name, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -71,7 +72,7 @@ def atomic_output_dir(path: Path) -> Iterator[Path]:
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         yield staging
-        os.chmod(staging, 0o777 & ~_current_umask())  # mkdtemp creates 0700
+        os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp creates 0700
         if path.exists():
             retired = Path(tempfile.mkdtemp(prefix=f".{path.name}.old.", dir=path.parent))
             os.replace(path, retired / path.name)

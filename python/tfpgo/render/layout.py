@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tfpgo.cli import UserError
+from tfpgo.cli import UserError, current_umask
 
 ENGINES = ("dot", "sfdp", "neato", "fdp")
 DOT_MAX_NODES = 1500
@@ -45,12 +45,6 @@ def _graphviz_binary() -> str:
     return binary
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def run_graphviz(source: str, engine: str, outputs: dict[str, Path]) -> None:
     """Lays `source` out once with `engine` and writes each format to its path.
 
@@ -64,7 +58,7 @@ def run_graphviz(source: str, engine: str, outputs: dict[str, Path]) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
             os.close(fd)
-            os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are shared
+            os.chmod(tmp_name, 0o666 & ~current_umask())  # mkstemp makes 0600; outputs are shared
             staged[path] = Path(tmp_name)
             command += [f"-T{fmt}", f"-o{tmp_name}"]
         result = subprocess.run(
