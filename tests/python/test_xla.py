@@ -14,6 +14,7 @@ from tfpgo.cli import UserError
 from tfpgo.hlo_profile import HloProfile, build_hlo_profile
 from tfpgo.op_profile import OpProfile, build_op_profile
 from tfpgo.readers import read_trace
+from tfpgo.readers.hlo_metadata import parse_hlo_proto
 from tfpgo.readers.xplane_proto import xplane_pb2
 from tfpgo.xla_attribution import attribute, hlo_events, split_equally
 
@@ -209,3 +210,14 @@ def test_trace_reader_cli_writes_hlo_profile_only_for_xla_traces(tmp_path, capsy
     plain = DATA.parent / "trace_reader" / "mlp_infer.xplane.pb"
     assert trace_reader.main(["--path-to-trace", str(plain), "--hlo-profile", str(no_xla)]) == 0
     assert not no_xla.exists()
+
+
+def test_a_damaged_hlo_proto_is_one_line_naming_the_trace():
+    with pytest.raises(UserError) as failure:
+        parse_hlo_proto(b"\xff\xff\xff not a protobuf", "t.xplane.pb")
+    message = str(failure.value)
+    assert message.startswith(
+        "t.xplane.pb: an 'Hlo Proto' stat of the metadata plane is not an HloProto ("
+    )
+    assert message.endswith("); the trace is damaged, profile again")
+    assert "\n" not in message

@@ -15,8 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tfpgo.cli import UserError
-from tfpgo.readers.xplane_proto import hlo_pb2
+from tfpgo.readers.xplane_proto import hlo_pb2, parse_message
 
 METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"
@@ -73,16 +72,12 @@ def read_metadata_plane(plane: Any, origin: str) -> Iterator[HloModule]:
 
 def parse_hlo_proto(data: bytes, origin: str) -> HloModule:
     """An `HloProto` (serialized) as an HloModule; a UserError names `origin` if it is none."""
-    from google.protobuf.message import DecodeError
-
-    proto = hlo_pb2().HloProto()
-    try:
-        proto.ParseFromString(data)
-    except DecodeError as error:
-        raise UserError(
-            f"{origin}: an '{HLO_PROTO_STAT}' stat of the metadata plane is not an "
-            f"HloProto ({error}); the trace is damaged, profile again"
-        ) from None
+    proto = parse_message(
+        hlo_pb2().HloProto(),
+        data,
+        f"{origin}: an '{HLO_PROTO_STAT}' stat of the metadata plane is not an HloProto; "
+        "the trace is damaged, profile again",
+    )
     return _module(proto.hlo_module)
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from tfpgo.cli import UserError
 from tfpgo.events import TableBuilder
 from tfpgo.readers import hlo_metadata
-from tfpgo.readers.xplane_proto import xplane_pb2
+from tfpgo.readers.xplane_proto import parse_message, xplane_pb2
 
 _FLOW_PRODUCER = {"_p": "id", "_pt": "type"}
 _FLOW_CONSUMER = {"_c": "id", "_ct": "type"}
@@ -36,16 +36,11 @@ Progress = Callable[[str], None]
 
 def parse_xspace(path: Path, data: bytes) -> Any:
     """`data` as an XSpace; a UserError names the file if it is not one."""
-    from google.protobuf.message import DecodeError
-
-    space = xplane_pb2().XSpace()
-    try:
-        space.ParseFromString(data)
-    except DecodeError as error:
-        raise UserError(
-            f"{path}: not a valid XSpace protobuf ({error}); the file is "
-            "truncated or not an .xplane.pb"
-        ) from None
+    space = parse_message(
+        xplane_pb2().XSpace(),
+        data,
+        f"{path}: not a valid XSpace protobuf; the file is truncated or not an .xplane.pb",
+    )
     if not space.planes and data:
         raise UserError(f"{path}: parses as protobuf but holds no XSpace planes; not an .xplane.pb")
     return space

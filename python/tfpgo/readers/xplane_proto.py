@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from tfpgo.cli import UserError
 
@@ -54,3 +55,17 @@ def hlo_pb2() -> ModuleType:
         "reading the XLA modules of a trace needs XLA's hlo_pb2; install "
         "tensorflow-cpu (see requirements.txt)"
     )
+
+
+def parse_message(message: Any, data: bytes, not_it: str) -> Any:
+    """`data` parsed into the empty protobuf `message`; a decode error becomes
+    the UserError "<not_it> (<decoder's reason>)<fix>", where `not_it` names the
+    file and what it is not, and ends with what to do after a `;`."""
+    from google.protobuf.message import DecodeError
+
+    head, _, fix = not_it.partition(";")
+    try:
+        message.ParseFromString(data)
+    except DecodeError as error:
+        raise UserError(f"{head} ({error});{fix}") from None
+    return message
