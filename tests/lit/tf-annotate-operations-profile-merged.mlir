@@ -27,26 +27,30 @@
 // The rewrite fused both locations: both entries land on it.
 // CHECK: "tf.SquaredDifference"{{.*}}profiler_data = {count = 2 : i64, {{.*}}merged = 1 : i64, {{.*}}self = 70 : i64
 // CHECK: "tf.Conv2D"(%4, %4) : (tensor<f32>, tensor<f32>) -> tensor<f32>
-func.func @main(%x: tensor<f32>, %y: tensor<f32>) -> tensor<f32> {
+// An optimizer's read CSE merged with the step's read of the same counter:
+// the same name once its scope is dropped.
+// CHECK: "tf.ReadVariableOp"{{.*}}profiler_data = {count = 1 : i64, {{.*}}merged = 1 : i64, {{.*}}self = 11 : i64
+func.func @main(%x: tensor<f32>, %y: tensor<f32>, %h: tensor<!tf_type.resource>) -> tensor<f32> {
   %c = "tf.Const"() <{value = dense<7.812500e-03> : tensor<f32>}> : () -> tensor<f32> loc(fused["RealDiv:", "gradient_tape/truediv"])
   %p0 = "tf.Pow"(%x, %c) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc("adam/Pow")
   %p1 = "tf.Pow"(%y, %c) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc("adam/Pow_1")
   %k = "tf.Cast"(%p0) : (tensor<f32>) -> tensor<f32> loc("adam/Cast_2")
   %d = "tf.SquaredDifference"(%k, %p1) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc(fused["Square:", "Square", "Sub:", "sub"])
   %v = "tf.Conv2D"(%d, %d) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc("model/Conv2D")
+  %r = "tf.ReadVariableOp"(%h) : (tensor<!tf_type.resource>) -> tensor<f32> loc("Add/ReadVariableOp")
   return %v : tensor<f32>
 }
 
 // DOC: "format": "tfpgo.attribution"
-// DOC: "profile_self_ps": 704
-// DOC: "attributed_self_ps": 683
-// DOC: "annotated_ops": 4
+// DOC: "profile_self_ps": 715
+// DOC: "attributed_self_ps": 694
+// DOC: "annotated_ops": 5
 // DOC: "exact": {
 // DOC-NEXT: "entries": 4,
 // DOC-NEXT: "self_ps": 380
 // DOC: "merged": {
-// DOC-NEXT: "entries": 3,
-// DOC-NEXT: "self_ps": 303
+// DOC-NEXT: "entries": 4,
+// DOC-NEXT: "self_ps": 314
 // DOC: "removed": {
 // DOC-NEXT: "entries": 2,
 // DOC-NEXT: "self_ps": 12
@@ -67,6 +71,10 @@ func.func @main(%x: tensor<f32>, %y: tensor<f32>) -> tensor<f32> {
 // DOC-NEXT: "merged_by": "location",
 // DOC-NEXT: "ops": [
 // DOC-NEXT: "Square"
+// DOC: "name": "opt/Add_8/ReadVariableOp",
+// DOC: "merged_by": "name",
+// DOC-NEXT: "ops": [
+// DOC-NEXT: "Add/ReadVariableOp"
 // DOC: "name": "gradient_tape/truediv",
 // DOC: "match": "folded",
 // DOC-NEXT: "reason": "removed by the IR pipeline: folded into a constant"

@@ -279,14 +279,27 @@ Resolution RuntimeNameResolver::ResolveMerged(const FunctionIndex &index,
     found.ops.push_back(op);
     return found;
   }
-  auto stem = index.stems.find(StripUniquifiers(name));
-  if (stem == index.stems.end())
-    return {};
+  // The same name up to `_<k>`; failing that, the same up to leading scopes
+  // (an optimizer's `adam/Add_8/ReadVariableOp` merged into the step's
+  // `Add/ReadVariableOp`: both read the iteration counter), keeping at least
+  // `scope/node`, so a dropped scope never leaves a bare op type to match.
   found.by_name = true;
-  for (Operation *op : stem->second)
-    if (RunsOpType(query.kernel_types, op))
-      found.ops.push_back(op);
-  return found;
+  auto match = [&](llvm::StringRef key) {
+    auto candidates = index.stems.find(key);
+    if (candidates != index.stems.end())
+      for (Operation *op : candidates->second)
+        if (RunsOpType(query.kernel_types, op))
+          found.ops.push_back(op);
+    return !found.ops.empty();
+  };
+  std::string stem = StripUniquifiers(name);
+  if (match(stem))
+    return found;
+  for (llvm::StringRef tail = llvm::StringRef(stem).split('/').second;
+       tail.contains('/'); tail = tail.split('/').second)
+    if (match(tail))
+      return found;
+  return {};
 }
 
 Resolution RuntimeNameResolver::ResolveGrapplerRewrite(Operation *function,

@@ -94,9 +94,10 @@ struct Resolution {
 ///   `s/ArithmeticOptimizer/AddOpsRewrite_n`, `..._Leaf_<j>_n`   node `s/n`
 /// Names no op carries as its own resolve, as MatchKind::kMerged, to the op
 /// whose location holds them after a rewrite (GetNodeNames), else to the ops
-/// of the same function whose name equals up to `_<k>` suffixes and whose type
-/// is the runtime kernel's (CSE keeps one of identical ops and drops the
-/// others' locations). A name found on a `tf.Const` for a kernel other than
+/// of the same function whose name equals up to `_<k>` suffixes (failing
+/// that, up to leading scopes, down to `scope/node`) and whose type is the
+/// runtime kernel's (CSE keeps one of identical ops and drops the others'
+/// locations). A name found on a `tf.Const` for a kernel other than
 /// Const was folded (MatchKind::kFolded).
 /// Indexes are built per function on first use, or all at once by IndexAll.
 class RuntimeNameResolver {

@@ -43,8 +43,10 @@ def AnnotateOperationsProfilePass
       `Square` into a SquaredDifference), or CSE kept one of identical ops
       and dropped the others' locations. The entry lands on the op whose
       location lists the name, else on the op(s) of the same function whose
-      name equals it up to TF's `_<k>` uniquifiers and whose type is the
-      kernel's (`adam/Pow_3` -> `adam/Pow`). With several such ops the
+      name equals it up to TF's `_<k>` uniquifiers (failing that, up to
+      leading scopes, down to `scope/node`) and whose type is the kernel's
+      (`adam/Pow_3` -> `adam/Pow`, `adam/Add_8/ReadVariableOp` ->
+      `Add/ReadVariableOp`). With several such ops the
       survivor is ambiguous and the time is split equally between them in
       exact integer parts. `merged` counts the names merged into an op;
     * a name found only on a `tf.Const` for another kernel was folded, and
