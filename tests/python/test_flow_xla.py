@@ -53,10 +53,19 @@ def test_hlo_time_lands_on_tf_ops(run):
     profile = OpProfile.read(out / "op_profile.json")
     assert profile.totals.hlo_ps > 0
     attribution = annotate.read_attribution(out / "attribution.json").with_xla_launch(profile)
-    assert annotate.xla_annotated_ps(profile, attribution) >= 0.99 * profile.totals.hlo_ps
+    totals = profile.totals
+    # Every HLO picosecond lands on a tf node or is listed as XLA-inserted.
+    assert totals.hlo_attributed_ps + totals.xla_inserted_ps == totals.hlo_ps
+    # What came from a tf node lands on a tf op of the module, all of it.
+    annotated = annotate.xla_annotated_ps(profile, attribution)
+    assert annotated >= 0.999 * totals.hlo_attributed_ps
+    # The share of the whole step is not asserted here: the XLA-inserted rest
+    # (variable copies, a wrapped reduce-window) is small, but a copy whose
+    # thread loses its core runs for milliseconds (18% of a step once, under
+    # load). test_xla checks the >= 99% share on stored real traces.
     report = (out / "report.md").read_text()
     shown = re.search(r"([\d.]+)% annotated onto tf ops of the module", report)
-    assert shown and float(shown[1]) >= 99.0
+    assert shown and float(shown[1]) == pytest.approx(100 * annotated / totals.hlo_ps, abs=0.01)
 
 
 def test_fusions_in_report_and_picture(run):
