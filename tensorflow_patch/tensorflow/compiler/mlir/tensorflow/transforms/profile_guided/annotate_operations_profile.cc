@@ -255,11 +255,9 @@ private:
   /// Lowerings erase ops that only forward their input (a frozen variable
   /// read is an Identity of a constant) and fold arithmetic with identity
   /// constants: such an op's record also rides on ops the lowering keeps
-  /// (see the comments inside).
+  /// (see the comments inside). Runs after every op carries its own record.
   void
-  CarryForwardedRecords(const llvm::MapVector<Operation *, OpTiming> &timings,
-                        llvm::ArrayRef<ProfilerData> records,
-                        const ProfilerDataEncoder &encoder);
+  CarryForwardedRecords(const llvm::MapVector<Operation *, OpTiming> &timings);
   /// Writes the attribution document (docs/formats.md) to
   /// `attributionOutput`; false (after an error) if it cannot.
   bool WriteAttribution(const OpProfile &profile,
@@ -430,8 +428,7 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
 }
 
 void AnnotateOperationsProfilePass::CarryForwardedRecords(
-    const llvm::MapVector<Operation *, OpTiming> &timings,
-    llvm::ArrayRef<ProfilerData> records, const ProfilerDataEncoder &encoder) {
+    const llvm::MapVector<Operation *, OpTiming> &timings) {
   // Serial: several ops may lay records on one op.
   auto ride_on = [](Operation *op, Operation *other, DictionaryAttr record) {
     if (other && other->getBlock() == op->getBlock())
@@ -439,17 +436,17 @@ void AnnotateOperationsProfilePass::CarryForwardedRecords(
   };
   llvm::SmallVector<std::pair<Operation *, Value>, 8> foldable;
   ConstantOperands constants;
-  for (const auto &[i, entry] : llvm::enumerate(timings)) {
-    Operation *op = entry.first;
+  for (Operation *op : llvm::make_first_range(timings)) {
     if (op->getNumOperands() == 0 ||
         !OnlyForwards({op->getName().stripDialect()})) {
       if (Value varying = constants.SoleVaryingOperand(op))
         foldable.push_back({op, varying});
       continue;
     }
-    ProfilerData data = records[i];
-    data.source = GetNodeName(op).str();
-    DictionaryAttr record = encoder.Encode(data);
+    // The op's own record, carried first in its location since the attach.
+    llvm::SmallVector<DictionaryAttr, 2> carried;
+    CollectProfilesInLocation(op->getLoc(), carried);
+    DictionaryAttr record = carried.front();
     // Producer and users both: folding keeps one or the other (a reshaped
     // constant keeps the reshape's location, a zero bias add its input's).
     // Users that never ran (Grappler folded them at run time: a bias's
@@ -552,7 +549,7 @@ void AnnotateOperationsProfilePass::runOnOperation() {
       carry(op, records[timings.find(kernel_op) - timings.begin()], kernel_op);
   });
   if (carryInLocation)
-    CarryForwardedRecords(timings, records, encoder);
+    CarryForwardedRecords(timings);
   numAnnotatedOps += measured;
   numFusedOps += fused.size();
   if (!attributionOutput.empty() &&

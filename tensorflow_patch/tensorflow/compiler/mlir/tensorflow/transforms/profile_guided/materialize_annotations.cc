@@ -162,7 +162,7 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
     ProfilerData data = own;
     if (!data.IsFused()) {
       data.source = name;
-      data.fanout = level.lookup(name).ops;
+      data.fanout = level.find(name)->second.ops;
       data.share = level_self > 0
                        ? RoundShare(static_cast<double>(data.self) / level_self)
                        : 0.0;
