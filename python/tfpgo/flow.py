@@ -209,7 +209,8 @@ def _run_stages(
     else:
         trace = _carry_over_trace(from_trace, options.output_dir, out)
         module = out / "model.mlir"
-        module.write_bytes(mlir.read_bytes())
+        module_bytes = mlir.read_bytes()
+        module.write_bytes(module_bytes)
         run_info = report.RunInfo(
             model=str(mlir),
             mode=None,
@@ -220,8 +221,8 @@ def _run_stages(
             trace_source=str(trace.relative_to(out) if trace.is_relative_to(out) else trace),
             module="model.mlir",
         )
-        lowerable = module.read_text()
         if options.lower:
+            lowerable = module_bytes.decode()
             lowering.check_frozen(lowerable, mlir)
 
     def note(message: str) -> None:  # name files where they will be, not in staging
@@ -253,7 +254,7 @@ def _run_stages(
             lambda: _verify_in_tensorflow(out / "model.annotated.mlir"),
         )
     levels: list[lowering.LoweredLevel] = []
-    if options.lower:
+    if lowerable is not None:  # set exactly when --lower asks for levels
         levels = progress.stage(
             "lower",
             f"frozen tf -> {' -> '.join(options.lower)} (TensorFlow, IREE), profile re-attached",
