@@ -27,9 +27,10 @@ GOAL_S = 60.0
 FLOW = """
 import json
 import sys
-from tfpgo import flow, flow_cli
-options = flow_cli.options_from_args(flow_cli.build_parser().parse_args(sys.argv[1:]))
-result = flow.run_flow(options)
+from tfpgo.flow import stages
+from tfpgo.flow import pgo
+options = pgo.options_from_args(pgo.build_parser().parse_args(sys.argv[1:]))
+result = stages.run_flow(options)
 print(json.dumps({"stages": result.stage_seconds, "coverage": result.attribution.coverage}))
 """
 

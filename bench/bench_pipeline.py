@@ -5,7 +5,7 @@ of the same file, both with --allow-unregistered-dialect, measured side by side.
 
 Three configurations, each against the round trip with the same print flags:
 annotate + mark hotspots; the same plus the op_graph.json export; and the
-pipeline exactly as the flow runs it (`tfpgo.annotate`'s options: unresolved
+pipeline exactly as the flow runs it (`tfpgo.mlir.annotate`'s options: unresolved
 remarks, top-k, op-graph export, --mlir-print-debuginfo). Every contender runs
 in a fresh process (bench/harness.py: wall time, peak RSS from GNU time), and
 the repeats are interleaved round-robin so that load on a shared machine hits
@@ -52,8 +52,8 @@ from pathlib import Path
 
 import harness
 
-from tfpgo.annotate import pipeline_spec
 from tfpgo.cli import user_path
+from tfpgo.mlir.annotate import pipeline_spec
 
 LOOP_EVERY = 50  # one While (with a 4-op body) per this many Dense blocks
 T = "tensor<4x4xf32>"

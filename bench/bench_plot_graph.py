@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tfpgo.plot_graph import plot_graph
-from tfpgo.render import RenderOptions
+from tfpgo.render import RenderOptions, load_graph
+from tfpgo.render.plot_graph import plot_graph
 
 GOALS_S = {"resnet50": 5.0, "ops10k": 60.0}
 # A ResNet50 bottleneck block as TF emits it: (op, name suffix, mean µs, fused into).
@@ -128,7 +128,7 @@ def bench(name: str, blocks: int, workdir: Path) -> tuple[float, int, str]:
     source = workdir / f"{name}_op_graph.json"
     source.write_text(json.dumps(synthetic_op_graph(blocks)))
     start = time.perf_counter()
-    result = plot_graph(source, workdir / f"{name}.svg", RenderOptions())
+    result = plot_graph(load_graph(source), workdir / f"{name}.svg", RenderOptions())
     return time.perf_counter() - start, result.nodes_drawn, result.engine or "-"
 
 

@@ -25,7 +25,8 @@ from tfpgo.cli import user_path
 
 def make_profile(logdir: Path, steps: int) -> Path:
     """Profiles ResNet50 inference into `logdir`; returns the .xplane.pb."""
-    from tfpgo import models, profiling
+    from tfpgo import models
+    from tfpgo.models import profiling
 
     case = models.load_model("resnet50", "infer", batch_size=1)
     return profiling.profile(case, logdir, steps=steps, warmup=5).xplane_paths[0]

@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfpgo.readers.xplane_proto import xplane_pb2
+from tfpgo.trace.readers.xplane_proto import xplane_pb2
 
 LINES = (
     "python3",

@@ -1,7 +1,9 @@
 """tfpgo: profile-guided annotation for TensorFlow's MLIR.
 
-Stages, one module each, data flowing one way:
-models/profiling -> trace readers -> events -> dag, op_profile -> render, report -> flow.
+Stages, one subpackage each, data flowing one way:
+models (and profiling) -> trace (readers, events, DAG, op profile) -> mlir
+(tfpgo-opt, attribution, lowering) -> analysis, diff, proposer -> render ->
+report -> flow. `errors`, `atomic`, `cli` and `documents` serve every stage.
 """
 
 __version__ = "0.1.0"

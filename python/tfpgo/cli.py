@@ -1,4 +1,4 @@
-"""What every tfpgo command line shares: user paths, one-line errors, atomic output.
+"""What every tfpgo command line shares: user paths, flag types, one-line errors.
 
 `bazel run` starts tools in the runfiles tree; the user's shell directory is in
 BUILD_WORKING_DIRECTORY. Relative paths the user gives, and default outputs,
@@ -9,18 +9,13 @@ the `a.json` the user sees.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import shutil
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import NoReturn
 
-
-class UserError(Exception):
-    """A problem with the user's input: reported as one line, exit status 1."""
+from tfpgo.errors import UserError
 
 
 def working_directory() -> Path:
@@ -34,55 +29,6 @@ def user_path(path: str | os.PathLike[str]) -> Path:
     if expanded.is_absolute():
         return expanded
     return working_directory() / expanded
-
-
-def current_umask() -> int:
-    """The process umask (reading it means setting it: set back at once)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-@contextlib.contextmanager
-def atomic_output_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Opens a temporary sibling of `path` and renames it over `path` on success.
-
-    A failure leaves no partial file behind: readers never see half a document.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode) as handle:
-            yield handle
-        # mkstemp creates 0600; the result gets the permissions of an ordinary file.
-        os.chmod(tmp_name, 0o666 & ~current_umask())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-
-
-@contextlib.contextmanager
-def atomic_output_dir(path: Path) -> Iterator[Path]:
-    """Yields a staging directory that replaces `path` only when the block succeeds."""
-    if path.exists() and not path.is_dir():
-        raise UserError(f"{path}: exists and is not a directory; name a new directory")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
-        yield staging
-        os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp creates 0700
-        if path.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{path.name}.old.", dir=path.parent))
-            os.replace(path, retired / path.name)
-            os.replace(staging, path)
-            shutil.rmtree(retired, ignore_errors=True)
-        else:
-            os.replace(staging, path)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 class ArgumentParser(argparse.ArgumentParser):

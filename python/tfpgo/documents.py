@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tfpgo.cli import UserError, atomic_output_file
+from tfpgo.atomic import atomic_output_file
+from tfpgo.errors import UserError
 
 # Newest version read, per format; formats not listed are at version 1.
 SUPPORTED_VERSIONS = {"tfpgo.op_profile": 2}

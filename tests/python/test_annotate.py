@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from tfpgo import HOT_OPS, annotate
-from tfpgo.cli import UserError
+from tfpgo import HOT_OPS
+from tfpgo.errors import UserError
+from tfpgo.mlir import annotate
 
 # A tf-standard-pipeline export in miniature: a rewrite fused two locations, CSE
 # kept one of two Pow ops, folding left a constant, canonicalization dropped an

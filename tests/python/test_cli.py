@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tfpgo import cli
+from tfpgo import atomic, cli, errors
 
 
 def test_user_path_resolves_against_build_working_directory(monkeypatch, tmp_path):
@@ -22,7 +22,7 @@ def test_user_path_without_bazel_uses_cwd(monkeypatch, tmp_path):
 
 def test_atomic_output_file_leaves_nothing_on_failure(tmp_path):
     target = tmp_path / "out.json"
-    with pytest.raises(RuntimeError), cli.atomic_output_file(target) as handle:
+    with pytest.raises(RuntimeError), atomic.atomic_output_file(target) as handle:
         handle.write("{half")
         raise RuntimeError("boom")
     assert list(tmp_path.iterdir()) == []
@@ -31,7 +31,7 @@ def test_atomic_output_file_leaves_nothing_on_failure(tmp_path):
 def test_atomic_output_file_replaces_on_success(tmp_path):
     target = tmp_path / "out.json"
     target.write_text("old")
-    with cli.atomic_output_file(target) as handle:
+    with atomic.atomic_output_file(target) as handle:
         handle.write("new")
     assert target.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
@@ -41,10 +41,10 @@ def test_atomic_output_dir_swaps_whole_directory(tmp_path):
     target = tmp_path / "out"
     target.mkdir()
     (target / "stale").write_text("x")
-    with cli.atomic_output_dir(target) as staging:
+    with atomic.atomic_output_dir(target) as staging:
         (staging / "fresh").write_text("y")
     assert sorted(p.name for p in target.iterdir()) == ["fresh"]
-    with pytest.raises(ValueError), cli.atomic_output_dir(target) as staging:
+    with pytest.raises(ValueError), atomic.atomic_output_dir(target) as staging:
         (staging / "partial").write_text("z")
         raise ValueError
     assert sorted(p.name for p in target.iterdir()) == ["fresh"]
@@ -55,8 +55,8 @@ def test_atomic_output_dir_never_replaces_a_file(tmp_path):
     target = tmp_path / "notes.txt"
     target.write_text("the user's file")
     with (
-        pytest.raises(cli.UserError, match="exists and is not a directory"),
-        cli.atomic_output_dir(target) as staging,
+        pytest.raises(errors.UserError, match="exists and is not a directory"),
+        atomic.atomic_output_dir(target) as staging,
     ):
         (staging / "x").write_text("y")
     assert target.read_text() == "the user's file"
@@ -65,7 +65,7 @@ def test_atomic_output_dir_never_replaces_a_file(tmp_path):
 
 def test_run_main_turns_user_error_into_one_line(capsys):
     def failing(_argv):
-        raise cli.UserError("trace.pb: not an XSpace protobuf; pass an .xplane.pb")
+        raise errors.UserError("trace.pb: not an XSpace protobuf; pass an .xplane.pb")
 
     assert cli.run_main(failing, [], prog="tool") == 1
     err = capsys.readouterr().err
@@ -74,9 +74,9 @@ def test_run_main_turns_user_error_into_one_line(capsys):
 
 def test_atomic_outputs_get_ordinary_permissions(tmp_path):
     target = tmp_path / "out.json"
-    with cli.atomic_output_file(target) as handle:
+    with atomic.atomic_output_file(target) as handle:
         handle.write("{}")
-    with cli.atomic_output_dir(tmp_path / "dir") as staging:
+    with atomic.atomic_output_dir(tmp_path / "dir") as staging:
         (staging / "x").write_text("y")
     umask = os.umask(0)
     os.umask(umask)
@@ -87,10 +87,10 @@ def test_atomic_outputs_get_ordinary_permissions(tmp_path):
 @pytest.mark.parametrize(
     ("module", "argv", "message"),
     [
-        ("tfpgo.flow_cli", ["--steps", "0"], "argument --steps: must be at least 1"),
-        ("tfpgo.flow_cli", ["--mode", "eval"], "argument --mode: invalid choice"),
-        ("tfpgo.plot_graph", ["--no-such-flag"], "the following arguments are required"),
-        ("tfpgo.trace_reader", [], "the following arguments are required: --path-to-trace"),
+        ("tfpgo.flow.pgo", ["--steps", "0"], "argument --steps: must be at least 1"),
+        ("tfpgo.flow.pgo", ["--mode", "eval"], "argument --mode: invalid choice"),
+        ("tfpgo.render.plot_graph", ["--no-such-flag"], "the following arguments are required"),
+        ("tfpgo.trace.trace_reader", [], "the following arguments are required: --path-to-trace"),
     ],
 )
 def test_bad_flags_are_one_line(module, argv, message, capsys):

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tfpgo import annotate, profiling, trace_reader
-from tfpgo.models import load_model
+from tfpgo.mlir import annotate
+from tfpgo.models import load_model, profiling
+from tfpgo.trace import trace_reader
 
 HOOK = Path(__file__).resolve().parents[1] / "data" / "models" / "optimizer_step.py"
 

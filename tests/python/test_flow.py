@@ -1,4 +1,4 @@
-"""The whole flow end to end on real TensorFlow models (tfpgo.flow, //:pgo)."""
+"""The whole flow end to end on real TensorFlow models (tfpgo.flow.stages, //:pgo)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tfpgo import flow_cli
 from tfpgo.cli import run_main
-from tfpgo.op_profile import OpProfile
+from tfpgo.flow import pgo
+from tfpgo.trace.op_profile import OpProfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -50,7 +50,7 @@ def _pgo_binary() -> Path | None:
 
 def _run(tmp_path: Path, *args: str) -> tuple[int, Path]:
     out = tmp_path / "out"
-    status = run_main(flow_cli.main, ["--output-dir", str(out), "--steps", "2", *args], prog="pgo")
+    status = run_main(pgo.main, ["--output-dir", str(out), "--steps", "2", *args], prog="pgo")
     return status, out
 
 
@@ -297,7 +297,7 @@ def test_output_dir_holding_user_files_is_refused(kind, tmp_path, monkeypatch, c
         "working_dir": Path("."),
         "parent_of_working_dir": tmp_path,
     }[kind]
-    status = run_main(flow_cli.main, ["--output-dir", str(target), "--steps", "1"], prog="pgo")
+    status = run_main(pgo.main, ["--output-dir", str(target), "--steps", "1"], prog="pgo")
     assert status == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("pgo: error: --output-dir ")
@@ -318,7 +318,7 @@ def test_trace_of_another_model_fails_cleanly(rnn_run, train_run, tmp_path, caps
     for name in ("report.md", "op_profile.json"):
         (out / name).write_text("previous run")
     status = run_main(
-        flow_cli.main,
+        pgo.main,
         [
             "--output-dir",
             str(out),

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import tfpgo
-from tfpgo import annotate
-from tfpgo.op_profile import OpProfile
+from tfpgo.mlir import annotate
+from tfpgo.trace.op_profile import OpProfile
 
 HOOKS = Path(__file__).resolve().parents[1] / "data" / "xla"
 PGO = Path(__file__).resolve().parents[2] / "tools" / "pgo.py"

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from tfpgo import annotate, lowering
-from tfpgo.cli import UserError
-from tfpgo.flow import FlowOptions, run_flow
+from tfpgo.errors import UserError
+from tfpgo.flow.stages import FlowOptions, run_flow
+from tfpgo.mlir import annotate, lowering
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 
@@ -93,8 +93,8 @@ def test_location_records_survive_tensorflows_passes(tmp_path):
     names still where TF's name extraction (and ours) finds them."""
     import tensorflow as tf
 
-    from tfpgo import profiling, trace_reader
-    from tfpgo.models import load_model
+    from tfpgo.models import load_model, profiling
+    from tfpgo.trace import trace_reader
 
     case = load_model(str(MODELS / "small_convnet.py"), "infer", 4)
     run = profiling.profile(case, tmp_path / "profile", steps=2, warmup=1)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tfpgo import models
-from tfpgo.cli import UserError
+from tfpgo.errors import UserError
 
 SMALL_MODELS = ["mlp", "cnn", "transformer", "rnn"]
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import trace_fixtures as fx
 
-from tfpgo.cli import UserError
-from tfpgo.events import TableBuilder
-from tfpgo.op_profile import OpProfile, build_op_profile, nearest_rank
-from tfpgo.readers import read_trace
+from tfpgo.errors import UserError
+from tfpgo.trace.events import TableBuilder
+from tfpgo.trace.op_profile import OpProfile, build_op_profile, nearest_rank
+from tfpgo.trace.readers import read_trace
 
 
 def table_of(events, steps=()):
@@ -137,7 +137,8 @@ def test_agrees_with_xprof_framework_op_stats(tmp_path, model):
         path = tmp_path / fx.XPLANE.name
         shutil.copyfile(fx.XPLANE, path)
     else:
-        from tfpgo import models, profiling
+        from tfpgo import models
+        from tfpgo.models import profiling
 
         case = models.load_model("rnn", "train", batch_size=2)
         path = profiling.profile(case, tmp_path, steps=2, warmup=1).xplane_paths[0]
@@ -152,7 +153,7 @@ def test_agrees_with_xprof_framework_op_stats(tmp_path, model):
 
 def test_overlap_with_windows_matches_a_brute_force_count():
     """The binary-search overlap equals counting covered picoseconds one by one."""
-    from tfpgo.op_profile import _overlap, _union
+    from tfpgo.trace.op_profile import _overlap, _union
 
     rng = np.random.default_rng(7)
     for _ in range(200):

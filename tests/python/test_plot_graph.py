@@ -10,7 +10,7 @@ import pytest
 from render_fixtures import GRU_OP_GRAPH, MLP_EVENT_DAG, MLP_OP_GRAPH, MLP_OP_PROFILE
 
 from tfpgo.cli import run_main
-from tfpgo.plot_graph import main
+from tfpgo.render.plot_graph import main
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK_TITLE = "{http://www.w3.org/1999/xlink}title"

@@ -1,4 +1,4 @@
-"""profile_diff (tfpgo.diff, tfpgo.profile_diff): deltas, overlap, step-time interval, CLI."""
+"""profile_diff (tfpgo.diff, tfpgo.diff.profile_diff): deltas, overlap, step-time interval, CLI."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from fractions import Fraction
 import pytest
 from profile_fixtures import CONV_TRAIN, DENSE_INFER, TRAIN, profile_real_step, read
 
-from tfpgo import cli, profile_diff
-from tfpgo.diff import compare
+from tfpgo import cli
+from tfpgo.diff import compare, profile_diff
 from tfpgo.diff.step_time import step_time_change, t_quantile
 
 RENDER_DATA = TRAIN.parents[2] / "render"

@@ -4,10 +4,11 @@ import re
 
 import pytest
 
-from tfpgo import models, profiling
-from tfpgo.cli import UserError
-from tfpgo.op_profile import build_op_profile
-from tfpgo.readers import read_trace
+from tfpgo import models
+from tfpgo.errors import UserError
+from tfpgo.models import profiling
+from tfpgo.trace.op_profile import build_op_profile
+from tfpgo.trace.readers import read_trace
 
 # Nodes the runtime adds or that exist only around a function call: never in the MLIR.
 RUNTIME_ONLY = re.compile(r"^(_|Func/|.*_RetVal$|.*_Arg$)")

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from tfpgo.analysis import analyse
-from tfpgo.cli import UserError
-from tfpgo.op_profile import OpProfile
+from tfpgo.errors import UserError
 from tfpgo.proposer import (
     EvidenceKind,
     NotApplicable,
@@ -24,6 +23,7 @@ from tfpgo.proposer import (
 )
 from tfpgo.proposer.ab import ABResult, ABSamples, Verdict, interleave, judge, step_timer
 from tfpgo.proposer.optimize import read
+from tfpgo.trace.op_profile import OpProfile
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "optimize"
 
@@ -345,9 +345,9 @@ def test_mixed_precision_rule_and_where_it_applies() -> None:
 
 def test_onednn_flag_takes_effect_in_the_worker(tmp_path: Path) -> None:
     """The candidate's profile runs oneDNN's kernels: the change really applies."""
-    from tfpgo import trace_reader
     from tfpgo.proposer.optimize import ModelSpec
     from tfpgo.proposer.worker import profile_in_worker
+    from tfpgo.trace import trace_reader
 
     profile_in_worker(ModelSpec("mlp", "infer", 2), ("--onednn", "1"), tmp_path, 1, 1)
     profile = trace_reader.run(tmp_path, build_graph=False).op_profile
@@ -369,8 +369,9 @@ def test_run_optimize_measures_records_and_diffs(tmp_path: Path) -> None:
     measured in-process, threads (no model spec for workers) is recorded as not
     applied; the best candidate is profiled and diffed; optimize.json reads back
     to the same result."""
-    from tfpgo import profiling, trace_reader
+    from tfpgo.models import profiling
     from tfpgo.proposer.optimize import ABSettings, run_optimize
+    from tfpgo.trace import trace_reader
 
     case = tiny_case()
     run = profiling.profile(case, tmp_path / "baseline", steps=2, warmup=1)
@@ -400,7 +401,7 @@ def test_run_optimize_measures_records_and_diffs(tmp_path: Path) -> None:
 
 
 def test_report_section_lists_each_proposal_with_interval_and_verdict() -> None:
-    from tfpgo.optimize_tables import optimize_tables
+    from tfpgo.report.optimize_tables import optimize_tables
 
     result = read(DATA / "mlp_train.optimize.json")
     (title, header, rows), *rest = optimize_tables(result)
@@ -417,7 +418,7 @@ def test_report_section_lists_each_proposal_with_interval_and_verdict() -> None:
 
 
 def test_optimize_flags_reach_the_flow_options() -> None:
-    from tfpgo.flow_cli import build_parser, options_from_args
+    from tfpgo.flow.pgo import build_parser, options_from_args
 
     args = build_parser().parse_args(["--optimize", "--ab-repetitions", "6", "--ab-steps", "4"])
     options = options_from_args(args)
@@ -426,7 +427,7 @@ def test_optimize_flags_reach_the_flow_options() -> None:
 
 
 def test_optimize_refuses_a_trace_without_a_model(tmp_path: Path) -> None:
-    from tfpgo.flow import FlowOptions, run_flow
+    from tfpgo.flow.stages import FlowOptions, run_flow
 
     trace, mlir = tmp_path / "trace.json", tmp_path / "model.mlir"
     trace.write_text("{}")

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import trace_fixtures as fx
 
-from tfpgo.cli import UserError
-from tfpgo.events import parse_op_name
-from tfpgo.readers import read_trace
+from tfpgo.errors import UserError
+from tfpgo.trace.events import parse_op_name
+from tfpgo.trace.readers import read_trace
 
 
 def op_durations(table):
@@ -104,7 +104,7 @@ def test_logdir_newest_run_and_chosen_run(tmp_path):
 
 
 def test_logdir_with_two_hosts_keeps_host_identity(tmp_path):
-    from tfpgo.readers.xplane_proto import xplane_pb2
+    from tfpgo.trace.readers.xplane_proto import xplane_pb2
 
     run_dir = tmp_path / "plugins" / "profile" / "run"
     run_dir.mkdir(parents=True)

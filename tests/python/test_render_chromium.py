@@ -13,7 +13,7 @@ import pytest
 from render_fixtures import GRU_OP_GRAPH, MLP_EVENT_DAG
 
 from tfpgo.cli import run_main
-from tfpgo.plot_graph import main
+from tfpgo.render.plot_graph import main
 from tfpgo.render.style import CRITICAL_COLOR, HOT_FILL, NEVER_FILL
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

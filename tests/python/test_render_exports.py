@@ -19,16 +19,25 @@ from render_fixtures import (
     timing,
 )
 
-from tfpgo.cli import UserError
-from tfpgo.render import Metric, RenderOptions, load_graph, prepare
-from tfpgo.render.exports import (
-    model_explorer_node_data,
-    op_profile_rows,
-    trace_events,
-    write_csv,
-    write_trace_events,
+from tfpgo.errors import UserError
+from tfpgo.render import (
+    GraphKind,
+    Metric,
+    NodeState,
+    RenderGraph,
+    RenderNode,
+    RenderOptions,
+    load_graph,
+    prepare,
 )
+from tfpgo.render.exports import EXPORT_FORMATS
+from tfpgo.render.exports.csv_export import op_profile_rows, write_csv
+from tfpgo.render.exports.model_explorer import model_explorer_node_data
+from tfpgo.render.exports.speedscope import speedscope_document
+from tfpgo.render.exports.trace_events import trace_events, write_trace_events
+from tfpgo.render.model import Timing
 from tfpgo.render.style import HOT_FILL
+from tfpgo.trace.op_profile import OpProfile
 
 STRICT = dacite.Config(strict=True)
 
@@ -138,7 +147,7 @@ def test_trace_needs_the_event_dag():
 
 def test_csv_from_op_profile(tmp_path):
     path = tmp_path / "p.csv"
-    write_csv(MLP_OP_PROFILE, path)
+    write_csv(OpProfile.read(MLP_OP_PROFILE), path)
     rows = list(csv.DictReader(io.StringIO(path.read_text())))
     assert [r["name"] for r in rows][:2] == ["sequential/dense/MatMul", "sequential/dense_1/MatMul"]
     assert rows[0]["self_ps"] == "4237000" and rows[0]["count"] == "2"
@@ -146,14 +155,83 @@ def test_csv_from_op_profile(tmp_path):
 
 
 def test_csv_rows_from_graphs_agree_with_the_op_profile():
-    from_dag = {r.name: r for r in op_profile_rows(MLP_EVENT_DAG)}
-    for row in op_profile_rows(MLP_OP_PROFILE):
+    from_dag = {r.name: r for r in op_profile_rows(load_graph(MLP_EVENT_DAG))}
+    for row in op_profile_rows(OpProfile.read(MLP_OP_PROFILE)):
         dag_row = from_dag[row.name]
         assert (dag_row.count, dag_row.self_ps, dag_row.p95_ps) == (
             row.count,
             row.self_ps,
             row.p95_ps,
         )
-    op_rows = op_profile_rows(GRU_OP_GRAPH)
+    op_rows = op_profile_rows(load_graph(GRU_OP_GRAPH))
     assert op_rows[0].name == "sequential/gru/while"
     assert [r.self_ps for r in op_rows] == sorted((r.self_ps for r in op_rows), reverse=True)
+
+
+def _replay(profile: dict) -> dict[int, int]:
+    """Replays a speedscope evented profile like its importer does (every close
+    matches the open frame on top, times never go back); frame -> ns spent."""
+    stack: list[tuple[int, float]] = []
+    spent: dict[int, int] = {}
+    last = profile["startValue"]
+    for event in profile["events"]:
+        assert event["at"] >= last
+        last = event["at"]
+        if event["type"] == "O":
+            stack.append((event["frame"], event["at"]))
+        else:
+            frame, opened = stack.pop()
+            assert frame == event["frame"], "closes a frame that is not on top"
+            spent[frame] = spent.get(frame, 0) + round((event["at"] - opened) * 1000)
+    assert not stack and last <= profile["endValue"]
+    return spent
+
+
+def test_speedscope_nests_per_thread_and_keeps_every_picosecond():
+    graph = load_graph(MLP_EVENT_DAG)
+    document = speedscope_document(graph)
+    names = [frame["name"] for frame in document["shared"]["frames"]]
+    spent: dict[str, int] = {}
+    for profile in document["profiles"]:
+        assert profile["type"] == "evented" and profile["unit"] == "nanoseconds"
+        for frame, ps in _replay(profile).items():
+            spent[names[frame]] = spent.get(names[frame], 0) + ps
+    expected: dict[str, int] = {}
+    for node in graph.nodes:
+        assert node.timing is not None
+        expected[node.name] = expected.get(node.name, 0) + node.timing.total_ps
+    assert spent == expected
+
+
+def test_speedscope_puts_overlapping_events_in_lanes():
+    def span(start: int, duration: int) -> Timing:
+        return Timing(duration, duration, duration, 1, 0.0, first_start_ps=start)
+
+    a, b, c = span(0, 3000), span(2000, 3000), span(500, 1000)  # b overlaps a; c nests in a
+    nodes = tuple(
+        RenderNode(i, name, "event", "t", NodeState.EXECUTED, t, details=(("line", "t"),))
+        for i, (name, t) in enumerate([("a", a), ("b", b), ("c", c)])
+    )
+    graph = RenderGraph(GraphKind.EVENT_DAG, MLP_EVENT_DAG, nodes, ())
+    profiles = speedscope_document(graph)["profiles"]
+    assert [p["name"] for p in profiles] == ["t", "t (lane 2)"]
+    assert [len(_replay(p)) for p in profiles] == [2, 1]
+
+
+def test_speedscope_needs_the_event_dag():
+    with pytest.raises(UserError, match="speedscope export needs the event DAG"):
+        speedscope_document(load_graph(MLP_OP_GRAPH))
+
+
+def test_every_registered_export_is_a_plot_graph_flag(tmp_path):
+    """A registered format needs nothing else: plot_graph offers and writes it."""
+    from tfpgo.cli import run_main
+    from tfpgo.render import plot_graph
+
+    flags = []
+    for name in EXPORT_FORMATS:
+        flags += [f"--export-{name}", str(tmp_path / f"{name}.out")]
+    status = run_main(plot_graph.main, ["--path-to-mlir-graph", str(MLP_EVENT_DAG), *flags])
+    assert status == 0
+    for name in EXPORT_FORMATS:
+        assert (tmp_path / f"{name}.out").stat().st_size > 0, name

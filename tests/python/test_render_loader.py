@@ -15,7 +15,7 @@ from render_fixtures import (
     write_variant,
 )
 
-from tfpgo.cli import UserError
+from tfpgo.errors import UserError
 from tfpgo.render import GraphKind, NodeState, load_graph
 from tfpgo.render.model import EdgeKind
 

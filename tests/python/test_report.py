@@ -1,4 +1,4 @@
-"""report.md / report.html summary rows (tfpgo.report)."""
+"""report.md / report.html summary rows (tfpgo.report.compose)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from render_fixtures import MLP_OP_GRAPH, MLP_OP_PROFILE
 
-from tfpgo import report
-from tfpgo.annotate import Attribution
-from tfpgo.op_profile import OpProfile
+from tfpgo.mlir.annotate import Attribution
 from tfpgo.render import load_graph
+from tfpgo.report import compose
+from tfpgo.trace.op_profile import OpProfile
 
 
-def _inputs(step_wall_ns: tuple[int, ...]) -> report.ReportInputs:
+def _inputs(step_wall_ns: tuple[int, ...]) -> compose.ReportInputs:
     profile = OpProfile.read(MLP_OP_PROFILE)
-    run = report.RunInfo(
+    run = compose.RunInfo(
         model="mlp",
         mode="infer",
         batch_size=2,
@@ -29,7 +29,7 @@ def _inputs(step_wall_ns: tuple[int, ...]) -> report.ReportInputs:
     )
     total = profile.totals.op_self_ps
     attribution = Attribution(1, 0, 1, total, total, ())
-    return report.ReportInputs(run, profile, load_graph(MLP_OP_GRAPH), attribution, (), ())
+    return compose.ReportInputs(run, profile, load_graph(MLP_OP_GRAPH), attribution, (), ())
 
 
 @pytest.mark.parametrize(
@@ -41,16 +41,16 @@ def _inputs(step_wall_ns: tuple[int, ...]) -> report.ReportInputs:
     ],
 )
 def test_step_time_is_the_true_median(walls_ns, shown):
-    rows = dict(report._summary_rows(_inputs(walls_ns)))
+    rows = dict(compose._summary_rows(_inputs(walls_ns)))
     assert rows["step time"] == f"{shown} (wall, host)"
-    assert f"**step time**: {shown}" in report.to_markdown(_inputs(walls_ns))
+    assert f"**step time**: {shown}" in compose.to_markdown(_inputs(walls_ns))
 
 
 def test_a_report_from_an_existing_trace_takes_step_time_from_its_markers():
     inputs = _inputs(())
     walls = (4_000_000_000, 2_000_000_000, 3_000_000_000)  # ps
     profile = dataclasses.replace(inputs.profile, step_wall_ps=walls)
-    rows = dict(report._summary_rows(dataclasses.replace(inputs, profile=profile)))
+    rows = dict(compose._summary_rows(dataclasses.replace(inputs, profile=profile)))
     assert rows["step time"] == "median 3 ms (the trace's step markers)"
 
 
@@ -66,7 +66,7 @@ def test_the_report_answers_which_phase_layer_and_op_type(tmp_path):
     inputs = dataclasses.replace(
         _inputs((1_000_000,)), profile=profile, analysis=analysis, analysis_chart="scope_chart.svg"
     )
-    markdown, page = report.write_reports(inputs, tmp_path)
+    markdown, page = compose.write_reports(inputs, tmp_path)
     text = markdown.read_text()
     for section in ("### Time by phase", "### Time by layer", "### Time by op type"):
         assert section in text
@@ -86,7 +86,7 @@ def test_the_report_gives_each_measured_proposal_with_interval_and_verdict():
     stored = Path(__file__).resolve().parents[1] / "data" / "optimize" / "mlp_train.optimize.json"
     result = read(stored)
     inputs = dataclasses.replace(_inputs((1, 2)), optimize=result)
-    markdown, page = report.to_markdown(inputs), report.to_html(inputs)
+    markdown, page = compose.to_markdown(inputs), compose.to_html(inputs)
     for trial in result.trials:
         outcome = trial.result
         assert outcome is not None
@@ -95,4 +95,4 @@ def test_the_report_gives_each_measured_proposal_with_interval_and_verdict():
             assert text in markdown and html.escape(text) in page
     assert "## Proposals, measured" in markdown and "<h2>Proposals, measured</h2>" in page
     assert "[optimize/diff.html](optimize/diff.html)" in markdown
-    assert "## Proposals" not in report.to_markdown(_inputs((1, 2)))
+    assert "## Proposals" not in compose.to_markdown(_inputs((1, 2)))

@@ -13,10 +13,11 @@ import re
 import subprocess
 from pathlib import Path
 
+import check_tf_patch as check
 import pytest
 
-from tfpgo import tf_patch_check as check
-from tfpgo.cli import UserError, run_main
+from tfpgo.cli import run_main
+from tfpgo.errors import UserError
 
 TF_SRC = os.environ.get("TF_SRC", "")
 needs_tf_src = pytest.mark.skipif(

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from tfpgo import annotate, flow
-from tfpgo.cli import UserError
-from tfpgo.hlo_profile import HloProfile, build_hlo_profile
-from tfpgo.op_profile import OpProfile, build_op_profile
-from tfpgo.readers import read_trace
-from tfpgo.readers.hlo_metadata import parse_hlo_proto
-from tfpgo.readers.xplane_proto import xplane_pb2
-from tfpgo.xla_attribution import attribute, hlo_events, split_equally
+from tfpgo.errors import UserError
+from tfpgo.flow import stages
+from tfpgo.mlir import annotate
+from tfpgo.trace.hlo_profile import HloProfile, build_hlo_profile
+from tfpgo.trace.op_profile import OpProfile, build_op_profile
+from tfpgo.trace.readers import read_trace
+from tfpgo.trace.readers.hlo_metadata import parse_hlo_proto
+from tfpgo.trace.readers.xplane_proto import xplane_pb2
+from tfpgo.trace.xla_attribution import attribute, hlo_events, split_equally
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "xla"
 SCENARIOS = ("train_adam", "infer", "mixed")
@@ -176,11 +177,11 @@ def _without_hlo(source: Path, target: Path, keep_metadata: bool) -> None:
 def test_trace_without_op_events_says_why(tmp_path, keep_metadata):
     trace = tmp_path / "trace.xplane.pb"
     _without_hlo(DATA / "infer" / "trace.xplane.pb", trace, keep_metadata)
-    options = flow.FlowOptions(
+    options = stages.FlowOptions(
         output_dir=tmp_path / "out", from_trace=trace, mlir=DATA / "infer" / "module.mlir"
     )
     with pytest.raises(UserError) as raised:
-        flow.run_flow(options)
+        stages.run_flow(options)
     message = str(raised.value)
     assert "dropped every annotation" not in message
     assert message.startswith(f"{trace}: the trace holds no TensorFlow op events")
@@ -195,11 +196,11 @@ def test_unannotated_module_is_not_called_dropped(tmp_path):
     """TensorFlow can only drop annotations a module had: none, no complaint."""
     plain = tmp_path / "plain.mlir"
     plain.write_text((DATA / "infer" / "module.mlir").read_text())
-    flow._verify_in_tensorflow(plain)
+    stages._verify_in_tensorflow(plain)
 
 
 def test_trace_reader_cli_writes_hlo_profile_only_for_xla_traces(tmp_path, capsys):
-    from tfpgo import trace_reader
+    from tfpgo.trace import trace_reader
 
     hlo_out = tmp_path / "hlo_profile.json"
     trace = DATA / "mixed" / "trace.xplane.pb"

@@ -11,8 +11,8 @@ from typing import Any
 from tfpgo.analysis.op_type import OpTypeRow, op_type_breakdown
 from tfpgo.analysis.phase import PhaseBreakdown, phase_breakdown
 from tfpgo.analysis.scope import ScopeNode, scope_tree
-from tfpgo.cli import atomic_output_file
-from tfpgo.op_profile import OpProfile, Totals
+from tfpgo.atomic import atomic_output_file
+from tfpgo.trace.op_profile import OpProfile, Totals
 
 FORMAT = "tfpgo.analysis"
 VERSION = 1

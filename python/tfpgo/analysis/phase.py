@@ -29,7 +29,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from tfpgo.op_profile import OpProfile
+from tfpgo.trace.op_profile import OpProfile
 
 GRADIENT_SCOPES = frozenset({"gradient_tape", "gradients"})
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tfpgo.analysis.phase import Phase, PhaseClassifier, fold_gradient_scope, is_optimizer_scope
-from tfpgo.op_profile import OpProfile
+from tfpgo.trace.op_profile import OpProfile
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from fractions import Fraction
 
 from tfpgo.analysis.scope import ScopeNode, scope_tree, walk
 from tfpgo.diff.step_time import StepTimeChange, step_time_change
-from tfpgo.op_profile import OpProfile
+from tfpgo.trace.op_profile import OpProfile
 
 
 @dataclass(frozen=True)

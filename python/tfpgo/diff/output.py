@@ -9,14 +9,14 @@ import html
 from pathlib import Path
 
 from tfpgo.analysis.scope import ScopeNode
-from tfpgo.cli import atomic_output_file
+from tfpgo.atomic import atomic_output_file
 from tfpgo.diff.compare import Delta, ProfileDiff
 from tfpgo.render.colormap import diverging_hex
 from tfpgo.render.icicle import IcicleNode, IcicleStyle, to_svg
 from tfpgo.render.metrics import format_ps
 
 # The report's table helpers and page style: a diff page reads like a report page.
-from tfpgo.report import _STYLE, _html_table, _markdown_table
+from tfpgo.report.tables import PAGE_STYLE, html_table, markdown_table
 
 OUTPUT_NAMES = ("diff.md", "diff.html", "diff.svg")
 _DELTA_HEADER = ["self A", "self B", "Δ self", "Δ total", "count A", "count B"]
@@ -165,7 +165,7 @@ def to_markdown(diff: ProfileDiff, picture: str, top_n: int) -> str:
     parts += ["", f"![op self time by scope, colored by change]({picture})", ""]
     for title, header, rows in tables(diff, top_n):
         parts += [f"## {title}", ""]
-        parts += [_markdown_table(header, rows) if rows else "none", ""]
+        parts += [markdown_table(header, rows) if rows else "none", ""]
     return "\n".join(parts)
 
 
@@ -175,13 +175,13 @@ def to_html(diff: ProfileDiff, svg: str, top_n: int) -> str:
     parts = [
         "<!DOCTYPE html>",
         "<html><head><meta charset='utf-8'><title>tfpgo profile diff</title>",
-        f"<style>{_STYLE}</style></head><body>",
+        f"<style>{PAGE_STYLE}</style></head><body>",
         f"<h1>tfpgo profile diff: A → B</h1><ul>{summary}</ul>",
         f"<figure>{svg[svg.index('<svg') :]}</figure>",
     ]
     for title, header, rows in tables(diff, top_n):
         parts.append(f"<h2>{esc(title)}</h2>")
-        parts.append(_html_table(header, rows) if rows else "<p>none</p>")
+        parts.append(html_table(header, rows) if rows else "<p>none</p>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

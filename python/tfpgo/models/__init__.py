@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tfpgo.cli import UserError
+from tfpgo.errors import UserError
 from tfpgo.models.builtin import BUILTIN_MODELS, DEFAULT_MODEL
 from tfpgo.models.case import Mode, ModelCase, parse_mode
 

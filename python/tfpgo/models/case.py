@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from tfpgo.cli import UserError
+from tfpgo.errors import UserError
 
 
 class Mode(enum.Enum):

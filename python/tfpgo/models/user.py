@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from tfpgo.cli import UserError
+from tfpgo.errors import UserError
 from tfpgo.models.builtin import keras_case
 from tfpgo.models.case import Mode, ModelCase
 

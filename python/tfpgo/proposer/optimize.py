@@ -18,15 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.analysis import Analysis
-from tfpgo.cli import UserError, atomic_output_file
+from tfpgo.atomic import atomic_output_file
 from tfpgo.documents import expect_format, read_json
+from tfpgo.errors import UserError
 from tfpgo.models import ModelCase
-from tfpgo.op_profile import OpProfile
 from tfpgo.proposer import propose
 from tfpgo.proposer.ab import NOISE, ABResult, ABSamples, interleave, judge, step_timer
 from tfpgo.proposer.numerics import check_numerics, compare_outputs
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal
 from tfpgo.proposer.worker import WorkerArm, profile_in_worker
+from tfpgo.trace.op_profile import OpProfile
 
 FORMAT = "tfpgo.optimize"
 VERSION = 1
@@ -270,7 +271,8 @@ def _profile_candidate(
 ) -> OpProfile:
     """The candidate's op profile: profiled here, or in a worker process for a
     change made there."""
-    from tfpgo import profiling, trace_reader
+    from tfpgo.models import profiling
+    from tfpgo.trace import trace_reader
 
     logdir = directory / "profile"
     if candidate is not None:

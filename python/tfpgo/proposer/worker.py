@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tfpgo.cli import UserError
+from tfpgo.errors import UserError
 
 READY = "ready"
 
@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
         keras.mixed_precision.set_global_policy(args.precision)
     case = load_model(args.model, args.mode, args.batch_size)
     if args.profile_dir:
-        from tfpgo.profiling import profile
+        from tfpgo.models.profiling import profile
 
         profile(case, Path(args.profile_dir), args.steps, args.warmup)
         return 0

@@ -8,25 +8,57 @@ scope collapse, top-N) → `fold` (ranks and columns of a deep drawing) →
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfpgo.cli import UserError, atomic_output_file
+from tfpgo.atomic import atomic_output_file
+from tfpgo.errors import UserError
 from tfpgo.render.dot import to_dot
 from tfpgo.render.graphml import to_networkx, write_graphml
-from tfpgo.render.layout import GRAPHVIZ_FORMATS, choose_engine, run_graphviz
+from tfpgo.render.layout import choose_engine, run_graphviz
 from tfpgo.render.loader import load_graph
 from tfpgo.render.metrics import Metric
 from tfpgo.render.model import GraphKind, NodeState, RenderEdge, RenderGraph, RenderNode
 from tfpgo.render.reduce import collapse_scopes, mark_hot, top_subgraph
 
-PICTURE_FORMATS = ("svg", "png", "dot", "graphml")
+
+@dataclass(frozen=True)
+class PictureFormat:
+    """A picture file format. `write` is None for formats Graphviz renders from
+    its layout (all of them in one Graphviz run); otherwise it writes the file
+    from the prepared graph and its DOT source, atomically."""
+
+    name: str  # also the file extension
+    write: Callable[[RenderGraph, RenderOptions, str, Path], None] | None = None
+
+
+def _write_dot(graph: RenderGraph, options: RenderOptions, source: str, path: Path) -> None:
+    with atomic_output_file(path) as handle:
+        handle.write(source)
+
+
+def _write_graphml(graph: RenderGraph, options: RenderOptions, source: str, path: Path) -> None:
+    write_graphml(graph, options.metric, path)
+
+
+# A new picture format is one line here (and, unless Graphviz renders it, a writer).
+PICTURE_FORMATS: dict[str, PictureFormat] = {
+    picture.name: picture
+    for picture in (
+        PictureFormat("svg"),
+        PictureFormat("png"),
+        PictureFormat("dot", _write_dot),
+        PictureFormat("graphml", _write_graphml),
+    )
+}
 
 __all__ = [
     "PICTURE_FORMATS",
     "GraphKind",
     "Metric",
     "NodeState",
+    "PictureFormat",
     "RenderEdge",
     "RenderGraph",
     "RenderNode",
@@ -79,13 +111,11 @@ def write_pictures(graph: RenderGraph, options: RenderOptions, paths: list[Path]
     formats = {path: picture_format(path) for path in paths}
     engine = choose_engine(len(graph.nodes), options.engine)
     source = to_dot(graph, options.metric, engine)
-    laid_out = {fmt: path for path, fmt in formats.items() if fmt in GRAPHVIZ_FORMATS}
+    laid_out = {fmt: path for path, fmt in formats.items() if PICTURE_FORMATS[fmt].write is None}
     if laid_out:
         run_graphviz(source, engine, laid_out)
     for path, fmt in formats.items():
-        if fmt == "dot":
-            with atomic_output_file(path) as handle:
-                handle.write(source)
-        elif fmt == "graphml":
-            write_graphml(graph, options.metric, path)
+        write = PICTURE_FORMATS[fmt].write
+        if write is not None:
+            write(graph, options, source, path)
     return engine

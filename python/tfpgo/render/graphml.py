@@ -10,7 +10,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from tfpgo.cli import atomic_output_file
+from tfpgo.atomic import atomic_output_file
 from tfpgo.render.dot import critical_edges
 from tfpgo.render.metrics import Metric, metric_value
 from tfpgo.render.model import RenderGraph, RenderNode

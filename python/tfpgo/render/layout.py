@@ -17,11 +17,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tfpgo.cli import UserError, current_umask
+from tfpgo.atomic import current_umask
+from tfpgo.errors import UserError
 
 ENGINES = ("dot", "sfdp", "neato", "fdp")
 DOT_MAX_NODES = 1500
-GRAPHVIZ_FORMATS = ("svg", "png")  # formats that need a layout
 
 
 def choose_engine(node_count: int, requested: str | None = None) -> str:

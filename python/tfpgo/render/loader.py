@@ -21,9 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from tfpgo.cli import UserError
 from tfpgo.documents import document_header, read_json
-from tfpgo.op_profile import nested_self_times
+from tfpgo.errors import UserError
 from tfpgo.render.model import (
     EdgeKind,
     GraphKind,
@@ -33,6 +32,7 @@ from tfpgo.render.model import (
     RenderNode,
     Timing,
 )
+from tfpgo.trace.op_profile import nested_self_times
 
 
 def field(

@@ -10,7 +10,7 @@ from pathlib import Path
 from tfpgo.analysis import Analysis
 from tfpgo.analysis.phase import Phase
 from tfpgo.analysis.scope import ScopeNode
-from tfpgo.cli import atomic_output_file
+from tfpgo.atomic import atomic_output_file
 from tfpgo.render.colormap import hex_color
 from tfpgo.render.icicle import IcicleNode, IcicleStyle, to_svg
 from tfpgo.render.metrics import format_ps

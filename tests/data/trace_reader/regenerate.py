@@ -16,8 +16,9 @@ from pathlib import Path
 
 from google.protobuf import json_format
 
-from tfpgo import models, profiling
-from tfpgo.readers.xplane_proto import xplane_pb2
+from tfpgo import models
+from tfpgo.models import profiling
+from tfpgo.trace.readers.xplane_proto import xplane_pb2
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,7 +1,7 @@
 """Regenerates the XLA fixtures in this directory (run by hand, TensorFlow 2.21).
 
 For each hook here (train_adam.py, infer.py, mixed.py) the step is profiled the
-way `bazel run //:pgo` does it (tfpgo.profiling: 2 warmup steps, then 3
+way `bazel run //:pgo` does it (tfpgo.models.profiling: 2 warmup steps, then 3
 profiled steps, host tracer level 3) and exported as tf-dialect MLIR:
   <scenario>/trace.xplane.pb   the raw XSpace: HLO instruction events and the
                                /host:metadata plane with each module's HloProto
@@ -26,7 +26,7 @@ SCENARIOS = {"train_adam": ("train", 256), "infer": ("infer", 32), "mixed": ("in
 
 def generate(name: str) -> None:
     from tfpgo.models import load_model
-    from tfpgo.profiling import export_mlir, profile
+    from tfpgo.models.profiling import export_mlir, profile
 
     mode, batch_size = SCENARIOS[name]
     case = load_model(str(HERE / f"{name}.py"), mode, batch_size)

@@ -1,6 +1,6 @@
 """CSV of the op profile: one row per op, hottest (self time) first, times in ps.
 
-The rows come from op_profile.json when given, else from the graph: the op
+The rows come from the op profile when given, else from the graph: the op
 graph's `profiler_data` per executed op, or the event DAG's events summed per
 node name (percentiles nearest-rank, like op_profile.json).
 """
@@ -12,12 +12,10 @@ from collections import defaultdict
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
-from tfpgo.cli import UserError, atomic_output_file
-from tfpgo.documents import document_header, read_json
-from tfpgo.op_profile import FORMAT as OP_PROFILE_FORMAT
-from tfpgo.op_profile import OpProfile, nearest_rank
-from tfpgo.render.loader import load_graph
+from tfpgo.atomic import atomic_output_file
+from tfpgo.render.exports.format import ExportFormat
 from tfpgo.render.model import GraphKind, RenderGraph
+from tfpgo.trace.op_profile import OpProfile, nearest_rank
 
 
 @dataclass(frozen=True)
@@ -108,23 +106,16 @@ def _rows_from_graph(graph: RenderGraph) -> list[OpRow]:
     return rows
 
 
-def op_profile_rows(path: Path) -> list[OpRow]:
-    """Rows from op_profile.json, op_graph.json or mlir_graph.json, hottest first."""
-    document = read_json(path)
-    fmt, _ = document_header(path, document)
-    if fmt == OP_PROFILE_FORMAT:
-        rows = _rows_from_op_profile(OpProfile.from_json(document, str(path)))
-    elif fmt in {kind.value for kind in GraphKind}:
-        rows = _rows_from_graph(load_graph(path))
+def op_profile_rows(source: OpProfile | RenderGraph) -> list[OpRow]:
+    """Rows of an op profile, or of an op graph / event DAG, hottest first."""
+    if isinstance(source, OpProfile):
+        rows = _rows_from_op_profile(source)
     else:
-        raise UserError(
-            f"{path}: format '{fmt}' has no op profile; give op_profile.json, "
-            "op_graph.json or mlir_graph.json"
-        )
+        rows = _rows_from_graph(source)
     return sorted(rows, key=lambda row: (-row.self_ps, row.name))
 
 
-def write_csv(source: Path, path: Path) -> None:
+def write_csv(source: OpProfile | RenderGraph, path: Path) -> None:
     rows = op_profile_rows(source)
     with atomic_output_file(path) as handle:
         writer = csv.writer(handle, lineterminator="\n")
@@ -136,3 +127,10 @@ def write_csv(source: Path, path: Path) -> None:
                     for value in astuple(row)
                 ]
             )
+
+
+EXPORT = ExportFormat(
+    "csv",
+    "CSV of the op profile (rows from --op-profile when given, else from the graph)",
+    lambda source, path: write_csv(source.op_profile or source.graph, path),
+)

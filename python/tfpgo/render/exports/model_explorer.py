@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
-from tfpgo.cli import atomic_output_file
+from tfpgo.atomic import atomic_output_file
+from tfpgo.render import prepare
 from tfpgo.render.colormap import colormap_hex, text_color
+from tfpgo.render.exports.format import ExportFormat, ExportInput
 from tfpgo.render.metrics import Metric, metric_value
 from tfpgo.render.model import GraphKind, RenderGraph, RenderNode
 from tfpgo.render.reduce import merge_by_name
@@ -88,3 +91,14 @@ def write_model_explorer(graph: RenderGraph, metric: Metric, path: Path) -> None
     with atomic_output_file(path) as handle:
         json.dump(model_explorer_node_data(graph, metric), handle, indent=1, ensure_ascii=False)
         handle.write("\n")
+
+
+def _export(source: ExportInput, path: Path) -> None:
+    # Model Explorer keys name real ops: hot marks yes, reductions no.
+    marked = prepare(source.graph, replace(source.options, depth=None, top=None))
+    write_model_explorer(marked, source.options.metric, path)
+
+
+EXPORT = ExportFormat(
+    "model-explorer", "Model Explorer node data JSON (color the same model there)", _export
+)

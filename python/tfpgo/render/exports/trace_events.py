@@ -16,7 +16,9 @@ import json
 import os
 from pathlib import Path
 
-from tfpgo.cli import UserError, atomic_output_file
+from tfpgo.atomic import atomic_output_file
+from tfpgo.errors import UserError
+from tfpgo.render.exports.format import ExportFormat
 from tfpgo.render.model import EdgeKind, GraphKind, RenderGraph, RenderNode
 
 
@@ -104,3 +106,10 @@ def write_trace_events(graph: RenderGraph, path: Path) -> None:
     with atomic_output_file(path) as handle:
         json.dump(document, handle, separators=(",", ":"))
         handle.write("\n")
+
+
+EXPORT = ExportFormat(
+    "trace",
+    "Chrome/Perfetto trace-event JSON of the events, flow arrows included (event DAG only)",
+    lambda source, path: write_trace_events(source.graph, path),
+)

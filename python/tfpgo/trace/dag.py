@@ -40,13 +40,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from tfpgo.events import Event, EventTable
-from tfpgo.xla_attribution import hlo_event_rows
+from tfpgo.trace.events import Event, EventTable
+from tfpgo.trace.xla_attribution import hlo_event_rows
 
 
 class DagEvents(enum.Enum):
@@ -112,18 +111,6 @@ class EventDag:
         indptr = np.zeros(len(self) + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.edges[:, 0], minlength=len(self)), out=indptr[1:])
         return indptr, self.edges[:, 1]
-
-    def write(self, path: Path) -> None:
-        """Writes `mlir_graph.json` atomically (see tfpgo.dag_json)."""
-        from tfpgo.dag_json import write_dag
-
-        write_dag(self, path)
-
-    @staticmethod
-    def read(path: Path) -> EventDag:
-        from tfpgo.dag_json import read_dag
-
-        return read_dag(path)
 
     def critical_mask(self) -> np.ndarray:
         mask = np.zeros(len(self), dtype=bool)

@@ -4,7 +4,7 @@ Under XLA (`tf.function(jit_compile=True)`, Keras `jit_compile`, auto-clustering
 a step runs no TensorFlow op kernels: the trace holds one event per executed
 HLO instruction instead (stats `hlo_op`, `hlo_module`, `program_id`), and the
 `/host:metadata` plane holds each module's `HloProto`
-(`tfpgo.readers.hlo_metadata`). This module turns those events into typed
+(`tfpgo.trace.readers.hlo_metadata`). This module turns those events into typed
 `HloEvent`s and splits their time over TF nodes:
 
   * a plain instruction goes to the node of its `metadata.op_name`;
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfpgo.events import EventTable
-from tfpgo.readers.hlo_metadata import HloModule, TfNode
+from tfpgo.trace.events import EventTable
+from tfpgo.trace.readers.hlo_metadata import HloModule, TfNode
 
 # The executor's event around an asynchronous kernel; stat `name` is its node.
 CALL_EVENT = "ExecutorState::ProcessAsync::Start"

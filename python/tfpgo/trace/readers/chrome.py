@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from tfpgo.cli import UserError
-from tfpgo.events import TableBuilder
+from tfpgo.errors import UserError
+from tfpgo.trace.events import TableBuilder
+from tfpgo.trace.readers.base import TraceReader
 
 _PS_PER_US = 1_000_000
 
@@ -184,3 +185,11 @@ def _bind_flow_points(
         builder.flow_pairs.extend(
             (a[1], b[1]) for a, b in itertools.pairwise(chain) if a[1] != b[1]
         )
+
+
+CHROME_READER = TraceReader(
+    "chrome",
+    "a Chrome trace-event JSON ('traceEvents', plain or gzip)",
+    lambda source: is_chrome_trace(source.document),
+    lambda source, builder, _: read_chrome(source.path, source.document, builder),
+)

@@ -10,7 +10,7 @@ Everything is written into a staging directory that replaces the output
 directory only when all stages succeeded: a failed run leaves the previous
 output untouched.
 
-The command line (`bazel run //:pgo`) is `tfpgo.flow_cli`; callers use `run_flow`.
+The command line (`bazel run //:pgo`) is `tfpgo.flow.pgo`; callers use `run_flow`.
 """
 
 from __future__ import annotations
@@ -23,16 +23,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from tfpgo import HOT_OPS, annotate, lowering, report
+from tfpgo import HOT_OPS
 from tfpgo.analysis import analyse
-from tfpgo.cli import UserError, atomic_output_dir, working_directory
-from tfpgo.hlo_profile import HloProfile
+from tfpgo.atomic import atomic_output_dir
+from tfpgo.cli import working_directory
+from tfpgo.errors import UserError
+from tfpgo.mlir import annotate, lowering
 from tfpgo.models import DEFAULT_MODEL, check_model_spec
-from tfpgo.op_profile import OpProfile
-from tfpgo.plot_graph import Exports, plot_graph
-from tfpgo.profiling import ProfilerLevels
-from tfpgo.render import PICTURE_FORMATS, RenderOptions, load_graph, prepare, write_pictures
+from tfpgo.models.profiling import ProfilerLevels
+from tfpgo.render import (
+    PICTURE_FORMATS,
+    RenderGraph,
+    RenderOptions,
+    load_graph,
+    prepare,
+    write_pictures,
+)
+from tfpgo.render.exports import ExportInput, write_exports
 from tfpgo.render.scope_chart import write_scope_chart
+from tfpgo.report import compose
+from tfpgo.trace.hlo_profile import HloProfile
+from tfpgo.trace.op_profile import OpProfile
 
 T = TypeVar("T")
 
@@ -211,7 +222,7 @@ def _run_stages(
         module = out / "model.mlir"
         module_bytes = mlir.read_bytes()
         module.write_bytes(module_bytes)
-        run_info = report.RunInfo(
+        run_info = compose.RunInfo(
             model=str(mlir),
             mode=None,
             batch_size=None,
@@ -268,20 +279,21 @@ def _run_stages(
             f"{options.ab_steps} steps an arm, interleaved",
             lambda: _optimize(options, case, profile, out, note),
         )
-    pictures = progress.stage(
-        "render", "pictures and exports", lambda: _render(options, out, levels)
+    pictures, op_graph = progress.stage(
+        "render", "pictures and exports", lambda: _render(options, out, levels, profile)
     )
     progress.stage(
         "report",
         "analysis.json, scope_chart.svg, report.md, report.html",
-        lambda: _report(out, run_info, profile, hlo, attribution, pictures, levels, optimized),
+        lambda: _report(
+            out, run_info, profile, hlo, attribution, pictures, op_graph, levels, optimized
+        ),
     )
     return attribution, levels
 
 
 def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
-    from tfpgo import profiling
-    from tfpgo.models import load_model
+    from tfpgo.models import load_model, profiling
 
     case = progress.stage(
         "model",
@@ -303,7 +315,7 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
     )
     # Frozen now, while the model is loaded, for the lower stage.
     frozen = lowering.freeze_and_export(case.concrete_function()) if options.lower else None
-    info = report.RunInfo(
+    info = compose.RunInfo(
         model=case.name,
         mode=case.mode.value,
         batch_size=case.batch_size,
@@ -346,7 +358,7 @@ def _read_trace(
 ) -> tuple[OpProfile, HloProfile | None]:
     """The op profile and, for XLA-compiled steps, the HLO profile. A trace with
     nothing to annotate stops here, saying why, rather than after annotating."""
-    from tfpgo import trace_reader
+    from tfpgo.trace import trace_reader
 
     result = trace_reader.run(
         trace,
@@ -380,15 +392,14 @@ def _verify_in_tensorflow(annotated: Path) -> None:
     TensorFlow's own standard pipeline on it: proof that it is valid tf dialect."""
     import tensorflow as tf
 
+    text = annotated.read_text()
     try:
-        optimized = tf.mlir.experimental.run_pass_pipeline(
-            annotated.read_text(), "tf-standard-pipeline"
-        )
+        optimized = tf.mlir.experimental.run_pass_pipeline(text, "tf-standard-pipeline")
     except Exception as error:  # TensorFlow raises bare Exceptions with MLIR diagnostics
         first = str(error).strip().splitlines()[:1]
         raise UserError(f"{annotated}: TensorFlow rejects the annotated module: {first}") from None
     # Only a module that carried annotations can have lost them in TensorFlow.
-    if "profiler_data" in annotated.read_text() and "profiler_data" not in optimized:
+    if "profiler_data" in text and "profiler_data" not in optimized:
         raise UserError(f"{annotated}: TensorFlow's pipeline dropped every annotation")
 
 
@@ -410,10 +421,11 @@ def _lower(
 
 
 def _render(
-    options: FlowOptions, out: Path, levels: list[lowering.LoweredLevel]
-) -> list[tuple[str, str]]:
+    options: FlowOptions, out: Path, levels: list[lowering.LoweredLevel], profile: OpProfile
+) -> tuple[list[tuple[str, str]], RenderGraph]:
     """Both pictures in every requested format (one Graphviz layout per graph), and
-    the exports: Model Explorer node data, Perfetto trace events, the CSV.
+    the exports: Model Explorer node data, Perfetto trace events, the CSV. Each
+    graph file is parsed once; the op graph is returned for the report.
 
     A graph larger than `options.picture_nodes` is drawn as its hottest
     `picture_nodes` nodes (and the paths between them): a picture of thousands of
@@ -431,9 +443,10 @@ def _render(
         )
         graphs.append((stem, level.op_graph.name))
     pictures = []
+    loaded = {}
     picture = next((fmt for fmt in ("svg", "png") if fmt in options.formats), None)
     for stem, source in graphs:
-        graph = load_graph(out / source)
+        graph = loaded[stem] = load_graph(out / source)
         caption = captions[stem]
         top = None
         if len(graph.nodes) > options.picture_nodes:
@@ -444,23 +457,13 @@ def _render(
         write_pictures(prepare(graph, render_options), render_options, paths)
         if picture is not None:
             pictures.append((caption, f"{stem}.{picture}"))
-    plot_graph(
-        out / "op_graph.json",
-        None,
-        RenderOptions(),
-        exports=Exports(model_explorer=out / "model_explorer.json"),
-    )
-    plot_graph(
-        out / "mlir_graph.json",
-        None,
-        RenderOptions(),
-        exports=Exports(
-            trace=out / "trace.json",
-            csv=out / "op_profile.csv",
-            op_profile=out / "op_profile.json",
-        ),
-    )
-    return pictures
+    exports = {
+        "op_graph": {"model-explorer": out / "model_explorer.json"},
+        "event_dag": {"trace": out / "trace.json", "csv": out / "op_profile.csv"},
+    }
+    for stem, requested in exports.items():
+        write_exports(ExportInput(loaded[stem], RenderOptions(), profile), requested)
+    return pictures, loaded["op_graph"]
 
 
 def _report(
@@ -470,6 +473,7 @@ def _report(
     hlo: HloProfile | None,
     attribution,
     pictures,
+    op_graph: RenderGraph,
     levels,
     optimized=None,
 ) -> None:
@@ -483,12 +487,12 @@ def _report(
             files += [(made, what) for made in pictures_made if (out / made).exists()]
         elif (out / name).exists() or name.startswith("report."):
             files.append((name, what))
-    report.write_reports(
-        report.ReportInputs(
+    compose.write_reports(
+        compose.ReportInputs(
             run=run_info,
             profile=profile,
             hlo=hlo,
-            op_graph=load_graph(out / "op_graph.json"),
+            op_graph=op_graph,
             attribution=attribution,
             pictures=tuple(pictures),
             files=tuple(files),

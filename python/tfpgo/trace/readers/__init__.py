@@ -6,8 +6,10 @@
   * an `.xplane.pb` file (XSpace protobuf), whatever its name;
   * the protobuf-JSON form of an XSpace (an object with `planes`);
   * a Chrome trace-event JSON document, plain or gzip-compressed.
-The file name never decides the format: the bytes do (gzip magic, a JSON
-opening bracket, otherwise protobuf).
+The file name never decides the format: the bytes do. A gzip file is
+unpacked first; then each registered reader (`READERS`, one module each,
+interface in `tfpgo.trace.readers.base`) is asked whether the content is its
+format, and the first that accepts reads it.
 """
 
 from __future__ import annotations
@@ -15,15 +17,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import gzip
-import json
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from tfpgo.cli import UserError
-from tfpgo.events import EventTable, TableBuilder
-from tfpgo.readers import chrome, xplane
+from tfpgo.errors import UserError
+from tfpgo.trace.events import EventTable, TableBuilder
+from tfpgo.trace.readers import chrome, xplane
+from tfpgo.trace.readers.base import Progress, TraceInput, TraceReader
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -73,9 +74,7 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def read_trace(
-    path: Path, run: str | None = None, progress: xplane.Progress | None = None
-) -> EventTable:
+def read_trace(path: Path, run: str | None = None, progress: Progress | None = None) -> EventTable:
     """Reads any supported trace input (see the module doc) into an EventTable."""
     if not path.exists():
         raise UserError(f"{path}: no such file or directory")
@@ -86,7 +85,7 @@ def read_trace(
     return table
 
 
-def _read_any(path: Path, run: str | None, progress: xplane.Progress | None) -> EventTable:
+def _read_any(path: Path, run: str | None, progress: Progress | None) -> EventTable:
     if path.is_dir():
         files = resolve_xplanes(path, run)
         source = str(files[0].parent) if len(files) > 1 else str(files[0])
@@ -94,7 +93,15 @@ def _read_any(path: Path, run: str | None, progress: xplane.Progress | None) -> 
     return _read_file(path, progress)
 
 
-def _read_file(path: Path, progress: xplane.Progress | None) -> EventTable:
+# Asked in this order; the first that accepts the content reads it.
+READERS: tuple[TraceReader, ...] = (
+    xplane.XPLANE_READER,
+    xplane.XSPACE_JSON_READER,
+    chrome.CHROME_READER,
+)
+
+
+def _read_file(path: Path, progress: Progress | None) -> EventTable:
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -106,49 +113,19 @@ def _read_file(path: Path, progress: xplane.Progress | None) -> EventTable:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as error:
             raise UserError(f"{path}: corrupt gzip data ({error})") from None
-        if not _looks_like_json(data):
+        if not data[:64].lstrip().startswith((b"{", b"[")):
             raise UserError(f"{path}: gzip file does not hold a JSON trace")
-    if not _looks_like_json(data):
-        builder = TableBuilder(str(path), "xplane")
-        space = xplane.parse_xspace(path, data)
-        del data
-        if progress:
-            progress(f"parsed {path.name}")
-        xplane.add_xspace(builder, space, path.name.split(".")[0])
-        return builder.build()
-    document = _parse_json(path, data)
+    source = TraceInput(path, data)
     del data
-    return _read_json_document(path, document)
-
-
-def _read_json_document(path: Path, document: Any) -> EventTable:
-    if isinstance(document, dict) and isinstance(document.get("planes"), list):
-        builder = TableBuilder(str(path), "xspace_json")
-        xplane.add_xspace(
-            builder, xplane.parse_xspace_json(path, document), path.name.split(".")[0]
-        )
-        return builder.build()
-    if chrome.is_chrome_trace(document):
-        builder = TableBuilder(str(path), "chrome")
-        chrome.read_chrome(path, document, builder)
-        return builder.build()
+    for reader in READERS:
+        if reader.accepts(source):
+            builder = TableBuilder(str(path), reader.kind)
+            reader.read(source, builder, progress)
+            return builder.build()
+    document = source.document
     if isinstance(document, dict) and isinstance(document.get("meta"), dict):
         kind = document["meta"].get("format", "a tfpgo document")
         raise UserError(f"{path}: this is {kind}, an output of tfpgo, not a trace")
-    raise UserError(
-        f"{path}: JSON but not a trace (expected Chrome 'traceEvents' or an XSpace with 'planes')"
-    )
-
-
-def _looks_like_json(data: bytes) -> bool:
-    head = data[:64].lstrip()
-    return head.startswith((b"{", b"["))
-
-
-def _parse_json(path: Path, data: bytes) -> Any:
-    try:
-        return json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(
-            f"{path}: invalid JSON ({error}); the file is truncated or not a trace"
-        ) from None
+    expected = "; ".join(reader.describe for reader in READERS)
+    what = "JSON but not a trace" if source.looks_like_json else "not a trace"
+    raise UserError(f"{path}: {what} (expected {expected})")

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfpgo import HOT_OPS, annotate
-from tfpgo.cli import UserError
+from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
+from tfpgo.errors import UserError
+from tfpgo.mlir import annotate
 
 LEVELS = ("stablehlo", "linalg")
 LEVEL_FORMAT = "tfpgo.level_profile"
@@ -110,7 +111,7 @@ def freeze_and_export(concrete_function: Any) -> str:
         convert_variables_to_constants_v2,
     )
 
-    from tfpgo.profiling import EXPORT_PIPELINE
+    from tfpgo.models.profiling import EXPORT_PIPELINE
 
     try:
         # Functional control flow stays functional: lowered to Switch/Merge,

@@ -12,29 +12,19 @@ beside it. The thin CLI is `main`; other stages call `plot_graph`.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo import HOT_OPS
-from tfpgo.cli import ArgumentParser, UserError, fraction, positive_int, run_main, user_path
+from tfpgo.cli import ArgumentParser, fraction, positive_int, run_main, user_path
+from tfpgo.errors import UserError
 from tfpgo.render import PICTURE_FORMATS, RenderOptions, load_graph, prepare, write_pictures
-from tfpgo.render.exports import (
-    write_csv,
-    write_model_explorer,
-    write_trace_events,
-)
+from tfpgo.render.exports import EXPORT_FORMATS, ExportInput, write_exports
 from tfpgo.render.layout import ENGINES
 from tfpgo.render.metrics import Metric
-
-
-@dataclass(frozen=True)
-class Exports:
-    """Optional files for other tools; None = not requested."""
-
-    model_explorer: Path | None = None
-    trace: Path | None = None
-    csv: Path | None = None
-    op_profile: Path | None = None  # source of the CSV; default: the graph itself
+from tfpgo.render.model import RenderGraph
+from tfpgo.trace.op_profile import OpProfile
 
 
 @dataclass(frozen=True)
@@ -45,15 +35,15 @@ class PlotResult:
 
 
 def plot_graph(
-    graph_path: Path,
+    graph: RenderGraph,
     output: Path | None,
     options: RenderOptions,
     save_all: bool = False,
-    exports: Exports | None = None,
+    exports: Mapping[str, Path] | None = None,
+    op_profile: OpProfile | None = None,
 ) -> PlotResult:
-    """Loads `graph_path`, draws it to `output` (and siblings if `save_all`), exports."""
-    exports = exports or Exports()
-    graph = load_graph(graph_path)
+    """Draws `graph` to `output` (and siblings if `save_all`) and writes the
+    requested exports (format name -> path, see tfpgo.render.exports)."""
     written: list[Path] = []
     engine = None
     drawn = prepare(graph, options)
@@ -67,18 +57,12 @@ def plot_graph(
             ]
         engine = write_pictures(drawn, options, paths)
         written += paths
-    if exports.model_explorer is not None:
-        # Model Explorer keys name real ops: hot marks yes, reductions no.
-        marked = prepare(graph, replace(options, depth=None, top=None))
-        write_model_explorer(marked, options.metric, exports.model_explorer)
-        written.append(exports.model_explorer)
-    if exports.trace is not None:
-        write_trace_events(graph, exports.trace)
-        written.append(exports.trace)
-    if exports.csv is not None:
-        write_csv(exports.op_profile or graph_path, exports.csv)
-        written.append(exports.csv)
+    written += write_exports(ExportInput(graph, options, op_profile), exports or {})
     return PlotResult(tuple(written), engine, len(drawn.nodes))
+
+
+def _export_flag(name: str) -> str:
+    return "export_" + name.replace("-", "_")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,17 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="Graphviz layout engine (auto: dot up to 1500 nodes, else sfdp)",
     )
-    parser.add_argument(
-        "--export-model-explorer",
-        metavar="PATH",
-        help="Model Explorer node data JSON (color the same model there)",
-    )
-    parser.add_argument(
-        "--export-trace",
-        metavar="PATH",
-        help="Chrome/Perfetto trace-event JSON of the events (event DAG only)",
-    )
-    parser.add_argument("--export-csv", metavar="PATH", help="CSV of the op profile")
+    for name, export in EXPORT_FORMATS.items():
+        parser.add_argument(f"--export-{name}", metavar="PATH", help=export.help)
     parser.add_argument(
         "--op-profile",
         metavar="JSON",
@@ -166,18 +141,15 @@ def main(argv: list[str]) -> int:
     if args.hot_k is not None and args.hot_k < 0:
         raise UserError("--hot-k must not be negative")
     graph_path = user_path(args.path_to_mlir_graph)
-    exports = Exports(
-        model_explorer=user_path(args.export_model_explorer)
-        if args.export_model_explorer
-        else None,
-        trace=user_path(args.export_trace) if args.export_trace else None,
-        csv=user_path(args.export_csv) if args.export_csv else None,
-        op_profile=user_path(args.op_profile) if args.op_profile else None,
-    )
-    if args.op_profile and not args.export_csv:
+    exports = {
+        name: user_path(getattr(args, _export_flag(name)))
+        for name in EXPORT_FORMATS
+        if getattr(args, _export_flag(name))
+    }
+    if args.op_profile and "csv" not in exports:
         raise UserError("--op-profile is only read for --export-csv")
     output = user_path(args.output) if args.output else None
-    if output is None and exports == Exports():
+    if output is None and not exports:
         output = user_path(Path(graph_path.name).with_suffix(".svg"))
     if args.save_all and output is None:
         raise UserError("-s needs -o: it saves every format beside the -o file")
@@ -189,7 +161,8 @@ def main(argv: list[str]) -> int:
         top=args.nodes,
         engine=args.engine,
     )
-    result = plot_graph(graph_path, output, options, args.save_all, exports)
+    op_profile = OpProfile.read(user_path(args.op_profile)) if args.op_profile else None
+    result = plot_graph(load_graph(graph_path), output, options, args.save_all, exports, op_profile)
     for path in result.written:
         print(path)
     return 0

@@ -9,29 +9,27 @@ Stats with a meaning for tfpgo are decoded, the rest kept as they are:
   * `_p`/`_pt` (producer) and `_c`/`_ct` (consumer) are TensorFlow's context
     ids: every producer -> consumer pair with the same (type, id) becomes a flow.
 The `/host:metadata` plane has no lines; the XLA modules it holds (`HloProto`
-stats, see `tfpgo.readers.hlo_metadata`) go to the builder's `hlo_modules`.
+stats, see `tfpgo.trace.readers.hlo_metadata`) go to the builder's `hlo_modules`.
 Per event only three integers go through Python lists; names are resolved per
 metadata entry, not per event, which keeps two million events at a few seconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tfpgo.cli import UserError
-from tfpgo.events import TableBuilder
-from tfpgo.readers import hlo_metadata
-from tfpgo.readers.xplane_proto import parse_message, xplane_pb2
+from tfpgo.errors import UserError
+from tfpgo.trace.events import TableBuilder
+from tfpgo.trace.readers import hlo_metadata
+from tfpgo.trace.readers.base import Progress, TraceInput, TraceReader
+from tfpgo.trace.readers.xplane_proto import parse_message, xplane_pb2
 
 _FLOW_PRODUCER = {"_p": "id", "_pt": "type"}
 _FLOW_CONSUMER = {"_c": "id", "_ct": "type"}
 _FLOW_STATS = frozenset({*_FLOW_PRODUCER, *_FLOW_CONSUMER})
-
-Progress = Callable[[str], None]
 
 
 def parse_xspace(path: Path, data: bytes) -> Any:
@@ -203,3 +201,39 @@ def read_xplane_files(
         host_hint = path.name.removesuffix(".xplane.pb")
         base_ns = add_xspace(builder, space, host_hint, base_ns)
     return builder
+
+
+def _host_hint(path: Path) -> str:
+    return path.name.split(".")[0]
+
+
+def _read_xplane(source: TraceInput, builder: TableBuilder, progress: Progress | None) -> None:
+    space = parse_xspace(source.path, source.take_bytes())
+    if progress:
+        progress(f"parsed {source.path.name}")
+    add_xspace(builder, space, _host_hint(source.path))
+
+
+def _is_xspace_json(source: TraceInput) -> bool:
+    document = source.document
+    return isinstance(document, dict) and isinstance(document.get("planes"), list)
+
+
+def _read_xspace_json(source: TraceInput, builder: TableBuilder, _: Progress | None) -> None:
+    space = parse_xspace_json(source.path, source.document)
+    add_xspace(builder, space, _host_hint(source.path))
+
+
+# Protobuf has no magic number: anything that is not JSON text is tried as an XSpace.
+XPLANE_READER = TraceReader(
+    "xplane",
+    "an XSpace protobuf (.xplane.pb)",
+    lambda source: not source.looks_like_json,
+    _read_xplane,
+)
+XSPACE_JSON_READER = TraceReader(
+    "xspace_json",
+    "an XSpace as protobuf JSON (an object with 'planes')",
+    _is_xspace_json,
+    _read_xspace_json,
+)

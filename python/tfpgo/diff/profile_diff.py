@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tfpgo import cli
+from tfpgo import cli, errors
 from tfpgo.diff import compare
 from tfpgo.diff.output import summary_rows, write_outputs
-from tfpgo.op_profile import OpProfile
+from tfpgo.trace.op_profile import OpProfile
 
 PROG = "profile_diff"
 
@@ -42,13 +42,13 @@ def read_profile(path: Path) -> OpProfile:
     if path.is_dir():
         document = path / "op_profile.json"
         if not document.is_file():
-            raise cli.UserError(
+            raise errors.UserError(
                 f"{path}: a directory without op_profile.json; pass an op_profile.json "
                 "or a pgo output directory"
             )
         return OpProfile.read(document)
     if not path.exists():
-        raise cli.UserError(f"{path}: no such file or directory; pass an op_profile.json")
+        raise errors.UserError(f"{path}: no such file or directory; pass an op_profile.json")
     return OpProfile.read(path)
 
 
@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
     path_a, path_b = cli.user_path(args.a), cli.user_path(args.b)
     output_dir = cli.user_path(args.output_dir)
     if output_dir.exists() and not output_dir.is_dir():
-        raise cli.UserError(f"-o {output_dir}: exists and is not a directory; name a directory")
+        raise errors.UserError(f"-o {output_dir}: exists and is not a directory; name a directory")
     diff = compare(read_profile(path_a), read_profile(path_b), args.a, args.b)
     written = write_outputs(diff, output_dir, args.rows)
     for key, value in summary_rows(diff):

@@ -16,15 +16,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfpgo.analysis import Analysis
-from tfpgo.analysis_tables import analysis_tables
-from tfpgo.annotate import Attribution, xla_annotated_ps
-from tfpgo.cli import atomic_output_file
-from tfpgo.hlo_profile import HloProfile
-from tfpgo.lowering import LevelCoverage
-from tfpgo.op_profile import OpProfile
+from tfpgo.atomic import atomic_output_file
+from tfpgo.mlir.annotate import Attribution, xla_annotated_ps
+from tfpgo.mlir.lowering import LevelCoverage
 from tfpgo.render import RenderGraph, RenderNode
 from tfpgo.render.metrics import format_ps
 from tfpgo.render.model import Timing
+from tfpgo.report.analysis_tables import analysis_tables
+from tfpgo.report.tables import PAGE_STYLE, figure, html_table, markdown_table
+from tfpgo.trace.hlo_profile import HloProfile
+from tfpgo.trace.op_profile import OpProfile
 
 if TYPE_CHECKING:
     from tfpgo.proposer.optimize import OptimizeResult
@@ -255,27 +256,20 @@ _OP_HEADER = ["hot", "node", "op", "self", "total", "share", "count"]
 _RUNTIME_HEADER = ["runtime name", "kernel", "self", "share", "count"]
 
 
-def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
-
-    return "\n".join([line(header), line(["---"] * len(header)), *map(line, rows)])
-
-
 def to_markdown(inputs: ReportInputs) -> str:
     parts = [f"# tfpgo report: {inputs.run.model}", ""]
     parts += [f"- **{key}**: {value}" for key, value in _summary_rows(inputs)]
     parts += _analysis_markdown(inputs)
     parts += _optimize_markdown(inputs)
-    parts += ["", "## Hottest MLIR ops", "", _markdown_table(_OP_HEADER, _op_rows(inputs))]
+    parts += ["", "## Hottest MLIR ops", "", markdown_table(_OP_HEADER, _op_rows(inputs))]
     parts += ["", "## Hottest runtime ops (op profile)", ""]
-    parts += [_markdown_table(_RUNTIME_HEADER, _runtime_rows(inputs))]
+    parts += [markdown_table(_RUNTIME_HEADER, _runtime_rows(inputs))]
     for title, header, rows in _sections(inputs):
-        parts += ["", f"## {title}", "", _markdown_table(header, rows)]
+        parts += ["", f"## {title}", "", markdown_table(header, rows)]
     if inputs.hlo is not None:
         parts += ["", "## XLA", "", _xla_summary(inputs, inputs.hlo)]
         for title, header, rows in _xla_tables(inputs):
-            parts += ["", f"### {title}", "", _markdown_table(header, rows)]
+            parts += ["", f"### {title}", "", markdown_table(header, rows)]
     if inputs.attribution.unresolved:
         parts += ["", "## Unresolved runtime names", ""]
         parts += [
@@ -296,7 +290,7 @@ def _analysis_markdown(inputs: ReportInputs) -> list[str]:
     if inputs.analysis_chart:
         parts += [f"![time by layer scope]({inputs.analysis_chart})", ""]
     for title, header, rows in analysis_tables(inputs.analysis, inputs.top_n):
-        parts += [f"### {title}", "", _markdown_table(header, rows), ""]
+        parts += [f"### {title}", "", markdown_table(header, rows), ""]
     return parts[:-1]
 
 
@@ -306,16 +300,16 @@ def _analysis_html(inputs: ReportInputs, svgs: dict[str, str]) -> list[str]:
     parts = ["<h2>Where the time goes</h2>"]
     if inputs.analysis_chart:
         chart = inputs.analysis_chart
-        parts.append(_figure("time by layer scope", chart, svgs.get(chart)))
+        parts.append(figure("time by layer scope", chart, svgs.get(chart)))
     for title, header, rows in analysis_tables(inputs.analysis, inputs.top_n):
-        parts += [f"<h3>{html.escape(title)}</h3>", _html_table(header, rows)]
+        parts += [f"<h3>{html.escape(title)}</h3>", html_table(header, rows)]
     return parts
 
 
 def _optimize_markdown(inputs: ReportInputs) -> list[str]:
     if inputs.optimize is None:
         return []
-    from tfpgo.optimize_tables import method_text, no_proposal_text, optimize_tables
+    from tfpgo.report.optimize_tables import method_text, no_proposal_text, optimize_tables
 
     result = inputs.optimize
     parts = ["", "## Proposals, measured", "", method_text(result)]
@@ -323,7 +317,7 @@ def _optimize_markdown(inputs: ReportInputs) -> list[str]:
     if empty:
         return [*parts, "", empty]
     for title, header, rows in optimize_tables(result):
-        parts += ["", f"### {title}", "", _markdown_table(header, rows)]
+        parts += ["", f"### {title}", "", markdown_table(header, rows)]
     if result.diff_files:
         parts += ["", "Diff: " + ", ".join(f"[{name}]({name})" for name in result.diff_files)]
     return parts
@@ -332,7 +326,7 @@ def _optimize_markdown(inputs: ReportInputs) -> list[str]:
 def _optimize_html(inputs: ReportInputs) -> list[str]:
     if inputs.optimize is None:
         return []
-    from tfpgo.optimize_tables import method_text, no_proposal_text, optimize_tables
+    from tfpgo.report.optimize_tables import method_text, no_proposal_text, optimize_tables
 
     esc = html.escape
     result = inputs.optimize
@@ -341,40 +335,11 @@ def _optimize_html(inputs: ReportInputs) -> list[str]:
     if empty:
         return [*parts, f"<p>{esc(empty)}</p>"]
     for title, header, rows in optimize_tables(result):
-        parts += [f"<h3>{esc(title)}</h3>", _html_table(header, rows)]
+        parts += [f"<h3>{esc(title)}</h3>", html_table(header, rows)]
     if result.diff_files:
         links = ", ".join(f"<a href='{esc(name)}'>{esc(name)}</a>" for name in result.diff_files)
         parts.append(f"<p>Diff: {links}</p>")
     return parts
-
-
-def _html_table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-_STYLE = """
-body { font-family: sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; }
-th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; font-size: 0.9em; }
-th { background: #f3f3f3; }
-img, figure svg { max-width: 100%; height: auto; border: 1px solid #ddd; margin: 0.5em 0; }
-code { background: #f6f6f6; }
-"""
-
-
-def _svg_element(document: str) -> str:
-    """The <svg> element of an SVG file, for embedding in HTML (no XML prolog)."""
-    return document[document.index("<svg") :]
-
-
-def _figure(caption: str, name: str, svg: str | None) -> str:
-    esc = html.escape
-    picture = _svg_element(svg) if svg else f"<img src='{esc(name)}' alt='{esc(caption)}'>"
-    return f"<figure>{picture}<figcaption>{esc(caption)}</figcaption></figure>"
 
 
 def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
@@ -388,21 +353,21 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
     parts = [
         "<!DOCTYPE html>",
         f"<html><head><meta charset='utf-8'><title>tfpgo report: {esc(inputs.run.model)}</title>",
-        f"<style>{_STYLE}</style></head><body>",
+        f"<style>{PAGE_STYLE}</style></head><body>",
         f"<h1>tfpgo report: {esc(inputs.run.model)}</h1><ul>{summary}</ul>",
         *_analysis_html(inputs, svgs),
         *_optimize_html(inputs),
         "<h2>Hottest MLIR ops</h2>",
-        _html_table(_OP_HEADER, _op_rows(inputs)),
+        html_table(_OP_HEADER, _op_rows(inputs)),
         "<h2>Hottest runtime ops (op profile)</h2>",
-        _html_table(_RUNTIME_HEADER, _runtime_rows(inputs)),
+        html_table(_RUNTIME_HEADER, _runtime_rows(inputs)),
     ]
     for title, header, rows in _sections(inputs):
-        parts += [f"<h2>{esc(title)}</h2>", _html_table(header, rows)]
+        parts += [f"<h2>{esc(title)}</h2>", html_table(header, rows)]
     if inputs.hlo is not None:
         parts.append(f"<h2>XLA</h2><p>{esc(_xla_summary(inputs, inputs.hlo))}</p>")
         for title, header, rows in _xla_tables(inputs):
-            parts += [f"<h3>{esc(title)}</h3>", _html_table(header, rows)]
+            parts += [f"<h3>{esc(title)}</h3>", html_table(header, rows)]
     if inputs.attribution.unresolved:
         items = "".join(
             f"<li><code>{esc(entry.name)}</code> ({esc(format_ps(entry.self_ps))} self)</li>"
@@ -410,7 +375,7 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         )
         parts.append(f"<h2>Unresolved runtime names</h2><ul>{items}</ul>")
     parts.append("<h2>Pictures</h2>")
-    parts += [_figure(caption, name, svgs.get(name)) for caption, name in inputs.pictures]
+    parts += [figure(caption, name, svgs.get(name)) for caption, name in inputs.pictures]
     files = "".join(
         f"<li><a href='{esc(name)}'><code>{esc(name)}</code></a>: {esc(what)}</li>"
         for name, what in inputs.files

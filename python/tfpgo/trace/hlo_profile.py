@@ -3,7 +3,7 @@
 The document (format `tfpgo.hlo_profile`, version 1, docs/formats.md) is the
 XLA view of a profile: every compiled module, each instruction that ran with
 its count, time and the TF nodes it covers (a fusion's nodes with their equal
-parts, see `tfpgo.xla_attribution`), and the XLA-inserted instructions (no
+parts, see `tfpgo.trace.xla_attribution`), and the XLA-inserted instructions (no
 nodes). The report's XLA section and the op graph's fusion clusters read it.
 """
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfpgo.cli import UserError
 from tfpgo.documents import expect_format, read_json, write_compact_json
-from tfpgo.xla_attribution import SPLIT_RULE, HloAttribution
+from tfpgo.errors import UserError
+from tfpgo.trace.xla_attribution import SPLIT_RULE, HloAttribution
 
 FORMAT = "tfpgo.hlo_profile"
 VERSION = 1

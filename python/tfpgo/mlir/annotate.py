@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo import HOT_OPS
-from tfpgo.cli import UserError
 from tfpgo.documents import expect_format, read_json
-from tfpgo.op_profile import OpProfile
-from tfpgo.toolpaths import tfpgo_opt
+from tfpgo.errors import UserError
+from tfpgo.mlir.toolpaths import tfpgo_opt
+from tfpgo.trace.op_profile import OpProfile
 
 ATTRIBUTION_FORMAT = "tfpgo.attribution"
 

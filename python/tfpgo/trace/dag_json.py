@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 import tfpgo
-from tfpgo.cli import UserError, atomic_output_file
-from tfpgo.dag import EdgeKind, EventDag
+from tfpgo.atomic import atomic_output_file
 from tfpgo.documents import read_document
-from tfpgo.events import NO_STEP, EventTable, StepMarker, Track
+from tfpgo.errors import UserError
+from tfpgo.trace.dag import EdgeKind, EventDag
+from tfpgo.trace.events import NO_STEP, EventTable, StepMarker, Track
 
 FORMAT = "tfpgo.event_dag"
 VERSION = 1

@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from tfpgo.cli import UserError
+from tfpgo.errors import UserError
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 

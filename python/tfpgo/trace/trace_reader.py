@@ -17,15 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tfpgo import cli
-from tfpgo.dag import DagEvents, EventDag, build_dag
-from tfpgo.dag_json import write_dag
-from tfpgo.event_filter import EventFilter, parse_steps
-from tfpgo.events import EventTable
-from tfpgo.hlo_profile import HloProfile, build_hlo_profile
-from tfpgo.op_profile import OpProfile, build_op_profile
-from tfpgo.readers import read_trace
-from tfpgo.xla_attribution import attribute
+from tfpgo import cli, errors
+from tfpgo.trace.dag import DagEvents, EventDag, build_dag
+from tfpgo.trace.dag_json import write_dag
+from tfpgo.trace.event_filter import EventFilter, parse_steps
+from tfpgo.trace.events import EventTable
+from tfpgo.trace.hlo_profile import HloProfile, build_hlo_profile
+from tfpgo.trace.op_profile import OpProfile, build_op_profile
+from tfpgo.trace.readers import read_trace
+from tfpgo.trace.xla_attribution import attribute
 
 PROG = "trace_reader"
 _PROGRESS_BYTES = 16 * 1024 * 1024  # inputs at least this big report progress
@@ -88,7 +88,7 @@ def run(
         table = filters.apply(table)
         lap("filter")
         if len(table) == 0:
-            raise cli.UserError(f"{path}: no event passes the filters")
+            raise errors.UserError(f"{path}: no event passes the filters")
         report(f"{len(table):,} events pass the filters")
     xla = attribute(table)
     profile = build_op_profile(table, xla)
@@ -243,7 +243,7 @@ def filters_from_args(args: argparse.Namespace) -> EventFilter:
         return None if value is None else round(value * _PS_PER_US)
 
     if args.min_duration_us < 0:
-        raise cli.UserError("--min-duration-us must not be negative")
+        raise errors.UserError("--min-duration-us must not be negative")
     hosts = frozenset(h.strip() for h in args.hosts.split(",") if h.strip()) if args.hosts else None
     return EventFilter(
         start_ps=ps(args.start_us),

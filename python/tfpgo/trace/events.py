@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from tfpgo.readers.hlo_metadata import HloModule
+    from tfpgo.trace.readers.hlo_metadata import HloModule
 
 # TF node names: see tensorflow/core/framework/node_def_util.cc (kNodeNameRegexp),
 # op types: op_def_util.cc. A runtime name like `A::B` fails on the second colon.

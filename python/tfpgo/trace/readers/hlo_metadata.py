@@ -6,7 +6,7 @@ serialized `HloProto`. Each HLO instruction's `metadata.op_name` / `op_type`
 name the TensorFlow node it was lowered from (XLA's provenance, the one xprof
 uses). A fusion instruction's fused computation lists the instructions, and so
 the nodes, it covers. The protos are parsed with the classes XLA ships
-(`tfpgo.readers.xplane_proto.hlo_pb2`).
+(`tfpgo.trace.readers.xplane_proto.hlo_pb2`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tfpgo.readers.xplane_proto import hlo_pb2, parse_message
+from tfpgo.trace.readers.xplane_proto import hlo_pb2, parse_message
 
 METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"

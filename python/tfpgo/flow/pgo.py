@@ -17,10 +17,10 @@ from collections.abc import Callable
 
 from tfpgo import HOT_OPS
 from tfpgo.cli import ArgumentParser, positive_int, user_path
-from tfpgo.flow import FlowOptions, run_flow
-from tfpgo.lowering import LEVELS
+from tfpgo.flow.stages import FlowOptions, run_flow
+from tfpgo.mlir.lowering import LEVELS
 from tfpgo.models import BUILTIN_MODELS, DEFAULT_MODEL
-from tfpgo.profiling import ProfilerLevels
+from tfpgo.models.profiling import ProfilerLevels
 
 
 def _level(top: int) -> Callable[[str], int]:

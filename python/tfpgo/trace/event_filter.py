@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfpgo.cli import UserError
-from tfpgo.events import EventTable
+from tfpgo.errors import UserError
+from tfpgo.trace.events import EventTable
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Per-op profile: TF op events aggregated per runtime node name.
 
-The document (`op_profile.json`, format `tfpgo.op_profile` v1) is specified
+The document (`op_profile.json`, format `tfpgo.op_profile`) is specified
 in docs/formats.md; the MLIR pass `tf-annotate-operations-profile` reads it.
 Names stay exactly as executed (`while/body/_1/...`, the node a fused kernel
 is named after): mapping them onto MLIR ops is the pass's job.
@@ -10,7 +10,7 @@ nested in it on the same line (a function-call op running its body inline).
 This is what xprof's framework_op_stats reports as self time.
 
 XLA-compiled steps run HLO instructions instead of TF op kernels: each HLO
-event's time is split over the TF nodes it came from (`tfpgo.xla_attribution`)
+event's time is split over the TF nodes it came from (`tfpgo.trace.xla_attribution`)
 and every part becomes an execution of that node, its origin (module,
 instruction, fusion or not) recorded in the entry's `xla`. HLO events are ops
 for self times (an `_XlaRun` op's self time excludes them) and for `non_op_ps`.
@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from tfpgo.cli import UserError
 from tfpgo.documents import expect_format, read_json, write_compact_json
-from tfpgo.events import NO_STEP, EventTable
-from tfpgo.xla_attribution import (
+from tfpgo.errors import UserError
+from tfpgo.trace.events import NO_STEP, EventTable
+from tfpgo.trace.xla_attribution import (
     HloAttribution,
     XlaInserted,
     XlaOrigin,
@@ -227,7 +227,7 @@ def _running_max_per_track(ends: np.ndarray, tracks: np.ndarray) -> np.ndarray:
 
 def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> OpProfile:
     """Aggregates the TF op events and the HLO events of `table` (see the module doc);
-    `xla` is `tfpgo.xla_attribution.attribute(table)` if the caller has it already."""
+    `xla` is `tfpgo.trace.xla_attribution.attribute(table)` if the caller has it already."""
     op_names = table.op_names
     xla = xla or attribute(table)
     nodes = sorted({op[0] for op in op_names if op is not None} | {p.node for p in xla.parts})

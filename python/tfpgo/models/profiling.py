@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfpgo.cli import UserError
+from tfpgo.errors import UserError
 from tfpgo.models import ModelCase
 
 # Only the conversion from the executor graph to functional tf ops. TF's default

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tfpgo.cli import UserError
+from tfpgo.errors import UserError
 
 _RELATIVE = Path("tsl", "profiler", "protobuf", "xplane_pb2.py")
 

@@ -1,0 +1,66 @@
+"""Atomic output: a file or directory appears whole or not at all.
+
+Every output is written to a temporary sibling and renamed over its final name
+when complete, so a failure never leaves half a document behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from tfpgo.errors import UserError
+
+
+def current_umask() -> int:
+    """The process umask (reading it means setting it: set back at once)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_output_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Opens a temporary sibling of `path` and renames it over `path` on success.
+
+    A failure leaves no partial file behind: readers never see half a document.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+        # mkstemp creates 0600; the result gets the permissions of an ordinary file.
+        os.chmod(tmp_name, 0o666 & ~current_umask())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_output_dir(path: Path) -> Iterator[Path]:
+    """Yields a staging directory that replaces `path` only when the block succeeds."""
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{path}: exists and is not a directory; name a new directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        yield staging
+        os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp creates 0700
+        if path.exists():
+            retired = Path(tempfile.mkdtemp(prefix=f".{path.name}.old.", dir=path.parent))
+            os.replace(path, retired / path.name)
+            os.replace(staging, path)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.replace(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
