@@ -39,6 +39,11 @@ def write_compact_json(path: Path, document: Any) -> None:
         handle.write(json.dumps(document, separators=(",", ":")) + "\n")
 
 
+def new_header(fmt: str, version: int, source: str) -> dict[str, Any]:
+    """The fields every tfpgo document opens with (times are integer picoseconds)."""
+    return {"format": fmt, "version": version, "time_unit": "ps", "source": source}
+
+
 def document_header(path: Path | str, document: Any) -> tuple[str, int]:
     """Returns (format, version) from `meta` (event DAG) or the top level (others)."""
     if not isinstance(document, dict):

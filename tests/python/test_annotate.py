@@ -126,9 +126,14 @@ def test_pipeline_spec_names_every_option():
     ]
 
 
-def test_a_failing_driver_is_one_line_naming_its_last_words(tmp_path, monkeypatch):
+def test_a_crashing_driver_is_one_line_naming_the_crash(tmp_path, monkeypatch):
+    """An LLVM tool that crashes prints its assertion first, then the stack."""
     driver = tmp_path / "fake-opt"
-    driver.write_text("#!/bin/sh\necho 'starting' >&2\necho 'Segmentation fault' >&2\nexit 139\n")
+    driver.write_text(
+        "#!/bin/sh\necho 'tfpgo-opt: Pass.cpp:12: Assertion failed.' >&2\n"
+        "echo 'PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/' >&2\n"
+        "echo 'Stack dump:' >&2\nexit 134\n"
+    )
     driver.chmod(0o755)
     monkeypatch.setenv("TFPGO_OPT", str(driver))
     module = tmp_path / "m.mlir"
@@ -137,7 +142,9 @@ def test_a_failing_driver_is_one_line_naming_its_last_words(tmp_path, monkeypatc
         annotate.annotate_module(
             module, tmp_path / "p.json", tmp_path / "a.mlir", tmp_path / "g.json", tmp_path / "d"
         )
-    assert str(failure.value) == f"{module}: tfpgo-opt failed: Segmentation fault"
+    assert str(failure.value) == (
+        f"{module}: tfpgo-opt failed: tfpgo-opt: Pass.cpp:12: Assertion failed."
+    )
 
 
 def test_the_hotspot_pass_marks_as_many_ops_as_python_by_default(tmp_path):

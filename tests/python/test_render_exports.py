@@ -30,11 +30,11 @@ from tfpgo.render import (
     load_graph,
     prepare,
 )
-from tfpgo.render.exports import EXPORT_FORMATS
+from tfpgo.render.exports import EXPORT_FORMATS, ExportInput
 from tfpgo.render.exports.csv_export import op_profile_rows, write_csv
 from tfpgo.render.exports.model_explorer import model_explorer_node_data
 from tfpgo.render.exports.speedscope import speedscope_document
-from tfpgo.render.exports.trace_events import trace_events, write_trace_events
+from tfpgo.render.exports.trace_events import trace_events
 from tfpgo.render.model import Timing
 from tfpgo.render.style import HOT_FILL
 from tfpgo.trace.op_profile import OpProfile
@@ -136,7 +136,7 @@ def test_trace_file_names_its_graph_relative_to_itself(tmp_path):
     graph_path.parent.mkdir()
     graph_path.write_bytes(MLP_EVENT_DAG.read_bytes())
     out = graph_path.parent / "trace.json"
-    write_trace_events(load_graph(graph_path), out)
+    EXPORT_FORMATS["trace"].write(ExportInput(load_graph(graph_path), RenderOptions()), out)
     assert json.loads(out.read_text())["otherData"]["source"] == "mlir_graph.json"
 
 

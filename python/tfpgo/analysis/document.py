@@ -12,6 +12,7 @@ from tfpgo.analysis.op_type import OpTypeRow, op_type_breakdown
 from tfpgo.analysis.phase import PhaseBreakdown, phase_breakdown
 from tfpgo.analysis.scope import ScopeNode, scope_tree
 from tfpgo.atomic import atomic_output_file
+from tfpgo.documents import new_header
 from tfpgo.trace.op_profile import OpProfile, Totals
 
 FORMAT = "tfpgo.analysis"
@@ -29,10 +30,7 @@ class Analysis:
     def to_json(self) -> dict[str, Any]:
         totals = self.totals
         return {
-            "format": FORMAT,
-            "version": VERSION,
-            "time_unit": "ps",
-            "source": self.source,
+            **new_header(FORMAT, VERSION, self.source),
             "totals": {
                 "op_self_ps": totals.op_self_ps,
                 "op_total_ps": totals.op_total_ps,

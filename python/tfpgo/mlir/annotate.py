@@ -17,6 +17,7 @@ from pathlib import Path
 from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
+from tfpgo.mlir.diagnostics import first_error
 from tfpgo.mlir.toolpaths import tfpgo_opt
 from tfpgo.trace.op_profile import OpProfile
 
@@ -129,7 +130,7 @@ def annotate_module(
 
 def run_tfpgo_opt(module: Path, output: Path, pass_flags: list[str]) -> None:
     """Runs tfpgo-opt on `module` into `output`; a failure is one UserError line
-    naming the driver's first error (or its last words)."""
+    naming the driver's first error."""
     done = subprocess.run(
         [
             str(tfpgo_opt()),
@@ -145,9 +146,7 @@ def run_tfpgo_opt(module: Path, output: Path, pass_flags: list[str]) -> None:
         check=False,
     )
     if done.returncode != 0:
-        lines = done.stderr.strip().splitlines()
-        errors = [line for line in lines if "error:" in line]
-        detail = errors[0] if errors else (lines[-1] if lines else f"exit status {done.returncode}")
+        detail = first_error(done.stderr, f"exit status {done.returncode}")
         raise UserError(f"{module}: tfpgo-opt failed: {detail}")
 
 

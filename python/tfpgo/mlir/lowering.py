@@ -30,6 +30,7 @@ from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.mlir import annotate
+from tfpgo.mlir.diagnostics import error_message
 
 LEVELS = ("stablehlo", "linalg")
 LEVEL_FORMAT = "tfpgo.level_profile"
@@ -121,9 +122,8 @@ def freeze_and_export(concrete_function: Any) -> str:
             frozen, pass_pipeline=EXPORT_PIPELINE, show_debug_info=True
         )
     except Exception as error:  # TensorFlow raises assorted errors here
-        raise UserError(
-            f"cannot freeze the profiled function for lowering: {_mlir_error(error)}"
-        ) from None
+        reason = error_message(str(error), "unknown error")
+        raise UserError(f"cannot freeze the profiled function for lowering: {reason}") from None
 
 
 def lower(
@@ -193,7 +193,9 @@ def _tf_to_stablehlo(carried: Path) -> str:
             carried.read_text(), TF_TO_STABLEHLO, show_debug_info=True
         )
     except Exception as error:  # TensorFlow raises bare Exceptions with MLIR diagnostics
-        raise UserError(f"cannot lower to StableHLO: {_mlir_error(error)}") from None
+        raise UserError(
+            f"cannot lower to StableHLO: {error_message(str(error), 'unknown error')}"
+        ) from None
     # tf-stablehlo converts partially: an op without a lowering stays a tf op.
     left = _tf_ops_left(lowered)
     if left:
@@ -278,7 +280,7 @@ def _run_iree(tool: str, args: list[str], what: str) -> None:
         ) from None
     done = subprocess.run([find_tool(tool), *args], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise UserError(f"{what}: {_mlir_error(done.stderr)}")
+        raise UserError(f"{what}: {error_message(done.stderr, f'exit status {done.returncode}')}")
 
 
 def _materialize(
@@ -356,12 +358,3 @@ def _annotated_sources(op_graph: Path) -> dict[str, tuple[str, int]]:
         and node.get("name")
         and node["profiler_data"].get("source", node["name"]) == node["name"]
     }
-
-
-def _mlir_error(error: object) -> str:
-    """The first MLIR `error:` line of a diagnostic dump, without its location."""
-    lines = str(error).strip().splitlines()
-    for line in lines:
-        if "error:" in line:
-            return line.split("error:", 1)[1].strip()
-    return lines[0] if lines else "unknown error"

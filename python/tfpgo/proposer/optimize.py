@@ -25,7 +25,7 @@ from tfpgo.models import ModelCase
 from tfpgo.proposer import propose
 from tfpgo.proposer.ab import NOISE, ABResult, ABSamples, interleave, judge, step_timer
 from tfpgo.proposer.numerics import check_numerics, compare_outputs
-from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal
+from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal, advice_json
 from tfpgo.proposer.worker import WorkerArm, profile_in_worker
 from tfpgo.trace.op_profile import OpProfile
 
@@ -57,10 +57,7 @@ class Trial:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "rule": self.rule,
-            "change": self.change,
-            "reason": self.reason,
-            "evidence": [item.to_json() for item in self.evidence],
+            **advice_json(self.rule, self.change, self.reason, self.evidence),
             "not_applicable": self.not_applicable,
             "numerics": self.numerics,
             "samples": self.samples.to_json() if self.samples else None,

@@ -69,9 +69,14 @@ class Proposal:
             raise ValueError(f"{self.rule}: a proposal needs exactly one of apply, worker_flags")
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "change": self.change,
-            "reason": self.reason,
-            "evidence": [item.to_json() for item in self.evidence],
-        }
+        return advice_json(self.rule, self.change, self.reason, self.evidence)
+
+
+def advice_json(rule: str, change: str, reason: str, evidence: tuple[Evidence, ...]) -> dict:
+    """What a proposal says, as written in optimize.json (proposals and trials alike)."""
+    return {
+        "rule": rule,
+        "change": change,
+        "reason": reason,
+        "evidence": [item.to_json() for item in evidence],
+    }

@@ -20,7 +20,7 @@ import numpy as np
 
 import tfpgo
 from tfpgo.atomic import atomic_output_file
-from tfpgo.documents import read_document
+from tfpgo.documents import new_header, read_document
 from tfpgo.errors import UserError
 from tfpgo.trace.dag import EdgeKind, EventDag
 from tfpgo.trace.events import NO_STEP, EventTable, StepMarker, Track
@@ -33,10 +33,7 @@ _CHUNK = 20_000
 def dag_meta(dag: EventDag) -> dict[str, Any]:
     table = dag.table
     return {
-        "format": FORMAT,
-        "version": VERSION,
-        "time_unit": "ps",
-        "source": dag.meta.get("source", table.source),
+        **new_header(FORMAT, VERSION, dag.meta.get("source", table.source)),
         "source_kind": dag.meta.get("source_kind", table.source_kind),
         "generator": f"tfpgo {tfpgo.__version__}",
         "events": dag.meta.get("events", "ops"),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfpgo.documents import expect_format, read_json, write_compact_json
+from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
 from tfpgo.trace.xla_attribution import SPLIT_RULE, HloAttribution
 
@@ -69,10 +69,7 @@ class HloProfile:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "format": FORMAT,
-            "version": VERSION,
-            "time_unit": "ps",
-            "source": self.source,
+            **new_header(FORMAT, VERSION, self.source),
             "split_rule": SPLIT_RULE,
             "totals": {
                 "hlo_ps": self.hlo_ps,

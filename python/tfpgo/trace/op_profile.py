@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from tfpgo.documents import expect_format, read_json, write_compact_json
+from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
 from tfpgo.trace.events import NO_STEP, EventTable
 from tfpgo.trace.xla_attribution import (
@@ -101,10 +101,7 @@ class OpProfile:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "format": FORMAT,
-            "version": VERSION,
-            "time_unit": "ps",
-            "source": self.source,
+            **new_header(FORMAT, VERSION, self.source),
             "hosts": list(self.hosts),
             "steps": list(self.steps),
             "step_wall_ps": list(self.step_wall_ps),

@@ -4,10 +4,12 @@ the op profile) to one file. Formats register in `tfpgo.render.exports`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfpgo.documents import write_compact_json
 from tfpgo.render import RenderOptions
 from tfpgo.render.model import RenderGraph
 from tfpgo.trace.op_profile import OpProfile
@@ -27,3 +29,18 @@ class ExportFormat:
     name: str  # the flag is --export-<name>
     help: str
     write: Callable[[ExportInput, Path], None]  # writes atomically; UserError on bad input
+
+
+def graph_document_export(
+    name: str, help: str, document: Callable[[RenderGraph, str], dict]
+) -> ExportFormat:
+    """An export that is one compact JSON document built from the graph and the
+    graph's name. The name is the graph file as seen from the export: a sibling
+    stays findable when the directory holding both moves (the flow builds its
+    output in a staging directory)."""
+
+    def write(source: ExportInput, path: Path) -> None:
+        graph = source.graph
+        write_compact_json(path, document(graph, os.path.relpath(graph.source, path.parent)))
+
+    return ExportFormat(name, help, write)

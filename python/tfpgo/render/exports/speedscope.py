@@ -14,14 +14,10 @@ clipped or dropped: every event's duration is in the file.
 
 from __future__ import annotations
 
-import json
-import os
 from collections import defaultdict
-from pathlib import Path
 
-from tfpgo.atomic import atomic_output_file
 from tfpgo.errors import UserError
-from tfpgo.render.exports.format import ExportFormat
+from tfpgo.render.exports.format import graph_document_export
 from tfpgo.render.model import GraphKind, RenderGraph, RenderNode
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -113,15 +109,8 @@ def speedscope_document(graph: RenderGraph, graph_name: str | None = None) -> di
     }
 
 
-def write_speedscope(graph: RenderGraph, path: Path) -> None:
-    document = speedscope_document(graph, os.path.relpath(graph.source, path.parent))
-    with atomic_output_file(path) as handle:
-        json.dump(document, handle, separators=(",", ":"))
-        handle.write("\n")
-
-
-EXPORT = ExportFormat(
+EXPORT = graph_document_export(
     "speedscope",
     "speedscope flame chart JSON of the events, one profile per thread (event DAG only)",
-    lambda source, path: write_speedscope(source.graph, path),
+    speedscope_document,
 )

@@ -12,13 +12,8 @@ Format: https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsK
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
-from tfpgo.atomic import atomic_output_file
 from tfpgo.errors import UserError
-from tfpgo.render.exports.format import ExportFormat
+from tfpgo.render.exports.format import graph_document_export
 from tfpgo.render.model import EdgeKind, GraphKind, RenderGraph, RenderNode
 
 
@@ -99,17 +94,8 @@ def trace_events(graph: RenderGraph, graph_name: str | None = None) -> dict:
     }
 
 
-def write_trace_events(graph: RenderGraph, path: Path) -> None:
-    # The graph as seen from the trace file: a sibling stays findable when the
-    # directory holding both moves (the flow builds its output in staging).
-    document = trace_events(graph, os.path.relpath(graph.source, path.parent))
-    with atomic_output_file(path) as handle:
-        json.dump(document, handle, separators=(",", ":"))
-        handle.write("\n")
-
-
-EXPORT = ExportFormat(
+EXPORT = graph_document_export(
     "trace",
     "Chrome/Perfetto trace-event JSON of the events, flow arrows included (event DAG only)",
-    lambda source, path: write_trace_events(source.graph, path),
+    trace_events,
 )
