@@ -152,3 +152,5 @@ def _parse_json(path: Path, data: bytes) -> Any:
         raise UserError(
             f"{path}: invalid JSON ({error}); the file is truncated or not a trace"
         ) from None
+    except RecursionError:  # arrays or objects nested deeper than Python's stack
+        raise UserError(f"{path}: invalid JSON (nested too deeply); not a trace") from None

@@ -54,7 +54,9 @@ def parse_xspace_json(path: Path, document: dict[str, Any]) -> Any:
     try:
         json_format.ParseDict(document, space)
     except json_format.ParseError as error:
-        raise UserError(f"{path}: JSON with 'planes' but not an XSpace: {error}") from None
+        # protobuf's message spans lines (and quotes the document's field names)
+        detail = " ".join(str(error).split())
+        raise UserError(f"{path}: JSON with 'planes' but not an XSpace: {detail}") from None
     return space
 
 
