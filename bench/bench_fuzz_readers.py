@@ -18,7 +18,8 @@ Every finding (an input that ends in neither a result nor one clean error line)
 is written to --findings DIR; the exit status is 1 if there is one.
 
     bazel run //bench:bench_fuzz_readers -- [--inputs 10000] [--tfpgo-opt-inputs 2000]
-        [--seed 1] [--atheris] [--findings DIR] [--json out.json]
+        [--seed 1] [--only xplane,chrome,op_profile,cc,tfpgo-opt] [--atheris]
+        [--findings DIR] [--json out.json]
 """
 
 from __future__ import annotations
@@ -146,6 +147,10 @@ def fuzz_atheris(
     return tally
 
 
+# Readers by name for --only: the Python readers, the C++ one in process, tfpgo-opt.
+PARTS = (*reader_fuzz.READERS, "cc", "tfpgo-opt")
+
+
 # --- report ------------------------------------------------------------------
 
 
@@ -172,6 +177,11 @@ def main() -> int:
         help="op profiles through tfpgo-opt, one process each (about 0.1 s apiece)",
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--only",
+        default=",".join(PARTS),
+        help=f"comma-separated subset of {','.join(PARTS)} (default: all)",
+    )
     parser.add_argument("--atheris", action="store_true", help="Python readers under atheris")
     parser.add_argument(
         "--findings", type=Path, default=Path(tempfile.gettempdir()) / "tfpgo_fuzz_findings"
@@ -184,16 +194,22 @@ def main() -> int:
         atheris_child(args.atheris_child, [a for a in rest if a != "--"], args.counts)
         return 0
     print(f"seed {args.seed}; load average {harness.load_avg_1m()}", flush=True)
+    only = set(args.only.split(","))
+    if only - set(PARTS):
+        parser.error(f"--only: unknown {','.join(sorted(only - set(PARTS)))}")
     tallies = []
-    for reader in reader_fuzz.READERS.values():
+    for name, reader in reader_fuzz.READERS.items():
+        if name not in only:
+            continue
         if args.atheris:
             tallies.append(fuzz_atheris(reader, args.inputs, args.seed, args.findings))
         else:
             tallies.append(timed(reader_fuzz.fuzz_python, reader, args.inputs, args.seed))
-    tallies.append(
-        timed(reader_fuzz.fuzz_op_profile_cc, read_op_profiles(), args.inputs, args.seed)
-    )
-    if args.tfpgo_opt_inputs:
+    if "cc" in only:
+        tallies.append(
+            timed(reader_fuzz.fuzz_op_profile_cc, read_op_profiles(), args.inputs, args.seed)
+        )
+    if "tfpgo-opt" in only and args.tfpgo_opt_inputs:
         tallies.append(
             timed(reader_fuzz.fuzz_tfpgo_opt, harness.tfpgo_opt(), args.tfpgo_opt_inputs, args.seed)
         )

@@ -345,27 +345,31 @@ def _cc_outcome(line: str) -> str:
 
 
 def check_op_profile_tfpgo_opt(tfpgo_opt: Path, profile: Path, module: Path) -> str:
-    """tfpgo-opt end to end: exit 0, or exit 1 with one error diagnostic line
-    naming the profile."""
+    """tfpgo-opt end to end: exit 0 with the output written, or exit 1 with one
+    error diagnostic line naming the profile and no output file."""
+    output = module.with_name("out.mlir")
+    output.unlink(missing_ok=True)
     command = [
         str(tfpgo_opt),
         "--allow-unregistered-dialect",
         f"--tf-annotate-operations-profile=path-to-profile={profile}",
         str(module),
         "-o",
-        "/dev/null",
+        str(output),
     ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=TIME_LIMIT_S)
     except subprocess.TimeoutExpired:
         return f"hang: over {TIME_LIMIT_S} s"
     if done.returncode == 0:
-        return "ok"
+        return "ok" if output.is_file() else "exit 0 without the output"
     message = done.stderr
     if done.returncode != 1 or not _one_line(message):
         return f"exit {done.returncode} with {message[-300:]!r}"
     if "error:" not in message or str(profile) not in message:
         return f"error line does not name the profile: {message!r}"
+    if output.exists():
+        return "failed and left its output file"
     return "error"
 
 
