@@ -195,3 +195,13 @@ def test_op_profile_error_quoting_the_document_is_one_line(
     with pytest.raises(cli.UserError) as error:
         OpProfile.read(path)
     assert "\n" not in str(error.value)
+
+
+def test_xspace_json_with_lone_surrogate_key_is_a_user_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """protobuf (upb) raised SystemError on a field name "\\ud800" (found by the
+    10,000-input run)."""
+    path = tmp_path / "t.xspace.json"
+    path.write_text('{"planes": [{"lines": [{"events": [{"\\ud800": "13"}]}]}]}')
+    assert "not valid Unicode" in _trace_cli_error(path, tmp_path, capsys)
