@@ -205,3 +205,15 @@ def test_xspace_json_with_lone_surrogate_key_is_a_user_error(
     path = tmp_path / "t.xspace.json"
     path.write_text('{"planes": [{"lines": [{"events": [{"\\ud800": "13"}]}]}]}')
     assert "not valid Unicode" in _trace_cli_error(path, tmp_path, capsys)
+
+
+def test_chrome_begin_end_far_apart_is_a_user_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """B and E each within int64 picoseconds, their difference not."""
+    events = [
+        {"ph": "B", "name": "a", "ts": -8e12, "pid": 1, "tid": 1},
+        {"ph": "E", "name": "a", "ts": 8e12, "pid": 1, "tid": 1},
+    ]
+    path = _chrome(tmp_path, events)
+    assert "beyond 26 days" in _trace_cli_error(path, tmp_path, capsys)

@@ -32,8 +32,9 @@ from tfpgo.events import TableBuilder
 
 _PS_PER_US = 1_000_000
 # Times and durations must fit the event table's int64 picoseconds with room
-# for sums: 100 days (8.64e18 ps) is more than any trace spans.
-_MAX_PS = 100 * 86_400 * 10**12
+# for sums and differences (end = ts + dur, dur = E - B): 2**61 ps, 26 days, is
+# more than any trace spans.
+_MAX_PS = 2**61
 
 
 def is_chrome_trace(document: Any) -> bool:
@@ -110,7 +111,7 @@ def _collect_slices(path: Path, events: list[Any]) -> list[tuple[Any, ...]]:
                 f"{path}: event {event.get('name')!r} has a non-numeric ts or dur"
             ) from None
         if not (abs(start) < _MAX_PS and abs(duration) < _MAX_PS):
-            raise UserError(f"{path}: event {event.get('name')!r} has a ts or dur beyond 100 days")
+            raise UserError(f"{path}: event {event.get('name')!r} has a ts or dur beyond 26 days")
         _check_ids(path, event)
         thread = (event.get("pid"), event.get("tid"))
         name = str(event.get("name", ""))
