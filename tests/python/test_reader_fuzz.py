@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,7 @@ def _trace_cli_error(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
     return lines[0]
 
 
-def _chrome(tmp_path: Path, events: list[object]) -> Path:
+def _chrome(tmp_path: Path, events: Sequence[object]) -> Path:
     path = tmp_path / "t.trace.json"
     path.write_text(json.dumps({"traceEvents": events}))
     return path
