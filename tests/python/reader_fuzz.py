@@ -228,8 +228,8 @@ def _one_line(message: str) -> bool:
 
 def check_trace_cli(path: Path, scratch: Path) -> str:
     """Runs the trace_reader CLI in-process on `path`: exit 0 with both
-    documents written, or exit 1 with one `trace_reader: error:` line and no
-    file left in the output directory."""
+    documents written (and reading back), or exit 1 with one
+    `trace_reader: error:` line and no file left in the output directory."""
     out = scratch / "out"
     out.mkdir(exist_ok=True)
     for leftover in out.iterdir():
@@ -248,13 +248,24 @@ def check_trace_cli(path: Path, scratch: Path) -> str:
     if status == 0:
         if written != ["dag.json", "op.json"]:
             return f"exit 0 but wrote {written}"
-        return "ok"
+        return _valid_outputs(out)
     message = stderr.getvalue()
     if status != 1 or not _one_line(message) or "error:" not in message:
         return f"exit {status} with {message!r}"[:300]
     if written:
         return f"failed and left {written}"
     return "error"
+
+
+def _valid_outputs(out: Path) -> str:
+    """A successful run's documents read back: the DAG as JSON, the op profile
+    through its own reader."""
+    try:
+        json.loads((out / "dag.json").read_bytes())
+        OpProfile.read(out / "op.json")
+    except (ValueError, cli.UserError) as error:
+        return f"exit 0 but an output does not read back: {error}"[:300]
+    return "ok"
 
 
 def check_op_profile_python(path: Path, _scratch: Path) -> str:
