@@ -30,6 +30,8 @@ def read_json(path: Path) -> Any:
         return json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UserError(f"{path}: not valid JSON ({error})") from None
+    except RecursionError:  # arrays or objects nested deeper than Python's stack
+        raise UserError(f"{path}: not valid JSON (nested too deeply)") from None
 
 
 def write_compact_json(path: Path, document: Any) -> None:
@@ -56,6 +58,8 @@ def document_header(path: Path | str, document: Any) -> tuple[str, int]:
             f"{path}: no 'format' field; expected an event DAG (mlir_graph.json), "
             "an op graph (op_graph.json) or an op profile (see docs/formats.md)"
         )
+    if not fmt.isprintable():  # quoted, so the error stays one line
+        fmt = repr(fmt)
     if not isinstance(version, int) or isinstance(version, bool):
         raise UserError(f"{path}: '{fmt}' document without an integer 'version'")
     supported = SUPPORTED_VERSIONS.get(fmt, 1)

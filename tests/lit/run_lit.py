@@ -1,6 +1,6 @@
 """Runs the lit suite in tests/lit under Bazel with LLVM 22's lit and FileCheck.
 
-Arguments: the tfpgo-opt binary, then lit flags. Lit writes its scratch files
+Arguments: the tfpgo-opt and tfpgo-test-opt binaries, then lit flags. Lit writes its scratch files
 under $TEST_TMPDIR so that the read-only runfiles tree stays untouched.
 """
 
@@ -11,9 +11,10 @@ LLVM_ROOT = "/usr/lib/llvm-22"
 
 
 def main() -> int:
-    tfpgo_opt, *lit_args = sys.argv[1:]
+    tfpgo_opt, tfpgo_test_opt, *lit_args = sys.argv[1:]
     here = os.path.dirname(os.path.abspath(__file__))
     os.environ["TFPGO_OPT"] = os.path.abspath(tfpgo_opt)
+    os.environ["TFPGO_TEST_OPT"] = os.path.abspath(tfpgo_test_opt)
     os.environ["TFPGO_TEST_DATA"] = os.path.join(here, "..", "data")
     os.environ["TFPGO_PYTHON_BIN"] = sys.executable
     os.environ["LLVM_BIN"] = os.path.join(LLVM_ROOT, "bin")

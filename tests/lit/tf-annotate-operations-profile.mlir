@@ -3,15 +3,15 @@
 // (unregistered tf ops), and every user-facing error.
 //
 // RUN: split-file %s %t
-// RUN: %tfpgo_opt --allow-unregistered-dialect -split-input-file \
+// RUN: %tfpgo_test_opt --allow-unregistered-dialect -split-input-file \
 // RUN:   --tf-annotate-operations-profile="path-to-profile=%S/Inputs/annotate_op_profile.json" \
 // RUN:   %t/annotate.mlir | FileCheck %s
 // The pass reads, resolves and attaches in parallel when MLIR may use threads;
 // serially it must give the same IR.
-// RUN: %tfpgo_opt --allow-unregistered-dialect -split-input-file --mlir-disable-threading \
+// RUN: %tfpgo_test_opt --allow-unregistered-dialect -split-input-file --mlir-disable-threading \
 // RUN:   --tf-annotate-operations-profile="path-to-profile=%S/Inputs/annotate_op_profile.json" \
 // RUN:   %t/annotate.mlir | FileCheck %s
-// RUN: %tfpgo_opt --allow-unregistered-dialect -split-input-file \
+// RUN: %tfpgo_test_opt --allow-unregistered-dialect -split-input-file \
 // RUN:   --tf-annotate-operations-profile="path-to-profile=%S/Inputs/annotate_op_profile.json report-unresolved=true" \
 // RUN:   %t/annotate.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: %tfpgo_opt --tf-annotate-operations-profile %t/no_option.mlir -verify-diagnostics

@@ -1,4 +1,4 @@
-// RUN: %tfpgo_opt --allow-unregistered-dialect -split-input-file \
+// RUN: %tfpgo_test_opt --allow-unregistered-dialect -split-input-file \
 // RUN:   --tf-strip-profile-annotations %s | FileCheck %s
 
 // CHECK-LABEL: func.func @f

@@ -5,8 +5,9 @@
 // types parse as unregistered entities (--allow-unregistered-dialect); every
 // upstream dialect is registered, with ProfilerAnnotationsInterface attached
 // to the ops of the ones compilers lower through. Registers the
-// profile-guided passes and `tf-profile-guided-pipeline`, plus the TEST ONLY
-// `tfpgo_test` dialect whose ops carry the ProfileAnnotation trait.
+// profile-guided passes and `tf-profile-guided-pipeline`. The TEST ONLY
+// `tfpgo_test` dialect is registered by the lit suite's own driver,
+// tfpgo-test-opt, never here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,14 +16,11 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations_upstream.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
-#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/testing/test_dialect.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::TF::RegisterProfilerAnnotationsForUpstreamDialects(registry);
-  // TEST ONLY: exercises the trait/interface path in lit tests.
-  registry.insert<mlir::tfpgo_test::TFPGOTestDialect>();
   mlir::TF::registerProfileGuidedPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tfpgo optimizer driver\n", registry));

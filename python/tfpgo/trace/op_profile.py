@@ -132,7 +132,9 @@ class OpProfile:
                 tuple(XlaInserted(**entry) for entry in document.get("xla_inserted", ())),
             )
         except (KeyError, TypeError) as error:
-            raise UserError(f"{origin}: malformed {FORMAT} document ({error})") from None
+            # one line: a TypeError can quote a key of the document, newlines and all
+            detail = " ".join(str(error).split())
+            raise UserError(f"{origin}: malformed {FORMAT} document ({detail})") from None
 
     @staticmethod
     def read(path: Path) -> OpProfile:

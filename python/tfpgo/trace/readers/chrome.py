@@ -32,6 +32,10 @@ from tfpgo.trace.events import TableBuilder
 from tfpgo.trace.readers.base import TraceReader
 
 _PS_PER_US = 1_000_000
+# Times and durations must fit the event table's int64 picoseconds with room
+# for sums and differences (end = ts + dur, dur = E - B): 2**61 ps, 26 days, is
+# more than any trace spans.
+_MAX_PS = 2**61
 
 
 def is_chrome_trace(document: Any) -> bool:
@@ -49,7 +53,8 @@ def read_chrome(path: Path, document: Any, builder: TableBuilder) -> None:
     threads: dict[tuple[Any, Any], str] = {}
     for event in events:
         if isinstance(event, dict) and event.get("ph") == "M":
-            args = event.get("args") or {}
+            _check_ids(path, event)
+            args = _args(path, event)
             if event.get("name") == "process_name":
                 processes[event.get("pid")] = str(args.get("name", event.get("pid")))
             elif event.get("name") == "thread_name":
@@ -102,13 +107,16 @@ def _collect_slices(path: Path, events: list[Any]) -> list[tuple[Any, ...]]:
         try:
             start = round(float(event.get("ts", 0)) * _PS_PER_US)
             duration = round(float(event.get("dur", 0)) * _PS_PER_US)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: inf
             raise UserError(
                 f"{path}: event {event.get('name')!r} has a non-numeric ts or dur"
             ) from None
+        if not (abs(start) < _MAX_PS and abs(duration) < _MAX_PS):
+            raise UserError(f"{path}: event {event.get('name')!r} has a ts or dur beyond 26 days")
+        _check_ids(path, event)
         thread = (event.get("pid"), event.get("tid"))
         name = str(event.get("name", ""))
-        args = event.get("args") or {}
+        args = _args(path, event)
         if phase == "X":
             slices.append((*thread, _event_name(name, args), start, duration, args))
         elif phase in ("i", "I", "n"):
@@ -125,6 +133,25 @@ def _collect_slices(path: Path, events: list[Any]) -> list[tuple[Any, ...]]:
                 (*thread, None, start, 0, (key, phase, *thread, start, event.get("bp") == "e"))
             )
     return slices
+
+
+def _check_ids(path: Path, event: dict[str, Any]) -> None:
+    """pid and tid key dictionaries: an object or array there is no trace."""
+    if isinstance(event.get("pid"), dict | list) or isinstance(event.get("tid"), dict | list):
+        raise UserError(
+            f"{path}: event {str(event.get('name'))[:80]!r} has a pid or tid that is "
+            "neither a number nor a string; not a Chrome trace"
+        )
+
+
+def _args(path: Path, event: dict[str, Any]) -> dict[str, Any]:
+    args = event.get("args") or {}
+    if not isinstance(args, dict):
+        raise UserError(
+            f"{path}: event {str(event.get('name'))[:80]!r} has 'args' that are not an "
+            "object; not a Chrome trace"
+        )
+    return args
 
 
 def _event_name(name: str, args: dict[str, Any]) -> str:
@@ -146,8 +173,11 @@ def _keep_args(
     builder: TableBuilder, index: int, args: dict[str, Any], flow_ids: dict[str, list[int]]
 ) -> None:
     if "step_num" in args:
-        with contextlib.suppress(TypeError, ValueError):
-            builder.step_events.append((index, int(args["step_num"])))
+        # a step number that is no int64 is ignored, like one that is no number
+        with contextlib.suppress(TypeError, ValueError, OverflowError):
+            step = int(args["step_num"])
+            if -(2**63) <= step < 2**63:
+                builder.step_events.append((index, step))
     if "flow" in args:
         flow_ids[str(args["flow"])].append(index)
     builder.stats[index] = {k: v for k, v in args.items() if k not in ("long_name", "flow")}

@@ -52,7 +52,18 @@ def parse_xspace_json(path: Path, document: dict[str, Any]) -> Any:
     try:
         json_format.ParseDict(document, space)
     except json_format.ParseError as error:
-        raise UserError(f"{path}: JSON with 'planes' but not an XSpace: {error}") from None
+        # protobuf's message spans lines (and quotes the document's field names)
+        detail = " ".join(str(error).split())
+        raise UserError(f"{path}: JSON with 'planes' but not an XSpace: {detail}") from None
+    except SystemError as error:
+        # upb looks a field name with a lone surrogate ("\ud800") up, fails to
+        # encode it and surfaces the UnicodeEncodeError as a SystemError
+        if not isinstance(error.__cause__, UnicodeError):
+            raise
+        raise UserError(
+            f"{path}: JSON with 'planes' but not an XSpace: a field name is not valid "
+            "Unicode (an unpaired surrogate escape)"
+        ) from None
     return space
 
 

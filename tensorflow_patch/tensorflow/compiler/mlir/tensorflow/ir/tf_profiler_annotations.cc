@@ -289,7 +289,7 @@ void AttachProfilerData(Operation *op, const ProfilerData &data) {
 void AttachProfilerData(Operation *op, const ProfilerData &data,
                         const ProfilerDataEncoder &encoder) {
   if (auto iface = llvm::dyn_cast<ProfilerAnnotationsInterface>(op))
-    return iface.AttachProfilerData(data);
+    return iface.AttachEncodedProfilerData(data, encoder);
   encoder.SetAttr(op, data);
 }
 

@@ -155,6 +155,13 @@ public:
     ::mlir::TF::SetProfilerDataAttr(this->getOperation(), data);
   }
 
+  /// As above, with the pass's encoder (no field name looked up per op).
+  void
+  AttachEncodedProfilerData(const ::mlir::TF::ProfilerData &data,
+                            const ::mlir::TF::ProfilerDataEncoder &encoder) {
+    encoder.SetAttr(this->getOperation(), data);
+  }
+
   /// Returns the op's annotation, if any.
   std::optional<::mlir::TF::ProfilerData> GetProfilerData() {
     return ::mlir::TF::ReadProfilerDataAttr(this->getOperation());
@@ -180,7 +187,9 @@ bool IsProfileAnnotatableAtAnyLevel(Operation *op);
 
 /// Interface-or-fallback entry points used by the passes.
 void AttachProfilerData(Operation *op, const ProfilerData &data);
-/// As above; the fallback path encodes with `encoder`.
+/// As above, encoding with `encoder` on both paths (through
+/// AttachEncodedProfilerData on ops implementing the interface): a pass that
+/// annotates many ops keeps one encoder for its run.
 void AttachProfilerData(Operation *op, const ProfilerData &data,
                         const ProfilerDataEncoder &encoder);
 std::optional<ProfilerData> GetProfilerData(Operation *op);

@@ -34,6 +34,14 @@ def TF_ProfilerAnnotationsInterface
       /*args=*/(ins "const ::mlir::TF::ProfilerData &":$data)
     >,
     InterfaceMethod<
+      /*desc=*/[{As AttachProfilerData, building the attribute with `encoder`,
+                 the pass's one encoder for all the ops it annotates.}],
+      /*retTy=*/"void",
+      /*methodName=*/"AttachEncodedProfilerData",
+      /*args=*/(ins "const ::mlir::TF::ProfilerData &":$data,
+                    "const ::mlir::TF::ProfilerDataEncoder &":$encoder)
+    >,
+    InterfaceMethod<
       /*desc=*/[{Returns the op's annotation, or std::nullopt if the op has
                  none or it is malformed.}],
       /*retTy=*/"std::optional<::mlir::TF::ProfilerData>",

@@ -44,6 +44,10 @@ struct UpstreamProfilerAnnotations
   void AttachProfilerData(Operation *op, const ProfilerData &data) const {
     SetProfilerDataAttr(op, data);
   }
+  void AttachEncodedProfilerData(Operation *op, const ProfilerData &data,
+                                 const ProfilerDataEncoder &encoder) const {
+    encoder.SetAttr(op, data);
+  }
   std::optional<ProfilerData> GetProfilerData(Operation *op) const {
     return ReadProfilerDataAttr(op);
   }

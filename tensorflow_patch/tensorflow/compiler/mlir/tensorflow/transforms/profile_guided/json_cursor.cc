@@ -17,7 +17,8 @@ namespace mlir {
 namespace TF {
 namespace {
 
-/// Nesting depth at which SkipValue gives up instead of exhausting the stack.
+/// Levels of arrays and objects SkipValue reads inside the value it skips;
+/// deeper, it fails instead of exhausting the stack.
 constexpr unsigned kMaxDepth = 1024;
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -96,6 +97,8 @@ bool JsonCursor::NextKey(llvm::StringRef &key) {
   SkipWhitespace();
   if (!ok() || Consume('}'))
     return false;
+  if (pos_ >= text_.size())
+    return Fail("unexpected end of input");
   if (!first) {
     if (!Consume(','))
       return Fail("expected ',' or '}'");
@@ -124,6 +127,8 @@ bool JsonCursor::NextElement() {
   SkipWhitespace();
   if (!ok() || Consume(']'))
     return false;
+  if (pos_ >= text_.size())
+    return Fail("unexpected end of input");
   return first || Consume(',') || Fail("expected ',' or ']'");
 }
 
@@ -302,7 +307,7 @@ std::optional<int64_t> JsonCursor::ParseNumber() {
 bool JsonCursor::SkipValue() { return SkipValueAt(0); }
 
 bool JsonCursor::SkipValueAt(unsigned depth) {
-  if (depth > kMaxDepth)
+  if (depth >= kMaxDepth)
     return Fail("nesting deeper than " + llvm::Twine(kMaxDepth));
   llvm::StringRef ignored;
   switch (Peek()) {

@@ -157,6 +157,7 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
     level_self += entry.second.data.self;
 
   module.walk([](Operation *op) { RemoveProfileAnnotations(op); });
+  ProfilerDataEncoder encoder(module.getContext());
   for (auto &[op, found] : annotated) {
     auto &[name, own] = found.sources.front();
     ProfilerData data = own;
@@ -171,10 +172,7 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
       if (!data.fused_sources.empty())
         ++numFusedSourceOps;
     }
-    if (auto iface = llvm::dyn_cast<ProfilerAnnotationsInterface>(op))
-      iface.AttachProfilerData(data);
-    else
-      SetProfilerDataAttr(op, data);
+    AttachProfilerData(op, data, encoder);
   }
   numAnnotatedOps += annotated.size();
   numSources += level.size();
