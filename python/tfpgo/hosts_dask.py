@@ -30,9 +30,7 @@ def read_on_cluster(
             progress(f"reading {len(files)} hosts on the Dask cluster at {address}")
         run = uuid.uuid4().hex[:8]
         futures = [
-            client.submit(
-                read_host, str(file.absolute()), source, key=f"tfpgo-read-host-{run}-{i}"
-            )
+            client.submit(read_host, str(file.absolute()), source, key=f"tfpgo-read-host-{run}-{i}")
             for i, file in enumerate(files)
         ]
         index = {future.key: i for i, future in enumerate(futures)}
