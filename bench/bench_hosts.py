@@ -11,9 +11,11 @@ training writes them. Each contender is a fresh process running
 `trace_reader.run` (read, DAG, op profile, both written): `--host-workers 1`
 (serial), the default process pool, and `--scheduler` on a 2-worker
 `LocalCluster` (processes, one thread each) started once by this benchmark.
-Reported: median wall time of the process, of `run()` and of its read stage
-(the part that is parallel), peak RSS, and the serial / parallel ratios. The
-outputs of every contender are checked to be byte-identical.
+Repeats are interleaved round-robin. Reported: median wall time of the process,
+of `run()` and of its read stage (the part that is parallel), peak RSS (of the
+largest process GNU time sees; the Dask workers are not its children), and the
+serial / parallel ratios. The outputs of every run are checked to be
+byte-identical.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import tempfile
 from pathlib import Path
@@ -130,45 +133,56 @@ def _local_cluster() -> Any:
 def _measure(
     hosts: int, events: int, logdir: Path, scratch: Path, cluster: Any, repeat: int
 ) -> list[list[object]]:
+    """Every contender `repeat` times, interleaved round-robin (serial, pool, dask,
+    serial, ...), so that a change in the machine's load hits them alike."""
     contenders = [("serial", "1", "-"), ("process pool", "-", "-")]
     if cluster is not None:
         contenders.append(("dask LocalCluster", "-", cluster.scheduler_address))
     env = harness.python_env()
-    results = []
+    runs: dict[str, list[tuple[float, float, str]]] = {label: [] for label, _, _ in contenders}
     outputs: dict[str, bytes] = {}
-    for label, workers, scheduler in contenders:
-        out = scratch / f"out_{hosts}_{label.split()[0]}"
-        out.mkdir()
-        command = harness.python_command(RUN, logdir, out, workers, scheduler)
-        run = harness.measure(label, command, repeat, env)
-        stages = [json.loads(output.splitlines()[-1]) for output in run.outputs]
-        read_s = statistics.median(s["read"] for s in stages)
-        run_s = statistics.median(s["run"] for s in stages)
-        results.append((label, run, run_s, read_s))
-        outputs[label] = b"".join(
-            (out / name).read_bytes() for name in ("mlir_graph.json", "op_profile.json")
-        )
-        print(f"{hosts} hosts, {label}: {run.median_s:.2f} s (read {read_s:.2f} s)", flush=True)
+    for attempt in range(repeat):
+        for label, workers, scheduler in contenders:
+            out = scratch / f"out_{hosts}_{label.split()[0]}_{attempt}"
+            out.mkdir()
+            command = harness.python_command(RUN, logdir, out, workers, scheduler)
+            wall, rss, stdout = harness.run_once(command, env)
+            runs[label].append((wall, rss, stdout.strip()))
+            names = ("mlir_graph.json", "op_profile.json")
+            outputs[f"{label} {attempt}"] = b"".join((out / n).read_bytes() for n in names)
+            shutil.rmtree(out)
+            print(
+                f"{hosts} hosts, {label}, run {attempt + 1}: {wall:.2f} s "
+                f"(load {harness.load_avg_1m()})",
+                flush=True,
+            )
     if len(set(outputs.values())) != 1:
         raise harness.BenchError(f"{hosts} hosts: the contenders' outputs differ")
-    _, serial, _, serial_read = results[0]
-    rows: list[list[object]] = []
-    for label, run, run_s, read_s in results:
-        rows.append(
-            [
-                hosts,
-                f"{hosts * events:,}",
-                label,
-                run.median_s,
-                run_s,
-                read_s,
-                f"{run.peak_rss_mb:.0f}",
-                f"{serial.median_s / run.median_s:.2f}x",
-                f"{serial_read / read_s:.2f}x",
-            ]
+    print(f"{hosts} hosts: outputs identical across contenders and runs", flush=True)
+    medians = {}
+    for label, samples in runs.items():
+        stages = [json.loads(stdout.splitlines()[-1]) for _, _, stdout in samples]
+        medians[label] = (
+            statistics.median(wall for wall, _, _ in samples),
+            statistics.median(s["run"] for s in stages),
+            statistics.median(s["read"] for s in stages),
+            max(rss for _, rss, _ in samples),
         )
-    print(f"{hosts} hosts: outputs identical across contenders", flush=True)
-    return rows
+    serial_s, _, serial_read_s, _ = medians["serial"]
+    return [
+        [
+            hosts,
+            f"{hosts * events:,}",
+            label,
+            wall,
+            run_s,
+            read_s,
+            f"{rss:.0f}",
+            f"{serial_s / wall:.2f}x",
+            f"{serial_read_s / read_s:.2f}x",
+        ]
+        for label, (wall, run_s, read_s, rss) in medians.items()
+    ]
 
 
 if __name__ == "__main__":
