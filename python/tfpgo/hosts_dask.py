@@ -10,12 +10,15 @@ is given: Dask is needed for nothing else.
 
 from __future__ import annotations
 
+import importlib.util
 import uuid
 from pathlib import Path
 from typing import Any
 
 from tfpgo.cli import UserError
 from tfpgo.hosts import HostPart, HostReading, Progress, read_host, report_part
+
+_INSTALL = "install tfpgo on the workers and the scheduler, or put it on their PYTHONPATH"
 
 
 def read_on_cluster(
@@ -76,7 +79,26 @@ def _connect(distributed: Any, address: str | None, timeout_s: float) -> Any:
             f"--scheduler {address}: the scheduler has no worker after {timeout_s:g} s "
             f"({_reason(error)}); start some with `dask worker {address}`"
         ) from None
+    _check_workers_import_tfpgo(client, address)
     return client
+
+
+def _check_workers_import_tfpgo(client: Any, address: str | None) -> None:
+    """Fails unless every worker finds tfpgo: a task a worker cannot unpickle is
+    retried, not failed, so without this check the read would wait forever.
+    The probe is a standard-library function, which every worker can unpickle."""
+    try:
+        specs = client.run(importlib.util.find_spec, "tfpgo.hosts")
+        reason = ", ".join(sorted(worker for worker, spec in specs.items() if spec is None))
+    except Exception as error:
+        reason = _reason(error)
+    if not reason:
+        return
+    client.close()
+    raise UserError(
+        f"--scheduler {address}: workers of the Dask cluster cannot import tfpgo ({reason}); "
+        f"{_INSTALL}"
+    )
 
 
 def _result(future: Any, file: Path, address: str | None) -> HostPart:
@@ -84,14 +106,11 @@ def _result(future: Any, file: Path, address: str | None) -> HostPart:
         part = future.result()
     except UserError:
         raise
-    except (ImportError, AttributeError) as error:
-        raise UserError(
-            f"{file}: a worker of the Dask cluster at {address} cannot run tfpgo's reader "
-            f"({_reason(error)}); install tfpgo on the workers or put it on their PYTHONPATH"
-        ) from None
     except Exception as error:
+        environment = isinstance(error, ImportError) or "deserializ" in str(error)
         raise UserError(
             f"{file}: reading on the Dask cluster at {address} failed ({_reason(error)})"
+            + (f"; {_INSTALL}" if environment else "")
         ) from None
     assert isinstance(part, HostPart)
     return part

@@ -193,3 +193,30 @@ def test_the_flow_passes_the_host_reading_on():
     assert flow_cli.options_from_args(flow_cli.build_parser().parse_args([])).host_reading == (
         hosts.HostReading()
     )
+
+
+class _ClientWithoutTfpgo:
+    """Stands for a Client whose workers lack tfpgo (`find_spec` answers None)."""
+
+    closed = False
+
+    def run(self, function, name):
+        return {"tcp://10.0.0.2:40000": None, "tcp://10.0.0.3:40000": function("json")}
+
+    def close(self):
+        self.closed = True
+
+
+def test_workers_without_tfpgo_are_one_line_before_any_task():
+    # A task a worker cannot unpickle is retried forever; the probe fails at once.
+    from tfpgo import hosts_dask
+
+    client = _ClientWithoutTfpgo()
+    with pytest.raises(cli.UserError) as error:
+        hosts_dask._check_workers_import_tfpgo(client, "tcp://10.0.0.1:8786")
+    assert str(error.value) == (
+        "--scheduler tcp://10.0.0.1:8786: workers of the Dask cluster cannot import tfpgo "
+        "(tcp://10.0.0.2:40000); install tfpgo on the workers and the scheduler, or put it "
+        "on their PYTHONPATH"
+    )
+    assert client.closed
