@@ -14,8 +14,10 @@ training writes them. Each contender is a fresh process running
 Repeats are interleaved round-robin. Reported: median wall time of the process,
 of `run()` and of its read stage (the part that is parallel), peak RSS (of the
 largest process GNU time sees; the Dask workers are not its children), and the
-serial / parallel ratios. The outputs of every run are checked to be
-byte-identical.
+serial / parallel ratios, and the CPU seconds of the process and its pool
+workers (not of Dask's workers): the cost of going parallel, which unlike wall
+time hardly depends on what else the machine runs. The outputs of every run
+are checked to be byte-identical.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tfpgo.readers.xplane_proto import xplane_pb2
 
 RUN = """
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -57,7 +60,9 @@ def main():
         reading=reading,
     )
     run_s = time.perf_counter() - clock
-    print(json.dumps({"read": result.timings_s["read"], "run": run_s}))
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu_s = sum(u.ru_utime + u.ru_stime for u in usage)
+    print(json.dumps({"read": result.timings_s["read"], "run": run_s, "cpu": cpu_s}))
 
 
 if __name__ == "__main__":
@@ -108,6 +113,7 @@ def main() -> int:
             if cluster is not None:
                 cluster.close()
     header = ["hosts", "events", "contender", "process s", "run() s", "read s", "peak MB"]
+    header += ["CPU s"]
     header += ["serial / this (process)", "serial / this (read)"]
     print(harness.markdown_table(header, [row for table in rows for row in table]))
     return 0
@@ -167,8 +173,9 @@ def _measure(
             statistics.median(s["run"] for s in stages),
             statistics.median(s["read"] for s in stages),
             max(rss for _, rss, _ in samples),
+            statistics.median(s["cpu"] for s in stages),
         )
-    serial_s, _, serial_read_s, _ = medians["serial"]
+    serial_s, _, serial_read_s, _, _ = medians["serial"]
     return [
         [
             hosts,
@@ -178,10 +185,11 @@ def _measure(
             run_s,
             read_s,
             f"{rss:.0f}",
+            cpu_s,
             f"{serial_s / wall:.2f}x",
             f"{serial_read_s / read_s:.2f}x",
         ]
-        for label, (wall, run_s, read_s, rss) in medians.items()
+        for label, (wall, run_s, read_s, rss, cpu_s) in medians.items()
     ]
 
 
