@@ -9,7 +9,7 @@ The logdir holds N copies of one profile (synthetic, `synth_xplane.py`, or the
 `--xplane` given), each under its own host file and hostname, as multi-worker
 training writes them. Each contender is a fresh process running
 `trace_reader.run` (read, DAG, op profile, both written): `--host-workers 1`
-(serial), the default process pool, and `--scheduler` on a 2-worker
+(serial), a process pool of min(N, CPUs), and `--scheduler` on a 2-worker
 `LocalCluster` (processes, one thread each) started once by this benchmark.
 Repeats are interleaved round-robin. Reported: median wall time of the process,
 of `run()` and of its read stage (the part that is parallel), peak RSS (of the
@@ -141,7 +141,8 @@ def _measure(
 ) -> list[list[object]]:
     """Every contender `repeat` times, interleaved round-robin (serial, pool, dask,
     serial, ...), so that a change in the machine's load hits them alike."""
-    contenders = [("serial", "1", "-"), ("process pool", "-", "-")]
+    pool = str(min(hosts, os.cpu_count() or 1))  # explicit: small logdirs default to serial
+    contenders = [("serial", "1", "-"), ("process pool", pool, "-")]
     if cluster is not None:
         contenders.append(("dask LocalCluster", "-", cluster.scheduler_address))
     env = harness.python_env()

@@ -36,16 +36,20 @@ from tfpgo.readers.hlo_metadata import HloModule
 
 Progress = Callable[[str], None]
 _SUFFIX = ".xplane.pb"
+# Below this many bytes of host files the default reads serially: a spawned worker
+# costs ~0.5 s of start-up and imports, about what reading 3 MB of XPlane takes.
+POOL_MIN_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class HostReading:
     """How the hosts of a logdir are read.
 
-    `workers`: local processes (None: one per host up to the CPU count; 1: serial,
-    in this process). `scheduler`: the address of a Dask distributed scheduler
-    (`tcp://host:8786`); the hosts are then read on its workers, which must
-    import tfpgo and see the logdir at the same path.
+    `workers`: local processes (None: one per host up to the CPU count, serial
+    below POOL_MIN_BYTES of host files; 1: serial, in this process). `scheduler`:
+    the address of a Dask distributed scheduler (`tcp://host:8786`); the hosts
+    are then read on its workers, which must import tfpgo and see the logdir at
+    the same path. `connect_timeout_s` bounds connecting and waiting for a worker.
     """
 
     workers: int | None = None
@@ -162,7 +166,7 @@ def read_logdir_trace(
     if not path.is_dir():
         return read_trace(path, run, progress)
     files = resolve_xplanes(path, run)
-    workers = _local_workers(reading, len(files))
+    workers = _local_workers(reading, files)
     if reading.scheduler is None and workers <= 1:
         return read_trace(path, run, progress)
     source = str(files[0].parent) if len(files) > 1 else str(files[0])
@@ -179,11 +183,23 @@ def read_logdir_trace(
     return table
 
 
-def _local_workers(reading: HostReading, hosts: int) -> int:
-    if reading.workers is not None and reading.workers < 1:
-        raise UserError(f"--host-workers must be at least 1 (got {reading.workers})")
-    limit = reading.workers if reading.workers is not None else (os.cpu_count() or 1)
-    return min(hosts, limit)
+def _local_workers(reading: HostReading, files: list[Path]) -> int:
+    """`reading.workers` if given; by default one per host up to the CPU count, or
+    1 (serial) when the files are too small to repay starting processes."""
+    if reading.workers is not None:
+        if reading.workers < 1:
+            raise UserError(f"--host-workers must be at least 1 (got {reading.workers})")
+        return min(len(files), reading.workers)
+    if sum(_size(f) for f in files) < POOL_MIN_BYTES:
+        return 1
+    return min(len(files), os.cpu_count() or 1)
+
+
+def _size(file: Path) -> int:
+    try:
+        return file.stat().st_size
+    except OSError:
+        return 0  # the reader names the file and the reason
 
 
 def _read_in_processes(
@@ -236,8 +252,9 @@ def add_host_reading_arguments(parser: argparse.ArgumentParser) -> None:
         "--host-workers",
         type=int,
         metavar="N",
-        help="local processes reading hosts (default: one per host, up to the CPU count; "
-        "1 reads them one after the other in this process)",
+        help="local processes reading hosts (default: one per host up to the CPU count "
+        "when the host files hold 16 MB or more, else 1; 1 reads them one after the other "
+        "in this process)",
     )
     group.add_argument(
         "--scheduler-timeout",

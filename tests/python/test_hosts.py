@@ -220,3 +220,12 @@ def test_workers_without_tfpgo_are_one_line_before_any_task():
         "on their PYTHONPATH"
     )
     assert client.closed
+
+
+def test_small_logdirs_are_read_serially_unless_told(logdir):
+    # Starting processes costs more than reading a few MB: the default stays serial.
+    files = resolve_xplanes(logdir)
+    assert sum(f.stat().st_size for f in files) < hosts.POOL_MIN_BYTES
+    assert hosts._local_workers(hosts.HostReading(), files) == 1
+    assert hosts._local_workers(hosts.HostReading(workers=2), files) == 2
+    assert hosts._local_workers(hosts.HostReading(workers=8), files) == len(files)
