@@ -74,7 +74,8 @@ def run(
     `show_source` maps the source path the outputs record (their `source`): a
     caller reading from a staging directory names where the trace will be.
     `reading`: how the hosts of a multi-host logdir are read (default: in local
-    processes; see tfpgo.hosts); the result is the same whichever way.
+    processes from 16 MB of host files on; see tfpgo.hosts); the result is the
+    same whichever way.
     """
     report = progress or (lambda _message: None)
     timings: dict[str, float] = {}
