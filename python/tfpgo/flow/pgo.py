@@ -21,6 +21,7 @@ from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.mlir.lowering import LEVELS
 from tfpgo.models import BUILTIN_MODELS, DEFAULT_MODEL
 from tfpgo.models.profiling import ProfilerLevels
+from tfpgo.trace.hosts import add_host_reading_arguments, host_reading_from_args
 
 
 def _level(top: int) -> Callable[[str], int]:
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="--optimize: blocks an arm (default 10)",
     )
     add("--ab-steps", type=positive_int, default=10, help="--optimize: steps a block (default 10)")
+    add_host_reading_arguments(parser)
     return parser
 
 
@@ -145,6 +147,7 @@ def options_from_args(args: argparse.Namespace) -> FlowOptions:
         optimize=args.optimize,
         ab_repetitions=args.ab_repetitions,
         ab_steps=args.ab_steps,
+        host_reading=host_reading_from_args(args),
     )
 
 

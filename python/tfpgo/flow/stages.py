@@ -43,6 +43,7 @@ from tfpgo.render.exports import ExportInput, write_exports
 from tfpgo.render.scope_chart import write_scope_chart
 from tfpgo.report import compose
 from tfpgo.trace.hlo_profile import HloProfile
+from tfpgo.trace.hosts import HostReading
 from tfpgo.trace.op_profile import OpProfile
 
 T = TypeVar("T")
@@ -103,6 +104,8 @@ class FlowOptions:
     optimize: bool = False
     ab_repetitions: int = 10
     ab_steps: int = 10
+    # How the hosts of a multi-host trace are read (local processes, or a Dask cluster).
+    host_reading: HostReading = field(default_factory=HostReading)
 
 
 @dataclass(frozen=True)
@@ -241,7 +244,9 @@ def _run_stages(
 
     shown = options.output_dir / trace.relative_to(out) if trace.is_relative_to(out) else trace
     profile, hlo = progress.stage(
-        "trace", f"reading {shown}", lambda: _read_trace(trace, out, options.output_dir, note)
+        "trace",
+        f"reading {shown}",
+        lambda: _read_trace(trace, out, options.output_dir, note, options.host_reading),
     )
     attribution = progress.stage(
         "annotate",
@@ -354,7 +359,7 @@ def _carry_over_trace(trace: Path, final: Path, out: Path) -> Path:
 
 
 def _read_trace(
-    trace: Path, out: Path, final: Path, note: Callable[[str], None]
+    trace: Path, out: Path, final: Path, note: Callable[[str], None], reading: HostReading
 ) -> tuple[OpProfile, HloProfile | None]:
     """The op profile and, for XLA-compiled steps, the HLO profile. A trace with
     nothing to annotate stops here, saying why, rather than after annotating."""
@@ -367,6 +372,7 @@ def _read_trace(
         hlo_profile_out=out / "hlo_profile.json",
         progress=note,
         show_source=lambda source: source.replace(str(out), str(final)),
+        reading=reading,
     )
     if result.empty_reason:
         shown = final / trace.relative_to(out) if trace.is_relative_to(out) else trace

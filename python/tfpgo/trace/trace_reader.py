@@ -23,8 +23,13 @@ from tfpgo.trace.dag_json import write_dag
 from tfpgo.trace.event_filter import EventFilter, parse_steps
 from tfpgo.trace.events import EventTable
 from tfpgo.trace.hlo_profile import HloProfile, build_hlo_profile
+from tfpgo.trace.hosts import (
+    HostReading,
+    add_host_reading_arguments,
+    host_reading_from_args,
+    read_logdir_trace,
+)
 from tfpgo.trace.op_profile import OpProfile, build_op_profile
-from tfpgo.trace.readers import read_trace
 from tfpgo.trace.xla_attribution import attribute
 
 PROG = "trace_reader"
@@ -61,12 +66,16 @@ def run(
     build_graph: bool = True,
     progress: Callable[[str], None] | None = None,
     show_source: Callable[[str], str] | None = None,
+    reading: HostReading | None = None,
 ) -> TraceReaderResult:
     """Reads `path`, filters, builds the DAG, op profile and HLO profile, writes
     what is asked (`hlo_profile_out` only when the trace holds HLO events).
 
     `show_source` maps the source path the outputs record (their `source`): a
     caller reading from a staging directory names where the trace will be.
+    `reading`: how the hosts of a multi-host logdir are read (default: in local
+    processes from 16 MB of host files on; see tfpgo.trace.hosts); the result is the
+    same whichever way.
     """
     report = progress or (lambda _message: None)
     timings: dict[str, float] = {}
@@ -78,7 +87,7 @@ def run(
         timings[stage] = now - clock
         clock = now
 
-    table = read_trace(path, run=run_name, progress=report)
+    table = read_logdir_trace(path, run=run_name, progress=report, reading=reading)
     if show_source is not None:
         table.source = show_source(table.source)
     lap("read")
@@ -196,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="DAG nodes: 'ops' = TensorFlow op events (default), 'all' = "
         "every event, runtime events included",
     )
+    add_host_reading_arguments(parser)
     window = parser.add_argument_group("filters (all must hold)")
     window.add_argument(
         "--start-us",
@@ -273,6 +283,7 @@ def main(argv: list[str]) -> int:
         run_name=args.run,
         build_graph=dag_out is not None,
         progress=_stderr_progress if show_progress else None,
+        reading=host_reading_from_args(args),
     )
     if not args.quiet:
         _print_summary(result)

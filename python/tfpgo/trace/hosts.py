@@ -1,0 +1,272 @@
+"""Multi-host logdirs: each host's `.xplane.pb` read apart (a map), merged in host order (a reduce).
+
+Multi-worker training writes one `plugins/profile/<run>/<host>.xplane.pb` per
+host. The serial reader (`tfpgo.trace.readers.read_trace`) feeds them one after the
+other into one `TableBuilder`; here each file is read on its own into a
+`HostPart` (the host's event columns with exact durations, its names and tracks
+numbered locally, its stats, flows, step markers and XLA modules), in a process
+pool or on a Dask cluster, and `merge_parts` replays the parts into one builder
+in the serial order. Every id, index and time then comes out as the serial read
+gives it, so the event table, and everything built from it (DAG, op profile
+with its percentiles, HLO profile), is identical: the merge is of events, not of
+summaries, and nothing is rounded.
+
+Times: the serial read counts every host from the earliest line of the first
+file (`base_ns`); a part counts from its own, and the merge shifts it by the
+difference, in integers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tfpgo.errors import UserError
+from tfpgo.trace.events import EventTable, TableBuilder, Track
+from tfpgo.trace.readers import paused_gc, read_trace, resolve_xplanes, xplane
+from tfpgo.trace.readers.hlo_metadata import HloModule
+
+Progress = Callable[[str], None]
+_SUFFIX = ".xplane.pb"
+# Below this many bytes of host files the default reads serially: a spawned worker
+# costs ~0.5 s of start-up and imports, about what reading 3 MB of XPlane takes.
+POOL_MIN_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class HostReading:
+    """How the hosts of a logdir are read.
+
+    `workers`: local processes (None: one per host up to the CPU count, serial
+    below POOL_MIN_BYTES of host files; 1: serial, in this process). `scheduler`:
+    the address of a Dask distributed scheduler (`tcp://host:8786`); the hosts
+    are then read on its workers, which must import tfpgo and see the logdir at
+    the same path. `connect_timeout_s` bounds connecting and waiting for a worker.
+    """
+
+    workers: int | None = None
+    scheduler: str | None = None
+    connect_timeout_s: float = 10.0
+
+
+@dataclass
+class HostPart:
+    """One host file's events, numbered as if it were read alone.
+
+    `chunks` are (track, name ids, starts, durations) per line, ids local to
+    `names`/`tracks`; starts in ps from `base_ns`. `stats`, `flow_pairs` and
+    `step_events` use indices local to this host's events.
+    """
+
+    path: str
+    base_ns: int
+    count: int
+    names: list[str] = field(default_factory=list)
+    tracks: list[Track] = field(default_factory=list)
+    chunks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    stats: dict[int, dict[str, Any]] = field(default_factory=dict)
+    flow_pairs: list[tuple[int, int]] = field(default_factory=list)
+    step_events: list[tuple[int, int]] = field(default_factory=list)
+    hlo_modules: dict[str, HloModule] = field(default_factory=dict)
+
+
+class _Recorder(TableBuilder):
+    """A TableBuilder that also keeps, in order, what one host added: its names,
+    tracks and column chunks (through the builder's public methods only)."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__(source, "xplane")
+        self.names: list[str] = []
+        self.tracks: list[Track] = []
+        self.chunks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def name_id(self, name: str) -> int:
+        index = super().name_id(name)
+        if index == len(self.names):
+            self.names.append(name)
+        return index
+
+    def track_id(self, host: str, plane: str, line: str) -> int:
+        index = super().track_id(host, plane, line)
+        if index == len(self.tracks):
+            self.tracks.append(Track(host, plane, line))
+        return index
+
+    def add_columns(
+        self, track: int, name_ids: np.ndarray, start_ps: np.ndarray, duration_ps: np.ndarray
+    ) -> int:
+        self.chunks.append((track, name_ids, start_ps, duration_ps))
+        return super().add_columns(track, name_ids, start_ps, duration_ps)
+
+
+def read_host(path: str, source: str) -> HostPart:
+    """The map: one `.xplane.pb` into a HostPart (run in a worker process)."""
+    file = Path(path)
+    with paused_gc():
+        try:
+            data = file.read_bytes()
+        except OSError as error:
+            raise UserError(f"{file}: cannot read: {error.strerror}") from None
+        space = xplane.parse_xspace(file, data)
+        del data
+        recorder = _Recorder(source)
+        base_ns = xplane.add_xspace(recorder, space, file.name.removesuffix(_SUFFIX))
+    return HostPart(
+        path,
+        base_ns,
+        recorder.count,
+        recorder.names,
+        recorder.tracks,
+        recorder.chunks,
+        recorder.stats,
+        recorder.flow_pairs,
+        recorder.step_events,
+        recorder.hlo_modules,
+    )
+
+
+def merge_parts(parts: Sequence[HostPart], source: str) -> TableBuilder:
+    """The reduce: the parts, in host-file order, into one builder exactly as the
+    serial read fills it (ids handed out in the same order, times from the
+    first host's base)."""
+    builder = TableBuilder(source, "xplane")
+    base_ns = parts[0].base_ns if parts else 0
+    for part in parts:
+        first = builder.count
+        shift_ps = (part.base_ns - base_ns) * 1000
+        names = np.array([builder.name_id(name) for name in part.names], dtype=np.int32)
+        tracks = [builder.track_id(t.host, t.plane, t.line) for t in part.tracks]
+        for track, name_ids, starts, durations in part.chunks:
+            shifted = starts + shift_ps if shift_ps else starts
+            builder.add_columns(tracks[track], names[name_ids], shifted, durations)
+        builder.stats.update((first + index, stats) for index, stats in part.stats.items())
+        builder.flow_pairs.extend((first + a, first + b) for a, b in part.flow_pairs)
+        builder.step_events.extend((first + index, step) for index, step in part.step_events)
+        builder.hlo_modules.update(part.hlo_modules)
+    return builder
+
+
+def read_logdir_trace(
+    path: Path,
+    run: str | None = None,
+    progress: Progress | None = None,
+    reading: HostReading | None = None,
+) -> EventTable:
+    """`tfpgo.trace.readers.read_trace`, with the hosts of a multi-host logdir read in
+    parallel (local processes, or the Dask cluster `reading.scheduler`)."""
+    reading = reading or HostReading()
+    if not path.is_dir():
+        return read_trace(path, run, progress)
+    files = resolve_xplanes(path, run)
+    workers = _local_workers(reading, files)
+    if reading.scheduler is None and workers <= 1:
+        return read_trace(path, run, progress)
+    source = str(files[0].parent) if len(files) > 1 else str(files[0])
+    if reading.scheduler is not None:
+        from tfpgo.trace.hosts_dask import read_on_cluster
+
+        parts = read_on_cluster(files, source, reading, progress)
+    else:
+        parts = _read_in_processes(files, source, workers, progress)
+    with paused_gc():
+        table = merge_parts(parts, source).build()
+    if len(table) == 0:
+        raise UserError(f"{path}: the trace holds no events; profile at least one step")
+    return table
+
+
+def _local_workers(reading: HostReading, files: list[Path]) -> int:
+    """`reading.workers` if given; by default one per host up to the CPU count, or
+    1 (serial) when the files are too small to repay starting processes."""
+    if reading.workers is not None:
+        if reading.workers < 1:
+            raise UserError(f"--host-workers must be at least 1 (got {reading.workers})")
+        return min(len(files), reading.workers)
+    if sum(_size(f) for f in files) < POOL_MIN_BYTES:
+        return 1
+    return min(len(files), os.cpu_count() or 1)
+
+
+def _size(file: Path) -> int:
+    try:
+        return file.stat().st_size
+    except OSError:
+        return 0  # the reader names the file and the reason
+
+
+def _read_in_processes(
+    files: list[Path], source: str, workers: int, progress: Progress | None
+) -> list[HostPart]:
+    """Reads every file in a pool of `workers` fresh processes ("spawn": safe in a
+    process that has started threads, as the flow's TensorFlow has)."""
+    context = multiprocessing.get_context("spawn")
+    parts: list[HostPart | None] = [None] * len(files)
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        pending = {pool.submit(read_host, str(f), source): i for i, f in enumerate(files)}
+        try:
+            for done in concurrent.futures.as_completed(pending):
+                index = pending[done]
+                parts[index] = _result(done, files[index])
+                report_part(progress, parts[index])
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+    return [part for part in parts if part is not None]
+
+
+def _result(future: concurrent.futures.Future[HostPart], file: Path) -> HostPart:
+    try:
+        return future.result()
+    except concurrent.futures.process.BrokenProcessPool:
+        raise UserError(
+            f"{file}: the process reading this host died (out of memory?); "
+            "retry with fewer --host-workers"
+        ) from None
+
+
+def report_part(progress: Progress | None, part: HostPart | None) -> None:
+    if progress and part is not None:
+        progress(f"read {Path(part.path).name} ({part.count:,} events)")
+
+
+def add_host_reading_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--scheduler` and `--host-workers`, shared by trace_reader and the flow."""
+    group = parser.add_argument_group("multi-host logdirs (one .xplane.pb per host)")
+    group.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="read the hosts on the Dask distributed cluster whose scheduler is at ADDRESS "
+        "(e.g. tcp://10.0.0.1:8786); its workers must import tfpgo and see the logdir at "
+        "the same path. Default: local processes. The result is the same either way",
+    )
+    group.add_argument(
+        "--host-workers",
+        type=int,
+        metavar="N",
+        help="local processes reading hosts (default: one per host up to the CPU count "
+        "when the host files hold 16 MB or more, else 1; 1 reads them one after the other "
+        "in this process)",
+    )
+    group.add_argument(
+        "--scheduler-timeout",
+        type=float,
+        default=HostReading.connect_timeout_s,
+        metavar="S",
+        help="with --scheduler: give up connecting, or waiting for a worker, after S seconds "
+        "(default: %(default)g)",
+    )
+
+
+def host_reading_from_args(args: argparse.Namespace) -> HostReading:
+    if args.scheduler_timeout <= 0:
+        raise UserError("--scheduler-timeout must be positive")
+    return HostReading(args.host_workers, args.scheduler, args.scheduler_timeout)
