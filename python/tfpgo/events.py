@@ -198,6 +198,7 @@ class TableBuilder:
         self._count = 0
         self.stats: dict[int, dict[str, Any]] = {}
         self.flow_pairs: list[tuple[int, int]] = []
+        self.flow_chunks: list[np.ndarray] = []  # (m, 2) int64 arrays, after flow_pairs
         self.step_events: list[tuple[int, int]] = []  # (event index, step number)
         self.hlo_modules: dict[str, HloModule] = {}
 
@@ -243,10 +244,11 @@ class TableBuilder:
         # Ids are handed out as setdefault(key, len(dict)): insertion order is id order.
         names = list(self._names)
         tracks = list(self._tracks)
-        flows = (
-            np.asarray(self.flow_pairs, dtype=np.int64).reshape(-1, 2)
-            if self.flow_pairs
-            else np.zeros((0, 2), np.int64)
+        flows = np.concatenate(
+            [
+                np.asarray(self.flow_pairs, dtype=np.int64).reshape(-1, 2),
+                *(chunk.astype(np.int64).reshape(-1, 2) for chunk in self.flow_chunks),
+            ]
         )
         table = EventTable(
             self.source,
@@ -283,13 +285,13 @@ def _assign_steps(table: EventTable, step_events: list[tuple[int, int]]) -> None
     ]
     markers.sort(key=lambda m: (m.host, m.start_ps))
     table.steps = markers
-    event_host = host_of_track[table.track_id] if len(table.tracks) > 1 else None
     for host in {m.host for m in markers}:
         mine = [m for m in markers if m.host == host]
         starts = np.array([m.start_ps for m in mine], dtype=np.int64)
         ends = np.array([m.end_ps for m in mine], dtype=np.int64)
         numbers = np.array([m.step for m in mine], dtype=np.int64)
-        rows = np.arange(len(table)) if event_host is None else np.flatnonzero(event_host == host)
+        on_host = host_of_track == host  # per track, then per event: no object compares
+        rows = np.arange(len(table)) if on_host.all() else np.flatnonzero(on_host[table.track_id])
         slot = np.searchsorted(starts, table.start_ps[rows], side="right") - 1
         inside = slot >= 0
         inside[inside] &= table.start_ps[rows[inside]] < ends[slot[inside]]

@@ -336,7 +336,7 @@ def non_op_time(table: EventTable, op_rows: np.ndarray) -> int:
     host_of_track = np.array([t.host for t in table.tracks], dtype=object)
     total = 0
     for host in sorted(set(host_of_track[np.unique(table.track_id)].tolist())):
-        on_host = host_of_track[table.track_id] == host
+        on_host = (host_of_track == host)[table.track_id]
         windows = [(m.start_ps, m.end_ps) for m in table.steps if m.host == host]
         if not windows:
             rows = np.flatnonzero(on_host)

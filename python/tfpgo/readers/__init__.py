@@ -95,12 +95,24 @@ def _read_any(path: Path, run: str | None, progress: xplane.Progress | None) -> 
 
 
 def _read_file(path: Path, progress: xplane.Progress | None) -> EventTable:
+    """One file; an XSpace protobuf goes to the decoder by path, never read whole here."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(64)
+    except OSError as error:
+        raise UserError(f"{path}: cannot read: {error.strerror}") from None
+    if not head:
+        raise UserError(f"{path}: empty file; not a trace")
+    if not head.startswith(_GZIP_MAGIC) and not _looks_like_json(head):
+        builder = TableBuilder(str(path), "xplane")
+        xplane.add_xplane_file(builder, path, path.name.split(".")[0])
+        if progress:
+            progress(f"decoded {path.name}")
+        return builder.build()
     try:
         data = path.read_bytes()
     except OSError as error:
         raise UserError(f"{path}: cannot read: {error.strerror}") from None
-    if not data:
-        raise UserError(f"{path}: empty file; not a trace")
     if data.startswith(_GZIP_MAGIC):
         try:
             data = gzip.decompress(data)
@@ -108,14 +120,6 @@ def _read_file(path: Path, progress: xplane.Progress | None) -> EventTable:
             raise UserError(f"{path}: corrupt gzip data ({error})") from None
         if not _looks_like_json(data):
             raise UserError(f"{path}: gzip file does not hold a JSON trace")
-    if not _looks_like_json(data):
-        builder = TableBuilder(str(path), "xplane")
-        space = xplane.parse_xspace(path, data)
-        del data
-        if progress:
-            progress(f"parsed {path.name}")
-        xplane.add_xspace(builder, space, path.name.split(".")[0])
-        return builder.build()
     document = _parse_json(path, data)
     del data
     return _read_json_document(path, document)
@@ -124,9 +128,7 @@ def _read_file(path: Path, progress: xplane.Progress | None) -> EventTable:
 def _read_json_document(path: Path, document: Any) -> EventTable:
     if isinstance(document, dict) and isinstance(document.get("planes"), list):
         builder = TableBuilder(str(path), "xspace_json")
-        xplane.add_xspace(
-            builder, xplane.parse_xspace_json(path, document), path.name.split(".")[0]
-        )
+        xplane.add_xspace_json(builder, path, document)
         return builder.build()
     if chrome.is_chrome_trace(document):
         builder = TableBuilder(str(path), "chrome")

@@ -7,31 +7,52 @@ events. An event refers to its name through `metadata_id` and carries
 Stats with a meaning for tfpgo are decoded, the rest kept as they are:
   * `step_num` marks a profiled step (`Trace(..., step_num=i, _r=1)`);
   * `_p`/`_pt` (producer) and `_c`/`_ct` (consumer) are TensorFlow's context
-    ids: every producer -> consumer pair with the same (type, id) becomes a flow.
+    ids: every producer -> consumer pair with the same (type, id) becomes a flow
+    (the first producer of a pair in file order; ids compare as 64-bit values).
 The `/host:metadata` plane has no lines; the XLA modules it holds (`HloProto`
 stats, see `tfpgo.readers.hlo_metadata`) go to the builder's `hlo_modules`.
-Per event only three integers go through Python lists; names are resolved per
-metadata entry, not per event, which keeps two million events at a few seconds.
+
+Decoding is native: `tools/xplane-columns` (C++, no libprotobuf) walks the
+protobuf wire format and streams each line's events as fixed-width columns
+(its header documents the records), which land in numpy arrays; Python never
+touches an event, only names, flows and the few stats kept. The XSpace JSON
+form is converted to protobuf bytes and takes the same path: one decoder. A file
+the decoder rejects is handed to protobuf for the error message.
 """
 
 from __future__ import annotations
 
+import io
+import itertools
+import struct
+import subprocess
+import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tfpgo import toolpaths
 from tfpgo.cli import UserError
 from tfpgo.events import TableBuilder
 from tfpgo.readers import hlo_metadata
 from tfpgo.readers.xplane_proto import parse_message, xplane_pb2
 
-_FLOW_PRODUCER = {"_p": "id", "_pt": "type"}
-_FLOW_CONSUMER = {"_c": "id", "_ct": "type"}
-_FLOW_STATS = frozenset({*_FLOW_PRODUCER, *_FLOW_CONSUMER})
-
 Progress = Callable[[str], None]
+
+_HEADER = struct.Struct("<4sQ")
+_U64 = struct.Struct("<Q")
+# Stat value kinds of the STAT record.
+_NONE, _DOUBLE, _UINT64, _INT64, _STR, _BYTES, _REF = range(7)
+_UINT64_MASK = (1 << 64) - 1
+# metadata ids below this map through a lookup array instead of np.unique
+_DENSE_IDS = 1 << 22
+
+
+class _Malformed(Exception):
+    """The decoder's output or a string in it is not what a valid XSpace gives."""
 
 
 def parse_xspace(path: Path, data: bytes) -> Any:
@@ -58,128 +79,297 @@ def parse_xspace_json(path: Path, document: dict[str, Any]) -> Any:
     return space
 
 
-def add_xspace(
-    builder: TableBuilder, space: Any, host_hint: str, base_ns: int | None = None
+def add_xspace_json(builder: TableBuilder, path: Path, document: dict[str, Any]) -> None:
+    """Appends the events of an XSpace in protobuf-JSON form (through the decoder)."""
+    data = parse_xspace_json(path, document).SerializeToString()
+    with tempfile.NamedTemporaryFile(suffix=".xplane.pb") as scratch:
+        scratch.write(data)
+        scratch.flush()
+        add_xplane_file(builder, Path(scratch.name), path.name.split(".")[0], shown=path)
+
+
+def add_xplane_file(
+    builder: TableBuilder,
+    path: Path,
+    host_hint: str,
+    base_ns: int | None = None,
+    shown: Path | None = None,
 ) -> int:
-    """Appends every event of `space`; returns the time base (ns) it used.
+    """Appends every event of the `.xplane.pb` at `path`; returns the time base (ns).
 
     Line timestamps are absolute nanoseconds; times become picoseconds from
-    `base_ns` (the earliest line of the first space) to stay within int64.
+    `base_ns` (the earliest line of the first file) to stay within int64.
+    `shown` is the path error messages name (default `path`).
     """
-    host = space.hostnames[0] if len(space.hostnames) else host_hint
-    if base_ns is None:
-        stamps = [line.timestamp_ns for plane in space.planes for line in plane.lines]
-        base_ns = min(stamps) if stamps else 0
-    producers: dict[tuple[int, int], int] = {}
-    consumers: list[tuple[tuple[int, int], int]] = []
-    for plane in space.planes:
-        if plane.name == hlo_metadata.METADATA_PLANE:
-            for module in hlo_metadata.read_metadata_plane(plane, builder.source):
-                builder.hlo_modules[module.name] = module
-            continue
-        _add_plane(builder, plane, host, base_ns, producers, consumers)
-    builder.flow_pairs.extend(
-        (producers[key], consumer)
-        for key, consumer in consumers
-        if key in producers and producers[key] != consumer
+    shown = shown or path
+    command = [str(toolpaths.xplane_columns()), str(path)]
+    if base_ns is not None:
+        command.append(str(base_ns))
+    space = _Space(builder, host_hint)
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert isinstance(process.stdout, io.BufferedReader) and process.stderr is not None
+        try:
+            space.read(process.stdout)
+            failure = ""
+        except (_Malformed, UnicodeDecodeError) as error:
+            failure = str(error)
+            process.kill()
+        stderr = process.stderr.read().decode(errors="replace").strip()
+    if process.returncode != 0 or failure:
+        _reject(shown, path, stderr or failure)
+    if space.planes == 0 and path.stat().st_size:
+        raise UserError(
+            f"{shown}: parses as protobuf but holds no XSpace planes; not an .xplane.pb"
+        )
+    space.finish_flows()
+    return space.base_ns
+
+
+def _reject(shown: Path, path: Path, reason: str) -> None:
+    """Raises the one-line error for a file the decoder rejected: protobuf's own
+    message when protobuf rejects it too (so every damaged file reads the same)."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise UserError(f"{shown}: cannot read: {error.strerror}") from None
+    parse_xspace(shown, data)
+    raise UserError(
+        f"{shown}: not a valid XSpace protobuf ({reason}); the file is truncated or "
+        "not an .xplane.pb"
     )
-    return base_ns
 
 
-def _add_plane(
-    builder: TableBuilder,
-    plane: Any,
-    host: str,
-    base_ns: int,
-    producers: dict[tuple[int, int], int],
-    consumers: list[tuple[tuple[int, int], int]],
-) -> None:
-    metadata = plane.event_metadata
-    stat_names = {key: value.name for key, value in plane.stat_metadata.items()}
-    name_of_metadata: dict[int, int] = {}
-    for line in plane.lines:
-        events = line.events
-        if not events:
-            continue
-        metadata_ids, offsets, durations = _columns(events)
+@dataclass
+class _Flows:
+    """Context-stat endpoints of one file, in file order (global event indices)."""
+
+    events: list[np.ndarray] = field(default_factory=list)
+    roles: list[np.ndarray] = field(default_factory=list)
+    types: list[np.ndarray] = field(default_factory=list)
+    ids: list[np.ndarray] = field(default_factory=list)
+
+
+class _Space:
+    """Reads the decoder's record stream into a TableBuilder."""
+
+    def __init__(self, builder: TableBuilder, host_hint: str) -> None:
+        self.builder = builder
+        self.host: str | None = None
+        self.host_hint = host_hint
+        self.base_ns = 0
+        self.planes = 0
+        self.plane = ""
+        self.event_names: dict[int, str] = {}
+        self.stat_names: dict[int, str] = {}
+        self.name_of_metadata: dict[int, int] = {}
+        self.flows = _Flows()
+
+    def read(self, stream: io.BufferedReader) -> None:
+        handlers = {
+            b"BASE": self._base,
+            b"HOST": self._hostname,
+            b"PLAN": self._plane,
+            b"EMET": self._event_metadata,
+            b"SMET": self._stat_metadata,
+            b"META": self._metadata_plane,
+            b"LINE": self._line,
+        }
+        while True:
+            header = stream.read(_HEADER.size)
+            if len(header) < _HEADER.size:
+                raise _Malformed("the decoder stopped early")
+            tag, size = _HEADER.unpack(header)
+            if tag == b"DONE":
+                self.planes = _U64.unpack(_exact(stream, 8))[0]
+                return
+            handler = handlers.get(tag)
+            if handler is None:
+                raise _Malformed(f"unknown record {tag!r}")
+            handler(stream, size)
+
+    def _base(self, stream: io.BufferedReader, size: int) -> None:
+        self.base_ns = struct.unpack("<q", _exact(stream, size))[0]
+
+    def _hostname(self, stream: io.BufferedReader, size: int) -> None:
+        host = _exact(stream, size).decode()
+        if self.host is None:
+            self.host = host
+
+    def _plane(self, stream: io.BufferedReader, size: int) -> None:
+        self.plane = _exact(stream, size).decode()
+        self.event_names, self.stat_names, self.name_of_metadata = {}, {}, {}
+
+    def _event_metadata(self, stream: io.BufferedReader, size: int) -> None:
+        self.event_names = _read_names(stream)
+
+    def _stat_metadata(self, stream: io.BufferedReader, size: int) -> None:
+        self.stat_names = _read_names(stream)
+
+    def _metadata_plane(self, stream: io.BufferedReader, size: int) -> None:
+        plane = parse_message(xplane_pb2().XPlane(), _exact(stream, size), "metadata plane;")
+        for module in hlo_metadata.read_metadata_plane(plane, self.builder.source):
+            self.builder.hlo_modules[module.name] = module
+
+    def _line(self, stream: io.BufferedReader, size: int) -> None:
+        count, name_size = struct.unpack("<QQ", _exact(stream, 16))
+        line = _exact(stream, name_size).decode()
+        metadata_ids = _array(stream, count, np.int64)
+        starts = _array(stream, count, np.int64)
+        durations = _array(stream, count, np.int64)
+        name_ids = self._name_ids(metadata_ids)
+        del metadata_ids
+        host = self.host if self.host is not None else self.host_hint
+        track = self.builder.track_id(host, self.plane, line)
+        first = self.builder.add_columns(track, name_ids, starts, durations)
+        self._line_stats(stream, first)
+
+    def _name_ids(self, metadata_ids: np.ndarray) -> np.ndarray:
+        """Builder name ids of a line's metadata ids (names resolved once per id)."""
+        if metadata_ids.size and metadata_ids.min() >= 0 and metadata_ids.max() < _DENSE_IDS:
+            present = np.bincount(metadata_ids)
+            unique = np.flatnonzero(present)
+            lookup = np.zeros(present.size, np.int32)
+            lookup[unique] = self._resolve(unique)
+            return lookup[metadata_ids]
         unique, inverse = np.unique(metadata_ids, return_inverse=True)
+        return self._resolve(unique)[inverse]
+
+    def _resolve(self, unique: np.ndarray) -> np.ndarray:
         for metadata_id in unique.tolist():
-            if metadata_id not in name_of_metadata:
-                entry = metadata.get(metadata_id)
-                name = entry.name if entry is not None else f"<metadata {metadata_id}>"
-                name_of_metadata[metadata_id] = builder.name_id(name)
-        name_ids = np.array([name_of_metadata[m] for m in unique.tolist()], dtype=np.int32)
-        track = builder.track_id(host, plane.name, line.display_name or line.name)
-        starts = offsets + (line.timestamp_ns - base_ns) * 1000
-        first = builder.add_columns(track, name_ids[inverse], starts, durations)
-        _add_stats(builder, events, first, stat_names, producers, consumers)
+            if metadata_id not in self.name_of_metadata:
+                name = self.event_names.get(metadata_id, f"<metadata {metadata_id}>")
+                self.name_of_metadata[metadata_id] = self.builder.name_id(name)
+        return np.array([self.name_of_metadata[m] for m in unique.tolist()], dtype=np.int32)
 
-
-def _columns(events: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The three integer columns of a line's events."""
-    count = len(events)
-    return (
-        np.fromiter((e.metadata_id for e in events), np.int64, count),
-        np.fromiter((e.offset_ps for e in events), np.int64, count),
-        np.fromiter((e.duration_ps for e in events), np.int64, count),
-    )
-
-
-def _add_stats(
-    builder: TableBuilder,
-    events: Any,
-    first: int,
-    stat_names: dict[int, str],
-    producers: dict[tuple[int, int], int],
-    consumers: list[tuple[tuple[int, int], int]],
-) -> None:
-    """Decodes stats: flows and step numbers to their tables, the rest kept.
-
-    Flow stats are most of all stats (thread-pool handoffs); they take a fast
-    path that reads the integer without asking which oneof field is set.
-    """
-    flow_kind = {key: name for key, name in stat_names.items() if name in _FLOW_STATS}
-    kept_stats = builder.stats
-    for offset, event in enumerate(events):
-        stats = event.stats
-        if not stats:
-            continue
-        index = first + offset
-        kept: dict[str, Any] = {}
-        producer = consumer = producer_type = consumer_type = None
-        for stat in stats:
-            key = stat.metadata_id
-            kind = flow_kind.get(key)
-            if kind is None:
-                kept[stat_names.get(key, str(key))] = _stat_value(stat, stat_names)
-            elif kind == "_p":
-                producer = stat.uint64_value or stat.int64_value
-            elif kind == "_c":
-                consumer = stat.uint64_value or stat.int64_value
-            elif kind == "_pt":
-                producer_type = stat.int64_value or stat.uint64_value
+    def _line_stats(self, stream: io.BufferedReader, first: int) -> None:
+        """The FLOW and STAT records that follow a LINE (peeked: either may be absent)."""
+        while True:
+            head = stream.peek(_HEADER.size)[: _HEADER.size]
+            if len(head) < _HEADER.size or head[:4] not in (b"FLOW", b"STAT"):
+                return
+            tag, _size = _HEADER.unpack(_exact(stream, _HEADER.size))
+            if tag == b"FLOW":
+                self._flow(stream, first)
             else:
-                consumer_type = stat.int64_value or stat.uint64_value
-        if producer is not None:
-            producers.setdefault((producer_type or 0, producer), index)
-        if consumer is not None:
-            consumers.append(((consumer_type or 0, consumer), index))
-        if kept:
+                self._stats(stream, first)
+
+    def _flow(self, stream: io.BufferedReader, first: int) -> None:
+        count = _U64.unpack(_exact(stream, 8))[0]
+        self.flows.events.append(_array(stream, count, np.int64) + first)
+        self.flows.roles.append(_array(stream, count, np.int64))
+        self.flows.types.append(_array(stream, count, np.int64))
+        self.flows.ids.append(_array(stream, count, np.int64))
+
+    def _stats(self, stream: io.BufferedReader, first: int) -> None:
+        """Kept stats into the builder's per-event dicts; `step_num` marks steps."""
+        count = _U64.unpack(_exact(stream, 8))[0]
+        events = _array(stream, count, np.int64) + first
+        ids = _array(stream, count, np.int64)
+        raw = _array(stream, count, np.int64)
+        kinds = _array(stream, count, np.uint8)
+        sizes = _array(stream, count, np.int64)
+        payload = _exact(stream, int(sizes.sum()))
+        names = self.stat_names
+        values: list[Any] = raw.tolist()  # int64 values: most stats
+        other = np.flatnonzero(kinds != _INT64).tolist()
+        if other:
+            ends = np.cumsum(sizes).tolist()
+            for i in other:
+                text = payload[ends[i] - int(sizes[i]) : ends[i]]
+                values[i] = _stat_value(int(kinds[i]), values[i], text, names)
+        unique, inverse = np.unique(ids, return_inverse=True)
+        keys = _objects([names.get(key, str(key)) for key in unique.tolist()])[inverse].tolist()
+        bounds = np.flatnonzero(np.diff(events, prepend=-1, append=-1)).tolist()
+        rows = events.tolist()
+        kept_stats, step_events = self.builder.stats, self.builder.step_events
+        for begin, end in itertools.pairwise(bounds):
+            index = rows[begin]
+            kept = kept_stats[index] = dict(zip(keys[begin:end], values[begin:end], strict=True))
             if "step_num" in kept:
-                builder.step_events.append((index, int(kept["step_num"])))
-            kept_stats[index] = kept
+                step_events.append((index, int(kept["step_num"])))
+
+    def finish_flows(self) -> None:
+        """Pairs each consumer with the first producer of its (type, id) in the file."""
+        flows = self.flows
+        if not flows.events:
+            return
+        events, roles, types, ids = (
+            np.concatenate(c) for c in (flows.events, flows.roles, flows.types, flows.ids)
+        )
+        # Endpoints grouped by (type, id), file order kept within a group (stable sort).
+        order = np.lexsort((ids, types))
+        types, ids, events, roles = types[order], ids[order], events[order], roles[order]
+        group = (
+            np.cumsum(np.concatenate(([True], (types[1:] != types[:-1]) | (ids[1:] != ids[:-1]))))
+            - 1
+        )
+        producing = np.flatnonzero(roles == 0)
+        first = producing[np.concatenate(([True], group[producing[1:]] != group[producing[:-1]]))]
+        producer_of_group = np.full(int(group[-1]) + 1, -1, dtype=np.int64)
+        producer_of_group[group[first]] = events[first]
+        consuming = np.flatnonzero(roles != 0)
+        back = np.argsort(order[consuming], kind="stable")  # consumers in file order
+        consuming = consuming[back]
+        producer = producer_of_group[group[consuming]]
+        consumer = events[consuming]
+        keep = (producer >= 0) & (producer != consumer)
+        self.builder.flow_chunks.append(np.stack([producer[keep], consumer[keep]], axis=1))
 
 
-def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
-    which = stat.WhichOneof("value")
-    if which is None:
-        return None
-    value = getattr(stat, which)
-    if which == "ref_value":
-        return stat_names.get(value, value)
-    if which == "bytes_value":
-        return value.hex()
-    return value
+def _stat_value(kind: int, raw: int, text: bytes, names: dict[int, str]) -> Any:
+    """A kept stat's value as protobuf gives it (`raw`: the int64 bits)."""
+    unsigned = raw & _UINT64_MASK
+    if kind == _DOUBLE:
+        return struct.unpack("<d", struct.pack("<Q", unsigned))[0]
+    if kind == _UINT64:
+        return unsigned
+    if kind == _STR:
+        return text.decode()
+    if kind == _BYTES:
+        return text.hex()
+    if kind == _REF:
+        return names.get(unsigned, unsigned)
+    return None
+
+
+def _objects(strings: list[str]) -> np.ndarray:
+    array = np.empty(len(strings), dtype=object)
+    array[:] = strings
+    return array
+
+
+def _exact(stream: io.BufferedReader, size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) != size:
+        raise _Malformed("the decoder stopped early")
+    return data
+
+
+def _array(stream: io.BufferedReader, count: int, dtype: type) -> np.ndarray:
+    """`count` values of `dtype` read straight into a new array."""
+    array: np.ndarray = np.empty(count, dtype=dtype)
+    view = array.view(np.uint8).data
+    filled = 0
+    while filled < view.nbytes:
+        got = stream.readinto(view[filled:])
+        if not got:
+            raise _Malformed("the decoder stopped early")
+        filled += got
+    return array
+
+
+def _read_names(stream: io.BufferedReader) -> dict[int, str]:
+    """An EMET/SMET record: id -> name."""
+    count = _U64.unpack(_exact(stream, 8))[0]
+    ids = _array(stream, count, np.int64).tolist()
+    sizes = _array(stream, count, np.int64).tolist()
+    blob = _exact(stream, sum(sizes))
+    names = {}
+    at = 0
+    for key, size in zip(ids, sizes, strict=True):
+        names[key] = blob[at : at + size].decode()
+        at += size
+    return names
 
 
 def read_xplane_files(
@@ -193,13 +383,11 @@ def read_xplane_files(
     base_ns = None
     for path in paths:
         try:
-            data = path.read_bytes()
+            size = path.stat().st_size
         except OSError as error:
             raise UserError(f"{path}: cannot read: {error.strerror}") from None
         if progress:
-            progress(f"reading {path.name} ({len(data) / 1e6:.1f} MB)")
-        space = parse_xspace(path, data)
-        del data
+            progress(f"reading {path.name} ({size / 1e6:.1f} MB)")
         host_hint = path.name.removesuffix(".xplane.pb")
-        base_ns = add_xspace(builder, space, host_hint, base_ns)
+        base_ns = add_xplane_file(builder, path, host_hint, base_ns)
     return builder
