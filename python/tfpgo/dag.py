@@ -346,25 +346,73 @@ def unique_pairs(pairs: np.ndarray) -> np.ndarray:
 def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, int]:
     """Longest duration-weighted path; edges go from smaller to larger ids.
 
-    Edges sorted by source are relaxed in one pass: when the edges of node u
-    are relaxed, every edge into u (from a smaller id) already was.
+    The result is that of relaxing the edges sorted by source in one pass (a
+    node's best incoming total replaced only by a strictly larger one, so the
+    parent is the smallest predecessor reaching the maximum, and none when that
+    maximum is 0). Most nodes have one predecessor: their totals are the running
+    sums along chains of such nodes, found by pointer jumping; only nodes with
+    several predecessors (the heads of levels, flow targets) are resolved one by
+    one, in id order.
     """
     count = durations.shape[0]
     if count == 0:
         return np.zeros(0, dtype=np.int64), 0
-    weight = durations.tolist()
-    best_in = [0] * count
-    parent = [-1] * count
-    for source, target in edges.tolist():
-        candidate = best_in[source] + weight[source]
-        if candidate > best_in[target]:
-            best_in[target] = candidate
-            parent[target] = source
-    totals = np.asarray(best_in, dtype=np.int64) + durations
-    node = int(np.argmax(totals))
-    length = int(totals[node])
+    weight = durations.astype(np.int64)
+    sources, targets = edges[:, 0].astype(np.int64), edges[:, 1].astype(np.int64)
+    indegree = np.bincount(targets, minlength=count)
+    single = indegree == 1
+    pred = np.full(count, -1, dtype=np.int64)
+    pred[targets[single[targets]]] = sources[single[targets]]
+    anchor, offset = _chain_anchors(single, pred, weight)
+    # Totals of anchors (nodes without exactly one predecessor), in id order.
+    anchor_total = weight.copy()
+    parent = np.where(single, pred, -1)
+    merges = np.flatnonzero(indegree >= 2)
+    if merges.size:
+        by_target = np.argsort(targets, kind="stable")  # sources ascending per target
+        bounds = np.searchsorted(targets[by_target], merges, side="left").tolist()
+        preds = sources[by_target].tolist()
+        anchors, offsets = anchor.tolist(), offset.tolist()
+        totals = anchor_total.tolist()
+        weights = weight.tolist()
+        merge_parent = []
+        degrees = indegree[merges].tolist()
+        for merge, low, degree in zip(merges.tolist(), bounds, degrees, strict=True):
+            best, best_pred = 0, -1
+            for source in preds[low : low + degree]:
+                candidate = totals[anchors[source]] + offsets[source]
+                if candidate > best:
+                    best, best_pred = candidate, source
+            totals[merge] = best + weights[merge]
+            merge_parent.append(best_pred)
+        anchor_total = np.asarray(totals, dtype=np.int64)
+        parent[merges] = merge_parent
+    total = anchor_total[anchor] + offset
+    reached = single & (total[np.maximum(pred, 0)] > 0)
+    parent[single & ~reached] = -1
+    node = int(np.argmax(total))
+    length = int(total[node])
+    links = parent.tolist()
     path = []
     while node >= 0:
         path.append(node)
-        node = parent[node]
+        node = links[node]
     return np.asarray(path[::-1], dtype=np.int64), length
+
+
+def _chain_anchors(
+    single: np.ndarray, pred: np.ndarray, weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each node, the nearest node up its chain of single predecessors that does
+    not have exactly one predecessor (itself if it does not), and the summed weight
+    from there (exclusive) to the node (inclusive). Pointer jumping: log(chain) passes.
+    """
+    anchor = np.where(single, pred, np.arange(single.size))
+    offset = np.where(single, weight, 0)
+    active = np.flatnonzero(single[anchor])
+    while active.size:
+        up = anchor[active]
+        offset[active] += offset[up]
+        anchor[active] = anchor[up]
+        active = active[single[anchor[active]]]
+    return anchor, offset
