@@ -296,22 +296,19 @@ class _Space:
         events, roles, types, ids = (
             np.concatenate(c) for c in (flows.events, flows.roles, flows.types, flows.ids)
         )
-        # Endpoints grouped by (type, id), file order kept within a group (stable sort).
-        order = np.lexsort((ids, types))
-        types, ids, events, roles = types[order], ids[order], events[order], roles[order]
-        group = (
-            np.cumsum(np.concatenate(([True], (types[1:] != types[:-1]) | (ids[1:] != ids[:-1]))))
-            - 1
-        )
-        producing = np.flatnonzero(roles == 0)
-        first = producing[np.concatenate(([True], group[producing[1:]] != group[producing[:-1]]))]
-        producer_of_group = np.full(int(group[-1]) + 1, -1, dtype=np.int64)
-        producer_of_group[group[first]] = events[first]
-        consuming = np.flatnonzero(roles != 0)
-        back = np.argsort(order[consuming], kind="stable")  # consumers in file order
-        consuming = consuming[back]
-        producer = producer_of_group[group[consuming]]
+        producing, consuming = np.flatnonzero(roles == 0), np.flatnonzero(roles != 0)
         consumer = events[consuming]
+        producer = np.full(consuming.size, -1, dtype=np.int64)
+        for kind in np.unique(types).tolist():  # a few context types
+            mine = producing[types[producing] == kind]
+            known, first = np.unique(ids[mine], return_index=True)  # first in file order
+            if known.size == 0:
+                continue
+            wanted = np.flatnonzero(types[consuming] == kind)
+            wanted_ids = ids[consuming[wanted]]
+            slot = np.minimum(np.searchsorted(known, wanted_ids), known.size - 1)
+            hit = known[slot] == wanted_ids
+            producer[wanted[hit]] = events[mine[first[slot[hit]]]]
         keep = (producer >= 0) & (producer != consumer)
         self.builder.flow_chunks.append(np.stack([producer[keep], consumer[keep]], axis=1))
 
