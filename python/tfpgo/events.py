@@ -231,9 +231,11 @@ class TableBuilder:
 
     def build(self) -> EventTable:
         if self._chunks:
-            track_id, name_id, start, duration = (
-                np.concatenate(c) for c in zip(*self._chunks, strict=True)
-            )
+            # Column by column, each column's chunks freed as it is joined: the
+            # events are held about once, not twice, at the peak.
+            columns = [list(column) for column in zip(*self._chunks, strict=True)]
+            self._chunks = []
+            track_id, name_id, start, duration = (_join(columns, i) for i in range(4))
         else:
             track_id = name_id = np.zeros(0, np.int32)
             start = duration = np.zeros(0, np.int64)
@@ -267,6 +269,12 @@ class TableBuilder:
         )
         _assign_steps(table, self.step_events)
         return table
+
+
+def _join(columns: list[list[np.ndarray]], index: int) -> np.ndarray:
+    joined = np.concatenate(columns[index])
+    columns[index] = []
+    return joined
 
 
 def _assign_steps(table: EventTable, step_events: list[tuple[int, int]]) -> None:
