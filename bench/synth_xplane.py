@@ -339,10 +339,10 @@ class XPlaneWriter:
                 else:
                     event.stats.add(metadata_id=self._stat(stat_name), int64_value=value)
         self.count += len(events)
-        for buffer, file in zip(self.buffers, self.files, strict=True):
-            if len(buffer.events) >= self._FLUSH_EVENTS:
-                file.write(buffer.SerializeToString())  # the events' field-4 records
-                buffer.Clear()
+        for line, file in enumerate(self.files):
+            if len(self.buffers[line].events) >= self._FLUSH_EVENTS:
+                file.write(self.buffers[line].SerializeToString())  # the events' field-4 records
+                self.buffers[line] = self.pb.XLine()  # a new arena: Clear() keeps the memory
 
     def write(self, path: Path) -> None:
         for buffer, file in zip(self.buffers, self.files, strict=True):

@@ -220,8 +220,10 @@ def _take(table: EventTable, rows: np.ndarray) -> EventTable:
     """Rows of `table` in the given order, flows dropped (they become edges)."""
     stats = {}
     if table.stats:
-        for new, old in enumerate(rows.tolist()):
-            found = table.stats.get(old)
+        has_stats = np.zeros(len(table), dtype=bool)
+        has_stats[np.fromiter(table.stats, np.int64, len(table.stats))] = True
+        for new in np.flatnonzero(has_stats[rows]).tolist():
+            found = table.stats[int(rows[new])]
             if found:
                 stats[new] = found
     return EventTable(
@@ -365,29 +367,36 @@ def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray,
     pred[targets[single[targets]]] = sources[single[targets]]
     anchor, offset = _chain_anchors(single, pred, weight)
     # Totals of anchors (nodes without exactly one predecessor), in id order.
-    anchor_total = weight.copy()
+    anchors = np.flatnonzero(~single)
+    anchor_total = weight[anchors]
     parent = np.where(single, pred, -1)
     merges = np.flatnonzero(indegree >= 2)
     if merges.size:
-        by_target = np.argsort(targets, kind="stable")  # sources ascending per target
-        bounds = np.searchsorted(targets[by_target], merges, side="left").tolist()
-        preds = sources[by_target].tolist()
-        anchors, offsets = anchor.tolist(), offset.tolist()
+        into_merge = np.flatnonzero(indegree[targets] >= 2)
+        into_merge = into_merge[np.argsort(targets[into_merge], kind="stable")]
+        merge_sources = sources[into_merge]  # per merge, sources ascending
+        # a source's total is its anchor's total (by position in `anchors`) plus its offset
+        source_anchor = np.searchsorted(anchors, anchor[merge_sources]).tolist()
+        source_offset = offset[merge_sources].tolist()
+        source_ids = merge_sources.tolist()
         totals = anchor_total.tolist()
-        weights = weight.tolist()
-        merge_parent = []
+        merge_slots = np.searchsorted(anchors, merges).tolist()
+        merge_weights = weight[merges].tolist()
         degrees = indegree[merges].tolist()
-        for merge, low, degree in zip(merges.tolist(), bounds, degrees, strict=True):
+        merge_parent = []
+        low = 0
+        for slot, own, degree in zip(merge_slots, merge_weights, degrees, strict=True):
             best, best_pred = 0, -1
-            for source in preds[low : low + degree]:
-                candidate = totals[anchors[source]] + offsets[source]
+            for at in range(low, low + degree):
+                candidate = totals[source_anchor[at]] + source_offset[at]
                 if candidate > best:
-                    best, best_pred = candidate, source
-            totals[merge] = best + weights[merge]
+                    best, best_pred = candidate, source_ids[at]
+            totals[slot] = best + own
             merge_parent.append(best_pred)
+            low += degree
         anchor_total = np.asarray(totals, dtype=np.int64)
         parent[merges] = merge_parent
-    total = anchor_total[anchor] + offset
+    total = anchor_total[np.searchsorted(anchors, anchor)] + offset
     reached = single & (total[np.maximum(pred, 0)] > 0)
     parent[single & ~reached] = -1
     node = int(np.argmax(total))

@@ -299,7 +299,13 @@ def _assign_steps(table: EventTable, step_events: list[tuple[int, int]]) -> None
         ends = np.array([m.end_ps for m in mine], dtype=np.int64)
         numbers = np.array([m.step for m in mine], dtype=np.int64)
         on_host = host_of_track == host  # per track, then per event: no object compares
-        rows = np.arange(len(table)) if on_host.all() else np.flatnonzero(on_host[table.track_id])
+        if on_host.all():  # one host: every event, without an index column
+            slot = np.searchsorted(starts, table.start_ps, side="right") - 1
+            inside = np.flatnonzero(slot >= 0)
+            inside = inside[table.start_ps[inside] < ends[slot[inside]]]
+            table.step[inside] = numbers[slot[inside]]
+            continue
+        rows = np.flatnonzero(on_host[table.track_id])
         slot = np.searchsorted(starts, table.start_ps[rows], side="right") - 1
         inside = slot >= 0
         inside[inside] &= table.start_ps[rows[inside]] < ends[slot[inside]]

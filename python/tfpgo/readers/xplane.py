@@ -256,7 +256,7 @@ class _Space:
     def _flow(self, stream: io.BufferedReader, first: int) -> None:
         count = _U64.unpack(_exact(stream, 8))[0]
         self.flows.events.append(_array(stream, count, np.int64) + first)
-        self.flows.roles.append(_array(stream, count, np.int64))
+        self.flows.roles.append(_array(stream, count, np.int64) != 0)  # consumer
         self.flows.types.append(_array(stream, count, np.int64))
         self.flows.ids.append(_array(stream, count, np.int64))
 
@@ -293,10 +293,12 @@ class _Space:
         flows = self.flows
         if not flows.events:
             return
-        events, roles, types, ids = (
-            np.concatenate(c) for c in (flows.events, flows.roles, flows.types, flows.ids)
-        )
-        producing, consuming = np.flatnonzero(roles == 0), np.flatnonzero(roles != 0)
+        self.flows = _Flows()
+        columns = [flows.events, flows.roles, flows.types, flows.ids]
+        del flows
+        events, consumes, types, ids = (_join(columns, i) for i in range(4))
+        producing, consuming = np.flatnonzero(~consumes), np.flatnonzero(consumes)
+        del consumes
         consumer = events[consuming]
         producer = np.full(consuming.size, -1, dtype=np.int64)
         for kind in np.unique(types).tolist():  # a few context types
@@ -311,6 +313,13 @@ class _Space:
             producer[wanted[hit]] = events[mine[first[slot[hit]]]]
         keep = (producer >= 0) & (producer != consumer)
         self.builder.flow_chunks.append(np.stack([producer[keep], consumer[keep]], axis=1))
+
+
+def _join(columns: list[list[np.ndarray]], index: int) -> np.ndarray:
+    """Column `index` joined; its chunks freed (the endpoints are held about once)."""
+    joined = np.concatenate(columns[index])
+    columns[index] = []
+    return joined
 
 
 def _stat_value(kind: int, raw: int, text: bytes, names: dict[int, str]) -> Any:
