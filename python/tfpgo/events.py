@@ -301,9 +301,9 @@ def _assign_steps(table: EventTable, step_events: list[tuple[int, int]]) -> None
         on_host = host_of_track == host  # per track, then per event: no object compares
         if on_host.all():  # one host: every event, without an index column
             slot = np.searchsorted(starts, table.start_ps, side="right") - 1
-            inside = np.flatnonzero(slot >= 0)
-            inside = inside[table.start_ps[inside] < ends[slot[inside]]]
-            table.step[inside] = numbers[slot[inside]]
+            stepped = np.flatnonzero(slot >= 0)
+            stepped = stepped[table.start_ps[stepped] < ends[slot[stepped]]]
+            table.step[stepped] = numbers[slot[stepped]]
             continue
         rows = np.flatnonzero(on_host[table.track_id])
         slot = np.searchsorted(starts, table.start_ps[rows], side="right") - 1
