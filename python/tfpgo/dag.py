@@ -254,20 +254,30 @@ def assign_levels(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 
 def level_edges(level: np.ndarray, durations: np.ndarray) -> np.ndarray:
-    """Time edges between consecutive levels through each level's head (longest node)."""
+    """Time edges between consecutive levels through each level's head (longest node),
+    sorted by (source, target) and distinct.
+
+    Levels are contiguous id ranges, so no sort is needed: a level's head is its
+    first node of the level's longest duration; a head points at every node of the
+    next level (ids ascending), any other node at the next level's head only.
+    """
     if level.size == 0 or level[-1] == 0:
         return np.zeros((0, 2), dtype=np.int64)
-    count = int(level[-1]) + 1
-    ids = np.arange(level.size)
-    # head: longest node of the level, smallest id on ties (lexsort: last key primary)
-    order = np.lexsort((ids, -durations, level))
-    firsts = np.searchsorted(level[order], np.arange(count))
-    head = order[firsts]
-    into_head = np.flatnonzero(level < count - 1)  # a -> head(level(a) + 1)
-    first_edges = np.stack([into_head, head[level[into_head] + 1]], axis=1)
-    from_head = np.flatnonzero(level > 0)  # head(level(b) - 1) -> b
-    second_edges = np.stack([head[level[from_head] - 1], from_head], axis=1)
-    return unique_pairs(np.concatenate([first_edges, second_edges]))
+    starts = np.flatnonzero(np.diff(level, prepend=-1))  # first id of each level
+    sizes = np.diff(starts, append=level.size)
+    longest = np.maximum.reduceat(durations, starts)
+    ties = np.flatnonzero(durations == longest[level])
+    head = ties[np.diff(level[ties], prepend=-1) != 0]  # first longest node per level
+    sources = np.arange(starts[-1])  # every node below the last level
+    source_level = level[: starts[-1]]
+    is_head = head[source_level] == sources
+    fanout = np.where(is_head, sizes[source_level + 1], 1)
+    edge_sources = np.repeat(sources, fanout)
+    # a head's targets: the next level's ids in order; anyone else's: the next head
+    within = np.arange(edge_sources.size) - np.repeat(np.cumsum(fanout) - fanout, fanout)
+    next_level = source_level[edge_sources] + 1
+    targets = np.where(is_head[edge_sources], starts[next_level] + within, head[next_level])
+    return np.stack([edge_sources, targets], axis=1).astype(np.int64)
 
 
 def lift_flows(table: EventTable, rows: np.ndarray, node_of_row: np.ndarray) -> np.ndarray:
@@ -317,19 +327,26 @@ def _lift(
 
 
 def _merge_edges(time_edges: np.ndarray, flow_edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One edge per (source, target); a flow wins over a time edge on the same pair."""
-    edges = np.concatenate([flow_edges, time_edges]).astype(np.int64).reshape(-1, 2)
-    kinds = np.concatenate(
-        [
-            np.full(len(flow_edges), EdgeKind.FLOW, np.int8),
-            np.full(len(time_edges), EdgeKind.TIME, np.int8),
-        ]
+    """One edge per (source, target), sorted; a flow wins over a time edge on the same
+    pair. Both inputs are sorted and distinct: a merge by insertion, no sort."""
+    time_edges = time_edges.astype(np.int64).reshape(-1, 2)
+    flow_edges = flow_edges.astype(np.int64).reshape(-1, 2)
+    if flow_edges.size == 0:
+        return time_edges, np.full(len(time_edges), EdgeKind.TIME, np.int8)
+    time_keys, flow_keys = _pair_keys(time_edges), _pair_keys(flow_edges)
+    slot = np.minimum(np.searchsorted(time_keys, flow_keys), max(time_keys.size - 1, 0))
+    replaced = np.zeros(time_keys.size, dtype=bool)
+    if time_keys.size:
+        replaced[slot[time_keys[slot] == flow_keys]] = True
+    kept = time_edges[~replaced]
+    at = np.searchsorted(_pair_keys(kept), flow_keys)
+    edges = np.insert(kept, at, flow_edges, axis=0)
+    kinds = np.insert(
+        np.full(len(kept), EdgeKind.TIME, np.int8),
+        at,
+        np.full(len(flow_edges), EdgeKind.FLOW, np.int8),
     )
-    if edges.size == 0:
-        return edges, kinds
-    keys = _pair_keys(edges)
-    _, first = np.unique(keys, return_index=True)  # stable: flows come first
-    return edges[first], kinds[first]
+    return edges, kinds
 
 
 def _pair_keys(pairs: np.ndarray) -> np.ndarray:

@@ -8,7 +8,17 @@ import pytest
 import trace_fixtures as fx
 
 from tfpgo.cli import UserError
-from tfpgo.dag import DagEvents, EdgeKind, EventDag, build_dag, critical_path, unique_pairs
+from tfpgo.dag import (
+    DagEvents,
+    EdgeKind,
+    EventDag,
+    _merge_edges,
+    assign_levels,
+    build_dag,
+    critical_path,
+    level_edges,
+    unique_pairs,
+)
 from tfpgo.dag_json import read_dag, write_dag
 from tfpgo.events import TableBuilder
 from tfpgo.readers import read_trace
@@ -194,3 +204,35 @@ def test_critical_path_equals_the_relaxation_on_random_dags():
         durations = rng.integers(0, 3, count) * rng.integers(0, 2, count)
         path, length = critical_path(durations, edges)
         assert (path.tolist(), length) == _critical_path_by_relaxing(durations, edges)
+
+
+def test_level_edges_and_merge_equal_their_sorting_definitions():
+    """The sort-free level edges and edge merge give exactly what sorting gives: every
+    a -> head(next) and head -> b, distinct and sorted; a flow replacing a time edge."""
+    rng = np.random.default_rng(11)
+    for _ in range(500):
+        count = int(rng.integers(1, 30))
+        starts = np.sort(rng.integers(0, 40, count))
+        durations = rng.integers(0, 6, count)
+        level = assign_levels(starts, starts + durations)
+        ids = np.arange(count)
+        order = np.lexsort((ids, -durations, level))
+        head = order[np.searchsorted(level[order], np.arange(int(level[-1]) + 1))]
+        expected = unique_pairs(
+            np.concatenate(
+                [
+                    np.stack([ids[level < level[-1]], head[level[level < level[-1]] + 1]], 1),
+                    np.stack([head[level[level > 0] - 1], ids[level > 0]], 1),
+                ]
+            )
+        )
+        time_edges = level_edges(level, durations)
+        assert time_edges.tolist() == expected.tolist()
+        flows = rng.integers(0, count, (int(rng.integers(0, 6)), 2))
+        flows = unique_pairs(flows[flows[:, 0] < flows[:, 1]])
+        edges, kinds = _merge_edges(time_edges, flows)
+        both = np.concatenate([flows, time_edges]).reshape(-1, 2)
+        keys = (both[:, 0] << 32) | both[:, 1]
+        _, first = np.unique(keys, return_index=True)
+        assert edges.tolist() == both[first].tolist()
+        assert kinds.tolist() == [int(EdgeKind.FLOW) if i < len(flows) else 0 for i in first]
