@@ -39,6 +39,7 @@ computed in one pass in id order; its nodes are marked `critical`.
 from __future__ import annotations
 
 import enum
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -377,7 +378,7 @@ def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray,
     if count == 0:
         return np.zeros(0, dtype=np.int64), 0
     weight = durations.astype(np.int64)
-    sources, targets = edges[:, 0].astype(np.int64), edges[:, 1].astype(np.int64)
+    sources, targets = edges[:, 0], edges[:, 1]
     indegree = np.bincount(targets, minlength=count)
     single = indegree == 1
     pred = np.full(count, -1, dtype=np.int64)
@@ -418,12 +419,12 @@ def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray,
     parent[single & ~reached] = -1
     node = int(np.argmax(total))
     length = int(total[node])
-    links = parent.tolist()
-    path = []
+    path = array("q")  # 8 bytes a node: a path can hold most of the nodes
+    link = parent.item
     while node >= 0:
         path.append(node)
-        node = links[node]
-    return np.asarray(path[::-1], dtype=np.int64), length
+        node = link(node)
+    return np.frombuffer(path, dtype=np.int64)[::-1].copy(), length
 
 
 def _chain_anchors(

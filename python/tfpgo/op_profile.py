@@ -359,10 +359,8 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     running = np.maximum.accumulate(ends)
     new = np.ones(starts.size, dtype=bool)
     new[1:] = starts[1:] > running[:-1]
-    group = np.cumsum(new) - 1
-    merged_end = np.zeros(int(group[-1]) + 1, dtype=np.int64)
-    np.maximum.at(merged_end, group, ends)
-    return starts[new], merged_end
+    merged_end = np.maximum.reduceat(ends, np.flatnonzero(new))  # groups are contiguous
+    return starts[new], merged_end.astype(np.int64)
 
 
 def _overlap(
