@@ -198,7 +198,7 @@ def build_dag(table: EventTable, events: DagEvents = DagEvents.OPS) -> EventDag:
     rows = np.flatnonzero(selected)
     order = np.lexsort((rows, table.track_id[rows], -table.duration_ps[rows], table.start_ps[rows]))
     rows = rows[order]
-    node_of_row = np.full(len(table), -1, dtype=np.int64)
+    node_of_row = np.full(len(table), -1, dtype=np.int32 if rows.size < 2**31 else np.int64)
     node_of_row[rows] = np.arange(rows.size)
     nodes = _take(table, rows)
     level = assign_levels(nodes.start_ps, nodes.end_ps)
@@ -393,27 +393,30 @@ def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray,
         into_merge = np.flatnonzero(indegree[targets] >= 2)
         into_merge = into_merge[np.argsort(targets[into_merge], kind="stable")]
         merge_sources = sources[into_merge]  # per merge, sources ascending
-        # a source's total is its anchor's total (by position in `anchors`) plus its offset
-        source_anchor = np.searchsorted(anchors, anchor[merge_sources]).tolist()
-        source_offset = offset[merge_sources].tolist()
-        source_ids = merge_sources.tolist()
-        totals = anchor_total.tolist()
-        merge_slots = np.searchsorted(anchors, merges).tolist()
-        merge_weights = weight[merges].tolist()
-        degrees = indegree[merges].tolist()
-        merge_parent = []
+        del into_merge
+        # A source's total: its anchor's (by position in `anchors`) plus its offset.
+        # The loop reads and writes numpy memory through memoryviews: no lists.
+        source_anchor = np.searchsorted(anchors, anchor[merge_sources]).data
+        source_offset = offset[merge_sources].data
+        totals = anchor_total.data
+        best_at = np.full(merges.size, -1, dtype=np.int64)
+        chosen = best_at.data
         low = 0
-        for slot, own, degree in zip(merge_slots, merge_weights, degrees, strict=True):
-            best, best_pred = 0, -1
+        columns = (
+            np.searchsorted(anchors, merges).data,
+            weight[merges].data,
+            indegree[merges].data,
+        )
+        for index, (slot, own, degree) in enumerate(zip(*columns, strict=True)):
+            best, best_index = 0, -1
             for at in range(low, low + degree):
                 candidate = totals[source_anchor[at]] + source_offset[at]
                 if candidate > best:
-                    best, best_pred = candidate, source_ids[at]
+                    best, best_index = candidate, at
             totals[slot] = best + own
-            merge_parent.append(best_pred)
+            chosen[index] = best_index
             low += degree
-        anchor_total = np.asarray(totals, dtype=np.int64)
-        parent[merges] = merge_parent
+        parent[merges] = np.where(best_at >= 0, merge_sources[np.maximum(best_at, 0)], -1)
     total = anchor_total[np.searchsorted(anchors, anchor)] + offset
     reached = single & (total[np.maximum(pred, 0)] > 0)
     parent[single & ~reached] = -1

@@ -220,7 +220,7 @@ class TableBuilder:
         size = int(start_ps.shape[0])
         self._chunks.append(
             (
-                np.full(size, track, dtype=np.int32),
+                np.array([track, size], dtype=np.int64),  # expanded in build()
                 name_ids.astype(np.int32, copy=False),
                 start_ps.astype(np.int64, copy=False),
                 duration_ps.astype(np.int64, copy=False),
@@ -235,7 +235,10 @@ class TableBuilder:
             # events are held about once, not twice, at the peak.
             columns = [list(column) for column in zip(*self._chunks, strict=True)]
             self._chunks = []
-            track_id, name_id, start, duration = (_join(columns, i) for i in range(4))
+            runs = np.stack(columns[0])
+            columns[0] = []
+            track_id = np.repeat(runs[:, 0].astype(np.int32), runs[:, 1])
+            name_id, start, duration = (_join(columns, i) for i in range(1, 4))
         else:
             track_id = name_id = np.zeros(0, np.int32)
             start = duration = np.zeros(0, np.int64)
@@ -261,7 +264,7 @@ class TableBuilder:
             track_id,
             start,
             duration,
-            np.full(start.shape[0], NO_STEP),
+            np.full(start.shape[0], NO_STEP, dtype=np.int32),  # step numbers fit
             flows,
             self.stats,
             [],

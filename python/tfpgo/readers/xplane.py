@@ -255,7 +255,8 @@ class _Space:
 
     def _flow(self, stream: io.BufferedReader, first: int) -> None:
         count = _U64.unpack(_exact(stream, 8))[0]
-        self.flows.events.append(_array(stream, count, np.int64) + first)
+        events = _array(stream, count, np.int64) + first
+        self.flows.events.append(events.astype(np.int32) if first + count < 2**31 else events)
         self.flows.roles.append(_array(stream, count, np.int64) != 0)  # consumer
         self.flows.types.append(_array(stream, count, np.int64))
         self.flows.ids.append(_array(stream, count, np.int64))
