@@ -23,7 +23,6 @@ the decoder rejects is handed to protobuf for the error message.
 from __future__ import annotations
 
 import io
-import itertools
 import struct
 import subprocess
 import tempfile
@@ -262,7 +261,7 @@ class _Space:
         self.flows.ids.append(_array(stream, count, np.int64))
 
     def _stats(self, stream: io.BufferedReader, first: int) -> None:
-        """Kept stats into the builder's per-event dicts; `step_num` marks steps."""
+        """Kept stats into the builder's column stats; `step_num` marks steps."""
         count = _U64.unpack(_exact(stream, 8))[0]
         events = _array(stream, count, np.int64) + first
         ids = _array(stream, count, np.int64)
@@ -271,23 +270,28 @@ class _Space:
         sizes = _array(stream, count, np.int64)
         payload = _exact(stream, int(sizes.sum()))
         names = self.stat_names
-        values: list[Any] = raw.tolist()  # int64 values: most stats
-        other = np.flatnonzero(kinds != _INT64).tolist()
-        if other:
-            ends = np.cumsum(sizes).tolist()
-            for i in other:
-                text = payload[ends[i] - int(sizes[i]) : ends[i]]
-                values[i] = _stat_value(int(kinds[i]), values[i], text, names)
+        other: dict[int, Any] = {}  # position -> a value that is not an int64
+        special = np.flatnonzero(kinds != _INT64).tolist()
+        ends = np.cumsum(sizes).tolist() if special else []
+        for at in special:
+            text = payload[ends[at] - int(sizes[at]) : ends[at]]
+            other[at] = _stat_value(int(kinds[at]), int(raw[at]), text, names)
+        column_stats = self.builder.column_stats
         unique, inverse = np.unique(ids, return_inverse=True)
-        keys = _objects([names.get(key, str(key)) for key in unique.tolist()])[inverse].tolist()
-        bounds = np.flatnonzero(np.diff(events, prepend=-1, append=-1)).tolist()
-        rows = events.tolist()
-        kept_stats, step_events = self.builder.stats, self.builder.step_events
-        for begin, end in itertools.pairwise(bounds):
-            index = rows[begin]
-            kept = kept_stats[index] = dict(zip(keys[begin:end], values[begin:end], strict=True))
-            if "step_num" in kept:
-                step_events.append((index, int(kept["step_num"])))
+        name_ids = np.array(
+            [column_stats.name_id(names.get(key, str(key))) for key in unique.tolist()],
+            dtype=np.int32,
+        )[inverse.ravel()]
+        column_stats.add(events, name_ids, raw, other)
+        # step markers: the last `step_num` of each event that has one, in row order
+        step_id = column_stats.name_id("step_num")
+        marked = np.flatnonzero(name_ids == step_id)
+        if marked.size:
+            rows = events[marked]
+            marked = marked[np.append(rows[1:] != rows[:-1], True)]
+            for at in marked.tolist():
+                value = other.get(at, int(raw[at]))
+                self.builder.step_events.append((int(events[at]), int(value)))
 
     def finish_flows(self) -> None:
         """Pairs each consumer with the first producer of its (type, id) in the file."""
