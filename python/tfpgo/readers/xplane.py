@@ -162,6 +162,7 @@ class _Space:
         self.stat_names: dict[int, str] = {}
         self.name_of_metadata: dict[int, int] = {}
         self.flows = _Flows()
+        self.line_first = 0  # the builder's index of the last LINE's first event
 
     def read(self, stream: io.BufferedReader) -> None:
         handlers = {
@@ -172,6 +173,8 @@ class _Space:
             b"SMET": self._stat_metadata,
             b"META": self._metadata_plane,
             b"LINE": self._line,
+            b"FLOW": self._flow,
+            b"STAT": self._stats,
         }
         while True:
             header = stream.read(_HEADER.size)
@@ -219,8 +222,7 @@ class _Space:
         del metadata_ids
         host = self.host if self.host is not None else self.host_hint
         track = self.builder.track_id(host, self.plane, line)
-        first = self.builder.add_columns(track, name_ids, starts, durations)
-        self._line_stats(stream, first)
+        self.line_first = self.builder.add_columns(track, name_ids, starts, durations)
 
     def _name_ids(self, metadata_ids: np.ndarray) -> np.ndarray:
         """Builder name ids of a line's metadata ids (names resolved once per id)."""
@@ -240,19 +242,9 @@ class _Space:
                 self.name_of_metadata[metadata_id] = self.builder.name_id(name)
         return np.array([self.name_of_metadata[m] for m in unique.tolist()], dtype=np.int32)
 
-    def _line_stats(self, stream: io.BufferedReader, first: int) -> None:
-        """The FLOW and STAT records that follow a LINE (peeked: either may be absent)."""
-        while True:
-            head = stream.peek(_HEADER.size)[: _HEADER.size]
-            if len(head) < _HEADER.size or head[:4] not in (b"FLOW", b"STAT"):
-                return
-            tag, _size = _HEADER.unpack(_exact(stream, _HEADER.size))
-            if tag == b"FLOW":
-                self._flow(stream, first)
-            else:
-                self._stats(stream, first)
-
-    def _flow(self, stream: io.BufferedReader, first: int) -> None:
+    def _flow(self, stream: io.BufferedReader, size: int) -> None:
+        """A FLOW record: the context stats of the last LINE's events."""
+        first = self.line_first
         count = _U64.unpack(_exact(stream, 8))[0]
         events = _array(stream, count, np.int64) + first
         self.flows.events.append(events.astype(np.int32) if first + count < 2**31 else events)
@@ -260,8 +252,10 @@ class _Space:
         self.flows.types.append(_array(stream, count, np.int64))
         self.flows.ids.append(_array(stream, count, np.int64))
 
-    def _stats(self, stream: io.BufferedReader, first: int) -> None:
-        """Kept stats into the builder's column stats; `step_num` marks steps."""
+    def _stats(self, stream: io.BufferedReader, size: int) -> None:
+        """A STAT record: the last LINE's kept stats into the builder's column stats;
+        `step_num` marks steps."""
+        first = self.line_first
         count = _U64.unpack(_exact(stream, 8))[0]
         events = _array(stream, count, np.int64) + first
         ids = _array(stream, count, np.int64)
