@@ -2,6 +2,7 @@
 
 import gzip
 import shutil
+from typing import Any
 
 import numpy as np
 import pytest
@@ -176,7 +177,10 @@ def _events_through_protobuf(path):
     host = space.hostnames[0] if space.hostnames else path.name.split(".")[0]
     stamps = [line.timestamp_ns for plane in space.planes for line in plane.lines]
     base = min(stamps) if stamps else 0
-    events, producers, consumers, steps = [], {}, [], []
+    events: list[tuple[tuple[str, str, str], str, int, int, dict[str, Any]]] = []
+    producers: dict[tuple[int, int], int] = {}
+    consumers: list[tuple[tuple[int, int], int]] = []
+    steps: list[int] = []
     for plane in space.planes:
         if plane.name == METADATA_PLANE:
             continue
@@ -186,14 +190,15 @@ def _events_through_protobuf(path):
                 index = len(events)
                 entry = plane.event_metadata.get(event.metadata_id)
                 name = entry.name if entry is not None else f"<metadata {event.metadata_id}>"
-                kept, flow = {}, {}
+                kept: dict[str, Any] = {}
+                flow: dict[str, int] = {}
                 for stat in event.stats:
                     key = stat_names.get(stat.metadata_id, str(stat.metadata_id))
                     if key in ("_p", "_c", "_pt", "_ct"):
                         flow[key] = stat.uint64_value or stat.int64_value
                         continue
                     which = stat.WhichOneof("value")
-                    value = getattr(stat, which) if which else None
+                    value: Any = getattr(stat, which) if which else None
                     if which == "ref_value":
                         value = stat_names.get(value, value)
                     elif which == "bytes_value":
