@@ -377,7 +377,7 @@ def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray,
     count = durations.shape[0]
     if count == 0:
         return np.zeros(0, dtype=np.int64), 0
-    weight = durations.astype(np.int64)
+    weight = np.asarray(durations, dtype=np.int64)
     sources, targets = edges[:, 0], edges[:, 1]
     indegree = np.bincount(targets, minlength=count)
     single = indegree == 1
@@ -386,8 +386,9 @@ def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray,
     anchor, offset = _chain_anchors(single, pred, weight)
     # Totals of anchors (nodes without exactly one predecessor), in id order.
     anchors = np.flatnonzero(~single)
+    del single
     anchor_total = weight[anchors]
-    parent = np.where(single, pred, -1)
+    parent = pred.copy()  # -1 where a node has not exactly one predecessor
     merges = np.flatnonzero(indegree >= 2)
     if merges.size:
         into_merge = np.flatnonzero(indegree[targets] >= 2)
@@ -417,9 +418,12 @@ def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray,
             chosen[index] = best_index
             low += degree
         parent[merges] = np.where(best_at >= 0, merge_sources[np.maximum(best_at, 0)], -1)
-    total = anchor_total[np.searchsorted(anchors, anchor)] + offset
-    reached = single & (total[np.maximum(pred, 0)] > 0)
-    parent[single & ~reached] = -1
+    del indegree
+    total = anchor_total[np.searchsorted(anchors, anchor)]
+    total += offset
+    del anchor, offset
+    # one predecessor: it is the parent unless its total is 0 (never strictly better)
+    parent[(pred >= 0) & (total[np.maximum(pred, 0)] <= 0)] = -1
     node = int(np.argmax(total))
     length = int(total[node])
     path = array("q")  # 8 bytes a node: a path can hold most of the nodes
