@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 _OP_NAME = re.compile(r"([A-Za-z0-9.][A-Za-z0-9_.\-/>]*):([A-Za-z_][A-Za-z0-9_]*)")
 
 NO_STEP = -1
+_STEP_BLOCK = 1 << 20  # events a step lookup handles at once (bounded temporaries)
 
 
 def parse_op_name(name: str) -> tuple[str, str] | None:
@@ -265,6 +266,9 @@ class ColumnStats(Mapping[int, dict[str, Any]]):
         return {names[key]: value for key, value in zip(keys, values, strict=True)}
 
 
+_ITEMS_BLOCK = 1 << 16  # events whose stats are listed at once when iterating
+
+
 class _ColumnStatsItems(ItemsView[int, dict[str, Any]]):
     """(row, stats) in row order, without a search per row."""
 
@@ -275,8 +279,22 @@ class _ColumnStatsItems(ItemsView[int, dict[str, Any]]):
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
         stats = self._column_stats
         stats._joined()
-        for slot, row in enumerate(stats._event_rows.tolist()):
-            yield row, stats._stats(slot)
+        events = stats._event_rows.shape[0]
+        names = np.empty(len(stats.names), dtype=object)
+        names[:] = stats.names
+        for first in range(0, events, _ITEMS_BLOCK):  # blocks: bounded lists
+            last = min(first + _ITEMS_BLOCK, events)
+            low, high = int(stats._bounds[first]), int(stats._bounds[last])
+            keys = names[stats._keys[low:high]].tolist()
+            values = stats._values[low:high].tolist()
+            for at, value in stats._other.items() if stats._other else ():
+                if low <= at < high:
+                    values[at - low] = value
+            bounds = (stats._bounds[first : last + 1] - low).tolist()
+            rows = stats._event_rows[first:last].tolist()
+            for index, row in enumerate(rows):
+                begin, end = bounds[index], bounds[index + 1]
+                yield row, dict(zip(keys[begin:end], values[begin:end], strict=True))
 
 
 class TableBuilder:
@@ -404,11 +422,13 @@ def _assign_steps(table: EventTable, step_events: list[tuple[int, int]]) -> None
         ends = np.array([m.end_ps for m in mine], dtype=np.int64)
         numbers = np.array([m.step for m in mine], dtype=np.int64)
         on_host = host_of_track == host  # per track, then per event: no object compares
-        if on_host.all():  # one host: every event, without an index column
-            slot = np.searchsorted(starts, table.start_ps, side="right") - 1
-            stepped = np.flatnonzero(slot >= 0)
-            stepped = stepped[table.start_ps[stepped] < ends[slot[stepped]]]
-            table.step[stepped] = numbers[slot[stepped]]
+        if on_host.all():  # one host: every event, a block at a time (no index column)
+            for at in range(0, len(table), _STEP_BLOCK):
+                block_starts = table.start_ps[at : at + _STEP_BLOCK]
+                slot = np.searchsorted(starts, block_starts, side="right") - 1
+                stepped = np.flatnonzero(slot >= 0)
+                stepped = stepped[block_starts[stepped] < ends[slot[stepped]]]
+                table.step[at + stepped] = numbers[slot[stepped]]
             continue
         rows = np.flatnonzero(on_host[table.track_id])
         slot = np.searchsorted(starts, table.start_ps[rows], side="right") - 1

@@ -236,5 +236,6 @@ def test_native_decoder_gives_what_protobuf_gives(path):
         assert int(table.start_ps[index]) == start - lowest
         assert int(table.duration_ps[index]) == max(duration, 0)
         assert table.stats.get(index, {}) == kept
+    assert dict(table.stats.items()) == {row: table.stats[row] for row in table.stats}
     assert set(map(tuple, table.flows.tolist())) == flows
     assert sorted(m.step for m in table.steps) == sorted(steps)
