@@ -2,9 +2,11 @@
 
     bazel run //bench:bench_scaling                        # 100k..1M events, 10k..100k ops
     bazel run //bench:bench_scaling -- --max-events 10000000 --max-ops 1000000
+    bazel run //bench:bench_scaling -- --only events --min-events 10000000 \
+        --max-events 40000000 --repeat 1 --max-chrome-events 0 --max-xprof-events 0
 
 Events (bench/synth_xplane.py, ResNet50-shaped host traces at sizes 100k, 300k,
-1M, 3M, 10M): per size, each in a fresh process, median of --repeat runs and
+1M, 3M, 10M, 40M (~0.9 GB)): per size, each in a fresh process, median of --repeat runs and
 peak RSS:
   * trace_reader on the .xplane.pb and on the same events as Chrome JSON
     (event DAG of the op events + op profile, both JSON files written);
@@ -15,7 +17,9 @@ Ops (bench/bench_pipeline.py's synthetic TF modules with matching op profiles,
 10k, 30k, 100k, 300k, 1M ops): `tfpgo-opt --tf-profile-guided-pipeline` with the
 op-graph export vs an `mlir-opt` parse + print round trip.
 Each curve gets the exponent b of time ~ size^b (least squares, log-log).
-Goal: b <= ~1.1 for every tfpgo curve (near-linear).
+Goal: b <= ~1.1 for every tfpgo curve (near-linear); issue 16's limits for
+trace_reader (10M events: <= 10 s and <= 1 GB; 40M: <= 4 GB) get a verdict line.
+xprof is skipped above --max-xprof-events (it needs 7.5 GB at 10M events).
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ import synth_xplane
 
 from tfpgo.cli import user_path
 
-LADDER = (10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000)
+LADDER = (10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000, 40_000_000)
+# Issue 16's limits for trace_reader on the XPlane: events -> (seconds or None, peak MB).
+EVENT_GOALS = {10_000_000: (10.0, 1024.0), 40_000_000: (None, 4096.0)}
 
 TRACE_READER = """
 import sys
@@ -105,7 +111,8 @@ def events_point(size: int, scratch: Path, args: argparse.Namespace) -> Point:
     xplane = scratch / "synth.xplane.pb"
     chrome = scratch / "synth.trace.json" if size <= args.max_chrome_events else None
     count = synth_xplane.generate(size, xplane, chrome)
-    results = compare(xplane, chrome, scratch, args.repeat, not args.no_xprof)
+    xprof = not args.no_xprof and size <= args.max_xprof_events
+    results = compare(xplane, chrome, scratch, args.repeat, xprof)
     if chrome:
         chrome.unlink()
     return Point(count, xplane.stat().st_size / 1e6, results)
@@ -188,12 +195,18 @@ def report(title: str, unit: str, points: list[Point], baselines: dict[str, str]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--min-events", type=int, default=100_000)
-    parser.add_argument("--max-events", type=int, default=1_000_000, help="up to 10000000")
+    parser.add_argument("--max-events", type=int, default=1_000_000, help="up to 40000000")
     parser.add_argument(
         "--max-chrome-events",
         type=int,
         default=3_000_000,
         help="time the Chrome JSON input only up to this size (memory)",
+    )
+    parser.add_argument(
+        "--max-xprof-events",
+        type=int,
+        default=10_000_000,
+        help="time xprof only up to this size (trace_viewer needed 7.5 GB at 10M events)",
     )
     parser.add_argument("--min-ops", type=int, default=10_000)
     parser.add_argument("--max-ops", type=int, default=100_000, help="up to 1000000")
@@ -209,8 +222,29 @@ def events_curve(args: argparse.Namespace, scratch: Path) -> tuple[str, list[Poi
     for size in ladder(args.min_events, args.max_events):
         points.append(events_point(size, scratch, args))
         print(report("events (progress)", "events", points[-1:], {}), flush=True)
-    baselines = {} if args.no_xprof else XPROF_BASELINES
-    return report("trace_reader vs xprof", "events", points, baselines), points
+    with_xprof = [p for p in points if "xprof trace_viewer" in p.results]
+    baselines = XPROF_BASELINES if with_xprof == points and points else {}
+    section = report("trace_reader vs xprof", "events", points, baselines)
+    return section + "".join(goal_verdicts(points)), points
+
+
+def goal_verdicts(points: list[Point]) -> list[str]:
+    """One line per size with a limit (EVENT_GOALS): trace_reader's time and peak RSS."""
+    lines = []
+    for point in points:
+        ours = point.results.get("trace_reader xplane")
+        goal = next((g for size, g in EVENT_GOALS.items() if size <= point.size < size * 1.1), None)
+        if ours is None or goal is None:
+            continue
+        seconds, megabytes = goal
+        met = ours.peak_rss_mb <= megabytes and (seconds is None or ours.median_s <= seconds)
+        limit = f"<= {seconds:.0f} s, " if seconds is not None else ""
+        lines.append(
+            f"{point.size:,} events: trace_reader {ours.median_s:.2f} s, peak "
+            f"{ours.peak_rss_mb:.0f} MB: {'meets' if met else 'misses'} the goal "
+            f"({limit}<= {megabytes:.0f} MB)\n"
+        )
+    return lines
 
 
 def ops_curve(args: argparse.Namespace, scratch: Path) -> tuple[str, list[Point]]:

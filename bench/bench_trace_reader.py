@@ -8,7 +8,10 @@ tracer level 3: ~1.9M events, ~46 MB) into DIR. The comparison is
 bench_scaling's, on that one file: trace_reader (DAG + op profile + both JSON
 files) against xprof's `trace_viewer` and `framework_op_stats` conversions, each
 in a fresh process, medians over repeats and peak RSS (GNU time).
-Goal: at most a third of xprof's `trace_viewer` time, below 1.5 GB peak RSS.
+Goal (issue 16): at least 3x faster than xprof's `framework_op_stats` (its per-op
+table, the closest xprof equivalent of op_profile.json) with peak RSS no higher
+than trace_reader's before the native decoder (756 MB on the 1.87M-event file of
+the issue; `--max-rss-mb`). The ratio against `trace_viewer` is printed too.
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ def main() -> int:
     source.add_argument("--make-profile", metavar="DIR", help="profile ResNet50 into DIR first")
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--max-rss-mb",
+        type=float,
+        default=756,
+        help="peak RSS trace_reader must stay within (its peak before issue 16)",
+    )
     args = parser.parse_args()
     if args.make_profile:
         xplane = make_profile(user_path(args.make_profile), args.steps)
@@ -53,12 +62,15 @@ def main() -> int:
     title = f"trace_reader vs xprof on {xplane.name}"
     print(bench_scaling.report(title, "events", [point], bench_scaling.XPROF_BASELINES))
     ours = point.results["trace_reader xplane"]
-    theirs = point.results["xprof trace_viewer"]
-    ratio = theirs.median_s / ours.median_s
-    verdict = "meets" if ratio >= 3 and ours.peak_rss_mb < 1536 else "misses"
+    viewer = point.results["xprof trace_viewer"]
+    op_stats = point.results["xprof framework_op_stats"]
+    print(f"trace_reader: {viewer.median_s / ours.median_s:.2f}x faster than trace_viewer")
+    ratio = op_stats.median_s / ours.median_s
+    verdict = "meets" if ratio >= 3 and ours.peak_rss_mb <= args.max_rss_mb else "misses"
     print(
-        f"trace_reader: {ratio:.2f}x faster than trace_viewer, peak {ours.peak_rss_mb:.0f} MB: "
-        f"{verdict} the goal (>= 3x, < 1536 MB)"
+        f"trace_reader: {ratio:.2f}x faster than framework_op_stats "
+        f"({ours.median_s:.2f} s vs {op_stats.median_s:.2f} s), peak {ours.peak_rss_mb:.0f} MB: "
+        f"{verdict} the goal (>= 3x, <= {args.max_rss_mb:.0f} MB)"
     )
     return 0
 

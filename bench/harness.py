@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 
+from tfpgo import toolpaths
 from tfpgo.errors import UserError
-from tfpgo.mlir import toolpaths
 
 REPO = Path(__file__).resolve().parents[1]
 MLIR_OPT = Path("/usr/lib/llvm-22/bin/mlir-opt")
@@ -162,7 +162,7 @@ def fit_exponent(sizes: Sequence[float], seconds: Sequence[float]) -> float:
 
 def tfpgo_opt() -> Path:
     """The driver the benchmarks run, found as the flow finds it
-    (`tfpgo.mlir.toolpaths`): $TFPGO_OPT pins one binary for a whole run while the
+    (`tfpgo.toolpaths`): $TFPGO_OPT pins one binary for a whole run while the
     work tree is rebuilt."""
     try:
         return toolpaths.tfpgo_opt()

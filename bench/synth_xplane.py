@@ -32,7 +32,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import sys
+import tempfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -293,17 +295,19 @@ def steps(target_events: int, seed: int = 1) -> Iterator[list[SynthEvent]]:
 
 
 class XPlaneWriter:
-    """Accumulates events into an XSpace; `write` serializes it."""
+    """Streams events into an XSpace file: each line's serialized events go to a
+    scratch file as they come, and `write` splices them into the XSpace. Memory
+    stays flat at any size (a 1 GB-class trace needs no XSpace in memory); the file
+    is the one protobuf would serialize from the whole message, field for field."""
 
-    def __init__(self) -> None:
-        self.space = xplane_pb2().XSpace()
-        self.space.hostnames.append("vm")
-        self.plane = self.space.planes.add(id=0, name="/host:CPU")
-        self.lines = []
-        for number, name in enumerate(LINES):
-            line = self.plane.lines.add(id=number + 1, name=name, display_name=name)
-            line.timestamp_ns = BASE_NS
-            self.lines.append(line)
+    _FLUSH_EVENTS = 50_000
+
+    def __init__(self, scratch: Path) -> None:
+        self.pb = xplane_pb2()
+        self.scratch = scratch
+        self.metadata = self.pb.XPlane()  # event and stat metadata only
+        self.buffers = [self.pb.XLine() for _ in LINES]  # events only, flushed
+        self.files = [(scratch / f"line{number}.bin").open("wb") for number in range(len(LINES))]
         self.names: dict[str, int] = {}
         self.stats: dict[str, int] = {}
         self.count = 0
@@ -311,22 +315,22 @@ class XPlaneWriter:
     def _name(self, name: str) -> int:
         if (key := self.names.get(name)) is None:
             key = self.names[name] = len(self.names) + 1
-            self.plane.event_metadata[key].id = key
-            self.plane.event_metadata[key].name = name
+            self.metadata.event_metadata[key].id = key
+            self.metadata.event_metadata[key].name = name
             if ":" in name and "::" not in name:
-                self.plane.event_metadata[key].display_name = name.rsplit(":", 1)[1]
+                self.metadata.event_metadata[key].display_name = name.rsplit(":", 1)[1]
         return key
 
     def _stat(self, name: str) -> int:
         if (key := self.stats.get(name)) is None:
             key = self.stats[name] = len(self.stats) + 1
-            self.plane.stat_metadata[key].id = key
-            self.plane.stat_metadata[key].name = name
+            self.metadata.stat_metadata[key].id = key
+            self.metadata.stat_metadata[key].name = name
         return key
 
     def add(self, events: list[SynthEvent]) -> None:
         for line, name, start, duration, stats in sorted(events, key=lambda e: (e[0], e[2], -e[3])):
-            event = self.lines[line].events.add(
+            event = self.buffers[line].events.add(
                 metadata_id=self._name(name), offset_ps=start, duration_ps=duration
             )
             for stat_name, value in stats:
@@ -335,14 +339,52 @@ class XPlaneWriter:
                 else:
                     event.stats.add(metadata_id=self._stat(stat_name), int64_value=value)
         self.count += len(events)
+        for line, file in enumerate(self.files):
+            if len(self.buffers[line].events) >= self._FLUSH_EVENTS:
+                file.write(self.buffers[line].SerializeToString())  # the events' field-4 records
+                self.buffers[line] = self.pb.XLine()  # a new arena: Clear() keeps the memory
 
     def write(self, path: Path) -> None:
-        environment = self.space.planes.add(id=1, name="Task Environment")
+        for buffer, file in zip(self.buffers, self.files, strict=True):
+            file.write(buffer.SerializeToString())
+            file.close()
+        lines = []
+        for number, name in enumerate(LINES):
+            head = self.pb.XLine(id=number + 1, name=name, timestamp_ns=BASE_NS)
+            tail = self.pb.XLine(display_name=name)
+            body = self.scratch / f"line{number}.bin"
+            lines.append((head.SerializeToString(), body, tail.SerializeToString()))
+        head = self.pb.XPlane(id=0, name="/host:CPU").SerializeToString()
+        metadata = self.metadata.SerializeToString()
+        line_sizes = [len(h) + b.stat().st_size + len(t) for h, b, t in lines]
+        plane_size = len(head) + len(metadata)
+        plane_size += sum(1 + len(_varint(size)) + size for size in line_sizes)
+        environment = self.pb.XSpace()
+        plane = environment.planes.add(id=1, name="Task Environment")
         for key, name in enumerate(("profile_start_time", "profile_stop_time"), start=1):
-            environment.stat_metadata[key].id = key
-            environment.stat_metadata[key].name = name
-            environment.stats.add(metadata_id=key, uint64_value=BASE_NS + key)
-        path.write_bytes(self.space.SerializeToString())
+            plane.stat_metadata[key].id = key
+            plane.stat_metadata[key].name = name
+            plane.stats.add(metadata_id=key, uint64_value=BASE_NS + key)
+        environment.hostnames.append("vm")
+        with path.open("wb") as out:
+            out.write(b"\x0a" + _varint(plane_size) + head)  # XSpace.planes[0]
+            for (line_head, body, line_tail), size in zip(lines, line_sizes, strict=True):
+                out.write(b"\x1a" + _varint(size) + line_head)  # XPlane.lines
+                with body.open("rb") as events:
+                    shutil.copyfileobj(events, out, 1 << 22)
+                out.write(line_tail)
+                body.unlink()
+            out.write(metadata)
+            out.write(environment.SerializeToString())  # the second plane, hostnames
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
 
 
 class ChromeWriter:
@@ -394,19 +436,22 @@ def generate(
     target_events: int, xplane: Path | None = None, chrome: Path | None = None, seed: int = 1
 ) -> int:
     """Writes the trace in the asked formats; returns its event count (>= target)."""
-    xplane_writer = XPlaneWriter() if xplane else None
-    chrome_writer = ChromeWriter(chrome) if chrome else None
-    count = 0
-    for step, events in enumerate(steps(target_events, seed)):
-        if xplane_writer:
-            xplane_writer.add(events)
+    with tempfile.TemporaryDirectory(
+        prefix="synth_xplane_", dir=xplane.parent if xplane else None
+    ) as scratch:
+        xplane_writer = XPlaneWriter(Path(scratch)) if xplane else None
+        chrome_writer = ChromeWriter(chrome) if chrome else None
+        count = 0
+        for step, events in enumerate(steps(target_events, seed)):
+            if xplane_writer:
+                xplane_writer.add(events)
+            if chrome_writer:
+                chrome_writer.add(events, step)
+            count += len(events)
+        if xplane_writer and xplane:
+            xplane_writer.write(xplane)
         if chrome_writer:
-            chrome_writer.add(events, step)
-        count += len(events)
-    if xplane_writer and xplane:
-        xplane_writer.write(xplane)
-    if chrome_writer:
-        chrome_writer.close()
+            chrome_writer.close()
     return count
 
 

@@ -3,7 +3,8 @@
 Stages, one subpackage each, data flowing one way:
 models (and profiling) -> trace (readers, events, DAG, op profile) -> mlir
 (tfpgo-opt, attribution, lowering) -> analysis, diff, proposer -> render ->
-report -> flow. `errors`, `atomic`, `cli` and `documents` serve every stage.
+report -> flow. `errors`, `atomic`, `cli`, `documents` and `toolpaths` serve
+every stage.
 """
 
 __version__ = "0.1.0"

@@ -8,7 +8,16 @@ import pytest
 import trace_fixtures as fx
 
 from tfpgo.errors import UserError
-from tfpgo.trace.dag import DagEvents, EdgeKind, build_dag
+from tfpgo.trace.dag import (
+    DagEvents,
+    EdgeKind,
+    _merge_edges,
+    assign_levels,
+    build_dag,
+    critical_path,
+    level_edges,
+    unique_pairs,
+)
 from tfpgo.trace.dag_json import read_dag, write_dag
 from tfpgo.trace.events import TableBuilder
 from tfpgo.trace.readers import read_trace
@@ -161,3 +170,66 @@ def test_read_dag_rejects_other_documents(tmp_path):
     path.write_text('{"meta": {"format": "tfpgo.event_dag", "version": 1}, "nodes": [{}]}')
     with pytest.raises(UserError, match="malformed"):
         read_dag(path)
+
+
+def _critical_path_by_relaxing(durations, edges):
+    """The rule critical_path implements, written as the plain one-pass relaxation
+    of the edges in source order (the specification its vectorized form must meet)."""
+    best_in = [0] * len(durations)
+    parent = [-1] * len(durations)
+    for source, target in edges.tolist():
+        candidate = best_in[source] + int(durations[source])
+        if candidate > best_in[target]:
+            best_in[target], parent[target] = candidate, source
+    totals = np.asarray(best_in, dtype=np.int64) + durations
+    node = int(np.argmax(totals))
+    length, path = int(totals[node]), []
+    while node >= 0:
+        path.append(node)
+        node = parent[node]
+    return path[::-1], length
+
+
+def test_critical_path_equals_the_relaxation_on_random_dags():
+    """Ties, zero durations, merges and chains: same path and length, node for node."""
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        count = int(rng.integers(1, 40))
+        sources, targets = rng.integers(0, count, (2, int(rng.integers(0, 80))))
+        forward = sources < targets
+        edges = unique_pairs(np.stack([sources[forward], targets[forward]], axis=1))
+        durations = rng.integers(0, 3, count) * rng.integers(0, 2, count)
+        path, length = critical_path(durations, edges)
+        assert (path.tolist(), length) == _critical_path_by_relaxing(durations, edges)
+
+
+def test_level_edges_and_merge_equal_their_sorting_definitions():
+    """The sort-free level edges and edge merge give exactly what sorting gives: every
+    a -> head(next) and head -> b, distinct and sorted; a flow replacing a time edge."""
+    rng = np.random.default_rng(11)
+    for _ in range(500):
+        count = int(rng.integers(1, 30))
+        starts = np.sort(rng.integers(0, 40, count))
+        durations = rng.integers(0, 6, count)
+        level = assign_levels(starts, starts + durations)
+        ids = np.arange(count)
+        order = np.lexsort((ids, -durations, level))
+        head = order[np.searchsorted(level[order], np.arange(int(level[-1]) + 1))]
+        expected = unique_pairs(
+            np.concatenate(
+                [
+                    np.stack([ids[level < level[-1]], head[level[level < level[-1]] + 1]], 1),
+                    np.stack([head[level[level > 0] - 1], ids[level > 0]], 1),
+                ]
+            )
+        )
+        time_edges = level_edges(level, durations)
+        assert time_edges.tolist() == expected.tolist()
+        flows = rng.integers(0, count, (int(rng.integers(0, 6)), 2))
+        flows = unique_pairs(flows[flows[:, 0] < flows[:, 1]])
+        edges, kinds = _merge_edges(time_edges, flows)
+        both = np.concatenate([flows, time_edges]).reshape(-1, 2)
+        keys = (both[:, 0] << 32) | both[:, 1]
+        _, first = np.unique(keys, return_index=True)
+        assert edges.tolist() == both[first].tolist()
+        assert kinds.tolist() == [int(EdgeKind.FLOW) if i < len(flows) else 0 for i in first]

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 import reader_fuzz
 
-from tfpgo import cli, errors
-from tfpgo.mlir import toolpaths
+from tfpgo import cli, errors, toolpaths
 from tfpgo.trace import trace_reader
 from tfpgo.trace.op_profile import OpProfile
 

@@ -2,6 +2,7 @@
 
 import gzip
 import shutil
+from typing import Any
 
 import numpy as np
 import pytest
@@ -161,3 +162,80 @@ def test_truncated_and_missing_inputs(tmp_path):
     empty_dir.mkdir()
     with pytest.raises(UserError, match="no plugins/profile"):
         read_trace(empty_dir)
+
+
+def _events_through_protobuf(path):
+    """The events of an .xplane.pb read with protobuf's Python API, as the reader did
+    before the native decoder: the specification the decoder's output must meet.
+    Returns (events as (track, name, start, duration, stats) sorted by the native
+    order, flows as a set of event pairs, step markers)."""
+    from tfpgo.trace.readers.hlo_metadata import METADATA_PLANE
+    from tfpgo.trace.readers.xplane_proto import xplane_pb2
+
+    space = xplane_pb2().XSpace()
+    space.ParseFromString(path.read_bytes())
+    host = space.hostnames[0] if space.hostnames else path.name.split(".")[0]
+    stamps = [line.timestamp_ns for plane in space.planes for line in plane.lines]
+    base = min(stamps) if stamps else 0
+    events: list[tuple[tuple[str, str, str], str, int, int, dict[str, Any]]] = []
+    producers: dict[tuple[int, int], int] = {}
+    consumers: list[tuple[tuple[int, int], int]] = []
+    steps: list[int] = []
+    for plane in space.planes:
+        if plane.name == METADATA_PLANE:
+            continue
+        stat_names = {key: value.name for key, value in plane.stat_metadata.items()}
+        for line in plane.lines:
+            for event in line.events:
+                index = len(events)
+                entry = plane.event_metadata.get(event.metadata_id)
+                name = entry.name if entry is not None else f"<metadata {event.metadata_id}>"
+                kept: dict[str, Any] = {}
+                flow: dict[str, int] = {}
+                for stat in event.stats:
+                    key = stat_names.get(stat.metadata_id, str(stat.metadata_id))
+                    if key in ("_p", "_c", "_pt", "_ct"):
+                        flow[key] = stat.uint64_value or stat.int64_value
+                        continue
+                    which = stat.WhichOneof("value")
+                    value: Any = getattr(stat, which) if which else None
+                    if which == "ref_value":
+                        value = stat_names.get(value, value)
+                    elif which == "bytes_value":
+                        value = value.hex()
+                    kept[key] = value
+                if "_p" in flow:
+                    producers.setdefault((flow.get("_pt", 0), flow["_p"]), index)
+                if "_c" in flow:
+                    consumers.append(((flow.get("_ct", 0), flow["_c"]), index))
+                if "step_num" in kept:
+                    steps.append(int(kept["step_num"]))
+                start = event.offset_ps + (line.timestamp_ns - base) * 1000
+                track = (host, plane.name, line.display_name or line.name)
+                events.append((track, name, start, event.duration_ps, kept))
+    flows = {(producers[key], c) for key, c in consumers if producers.get(key, c) != c}
+    return events, flows, steps
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(fx.DATA.parent.rglob("*.xplane.pb")),
+    ids=lambda p: str(p.relative_to(p.parents[2])),
+)
+def test_native_decoder_gives_what_protobuf_gives(path):
+    """Every real fixture: the same events, names, tracks, times, stats, flows and
+    steps as reading the XSpace with protobuf's Python API."""
+    events, flows, steps = _events_through_protobuf(path)
+    table = read_trace(path)
+    assert len(table) == len(events)
+    lowest = min(start for _, _, start, _, _ in events)
+    for index, (track, name, start, duration, kept) in enumerate(events):
+        t = table.tracks[int(table.track_id[index])]
+        assert (t.host, t.plane, t.line) == track
+        assert table.names[int(table.name_id[index])] == name
+        assert int(table.start_ps[index]) == start - lowest
+        assert int(table.duration_ps[index]) == max(duration, 0)
+        assert table.stats.get(index, {}) == kept
+    assert dict(table.stats.items()) == {row: table.stats[row] for row in table.stats}
+    assert set(map(tuple, table.flows.tolist())) == flows
+    assert sorted(m.step for m in table.steps) == sorted(steps)

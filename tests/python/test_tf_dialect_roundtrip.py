@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tfpgo import toolpaths
 from tfpgo.errors import UserError
-from tfpgo.mlir import toolpaths
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 tf = pytest.importorskip("tensorflow")

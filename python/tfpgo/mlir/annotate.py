@@ -18,7 +18,7 @@ from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.mlir.diagnostics import first_error
-from tfpgo.mlir.toolpaths import tfpgo_opt
+from tfpgo.toolpaths import tfpgo_opt
 from tfpgo.trace.op_profile import OpProfile
 
 ATTRIBUTION_FORMAT = "tfpgo.attribution"

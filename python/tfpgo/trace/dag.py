@@ -39,6 +39,7 @@ computed in one pass in id order; its nodes are marked `critical`.
 from __future__ import annotations
 
 import enum
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -184,7 +185,7 @@ def build_dag(table: EventTable, events: DagEvents = DagEvents.OPS) -> EventDag:
     rows = np.flatnonzero(selected)
     order = np.lexsort((rows, table.track_id[rows], -table.duration_ps[rows], table.start_ps[rows]))
     rows = rows[order]
-    node_of_row = np.full(len(table), -1, dtype=np.int64)
+    node_of_row = np.full(len(table), -1, dtype=np.int32 if rows.size < 2**31 else np.int64)
     node_of_row[rows] = np.arange(rows.size)
     nodes = _take(table, rows)
     level = assign_levels(nodes.start_ps, nodes.end_ps)
@@ -207,8 +208,10 @@ def _take(table: EventTable, rows: np.ndarray) -> EventTable:
     """Rows of `table` in the given order, flows dropped (they become edges)."""
     stats = {}
     if table.stats:
-        for new, old in enumerate(rows.tolist()):
-            found = table.stats.get(old)
+        has_stats = np.zeros(len(table), dtype=bool)
+        has_stats[np.fromiter(table.stats, np.int64, len(table.stats))] = True
+        for new in np.flatnonzero(has_stats[rows]).tolist():
+            found = table.stats[int(rows[new])]
             if found:
                 stats[new] = found
     return EventTable(
@@ -239,20 +242,30 @@ def assign_levels(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 
 def level_edges(level: np.ndarray, durations: np.ndarray) -> np.ndarray:
-    """Time edges between consecutive levels through each level's head (longest node)."""
+    """Time edges between consecutive levels through each level's head (longest node),
+    sorted by (source, target) and distinct.
+
+    Levels are contiguous id ranges, so no sort is needed: a level's head is its
+    first node of the level's longest duration; a head points at every node of the
+    next level (ids ascending), any other node at the next level's head only.
+    """
     if level.size == 0 or level[-1] == 0:
         return np.zeros((0, 2), dtype=np.int64)
-    count = int(level[-1]) + 1
-    ids = np.arange(level.size)
-    # head: longest node of the level, smallest id on ties (lexsort: last key primary)
-    order = np.lexsort((ids, -durations, level))
-    firsts = np.searchsorted(level[order], np.arange(count))
-    head = order[firsts]
-    into_head = np.flatnonzero(level < count - 1)  # a -> head(level(a) + 1)
-    first_edges = np.stack([into_head, head[level[into_head] + 1]], axis=1)
-    from_head = np.flatnonzero(level > 0)  # head(level(b) - 1) -> b
-    second_edges = np.stack([head[level[from_head] - 1], from_head], axis=1)
-    return unique_pairs(np.concatenate([first_edges, second_edges]))
+    starts = np.flatnonzero(np.diff(level, prepend=-1))  # first id of each level
+    sizes = np.diff(starts, append=level.size)
+    longest = np.maximum.reduceat(durations, starts)
+    ties = np.flatnonzero(durations == longest[level])
+    head = ties[np.diff(level[ties], prepend=-1) != 0]  # first longest node per level
+    sources = np.arange(starts[-1])  # every node below the last level
+    source_level = level[: starts[-1]]
+    is_head = head[source_level] == sources
+    fanout = np.where(is_head, sizes[source_level + 1], 1)
+    edge_sources = np.repeat(sources, fanout)
+    # a head's targets: the next level's ids in order; anyone else's: the next head
+    within = np.arange(edge_sources.size) - np.repeat(np.cumsum(fanout) - fanout, fanout)
+    next_level = source_level[edge_sources] + 1
+    targets = np.where(is_head[edge_sources], starts[next_level] + within, head[next_level])
+    return np.stack([edge_sources, targets], axis=1).astype(np.int64)
 
 
 def lift_flows(table: EventTable, rows: np.ndarray, node_of_row: np.ndarray) -> np.ndarray:
@@ -302,19 +315,26 @@ def _lift(
 
 
 def _merge_edges(time_edges: np.ndarray, flow_edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One edge per (source, target); a flow wins over a time edge on the same pair."""
-    edges = np.concatenate([flow_edges, time_edges]).astype(np.int64).reshape(-1, 2)
-    kinds = np.concatenate(
-        [
-            np.full(len(flow_edges), EdgeKind.FLOW, np.int8),
-            np.full(len(time_edges), EdgeKind.TIME, np.int8),
-        ]
+    """One edge per (source, target), sorted; a flow wins over a time edge on the same
+    pair. Both inputs are sorted and distinct: a merge by insertion, no sort."""
+    time_edges = time_edges.astype(np.int64).reshape(-1, 2)
+    flow_edges = flow_edges.astype(np.int64).reshape(-1, 2)
+    if flow_edges.size == 0:
+        return time_edges, np.full(len(time_edges), EdgeKind.TIME, np.int8)
+    time_keys, flow_keys = _pair_keys(time_edges), _pair_keys(flow_edges)
+    slot = np.minimum(np.searchsorted(time_keys, flow_keys), max(time_keys.size - 1, 0))
+    replaced = np.zeros(time_keys.size, dtype=bool)
+    if time_keys.size:
+        replaced[slot[time_keys[slot] == flow_keys]] = True
+    kept = time_edges[~replaced]
+    at = np.searchsorted(_pair_keys(kept), flow_keys)
+    edges = np.insert(kept, at, flow_edges, axis=0)
+    kinds = np.insert(
+        np.full(len(kept), EdgeKind.TIME, np.int8),
+        at,
+        np.full(len(flow_edges), EdgeKind.FLOW, np.int8),
     )
-    if edges.size == 0:
-        return edges, kinds
-    keys = _pair_keys(edges)
-    _, first = np.unique(keys, return_index=True)  # stable: flows come first
-    return edges[first], kinds[first]
+    return edges, kinds
 
 
 def _pair_keys(pairs: np.ndarray) -> np.ndarray:
@@ -333,25 +353,87 @@ def unique_pairs(pairs: np.ndarray) -> np.ndarray:
 def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, int]:
     """Longest duration-weighted path; edges go from smaller to larger ids.
 
-    Edges sorted by source are relaxed in one pass: when the edges of node u
-    are relaxed, every edge into u (from a smaller id) already was.
+    The result is that of relaxing the edges sorted by source in one pass (a
+    node's best incoming total replaced only by a strictly larger one, so the
+    parent is the smallest predecessor reaching the maximum, and none when that
+    maximum is 0). Most nodes have one predecessor: their totals are the running
+    sums along chains of such nodes, found by pointer jumping; only nodes with
+    several predecessors (the heads of levels, flow targets) are resolved one by
+    one, in id order.
     """
     count = durations.shape[0]
     if count == 0:
         return np.zeros(0, dtype=np.int64), 0
-    weight = durations.tolist()
-    best_in = [0] * count
-    parent = [-1] * count
-    for source, target in edges.tolist():
-        candidate = best_in[source] + weight[source]
-        if candidate > best_in[target]:
-            best_in[target] = candidate
-            parent[target] = source
-    totals = np.asarray(best_in, dtype=np.int64) + durations
-    node = int(np.argmax(totals))
-    length = int(totals[node])
-    path = []
+    weight = np.asarray(durations, dtype=np.int64)
+    sources, targets = edges[:, 0], edges[:, 1]
+    indegree = np.bincount(targets, minlength=count)
+    single = indegree == 1
+    pred = np.full(count, -1, dtype=np.int64)
+    pred[targets[single[targets]]] = sources[single[targets]]
+    anchor, offset = _chain_anchors(single, pred, weight)
+    # Totals of anchors (nodes without exactly one predecessor), in id order.
+    anchors = np.flatnonzero(~single)
+    del single
+    anchor_total = weight[anchors]
+    parent = pred.copy()  # -1 where a node has not exactly one predecessor
+    merges = np.flatnonzero(indegree >= 2)
+    if merges.size:
+        into_merge = np.flatnonzero(indegree[targets] >= 2)
+        into_merge = into_merge[np.argsort(targets[into_merge], kind="stable")]
+        merge_sources = sources[into_merge]  # per merge, sources ascending
+        del into_merge
+        # A source's total: its anchor's (by position in `anchors`) plus its offset.
+        # The loop reads and writes numpy memory through memoryviews: no lists.
+        source_anchor = np.searchsorted(anchors, anchor[merge_sources]).data
+        source_offset = offset[merge_sources].data
+        totals = anchor_total.data
+        best_at = np.full(merges.size, -1, dtype=np.int64)
+        chosen = best_at.data
+        low = 0
+        columns = (
+            np.searchsorted(anchors, merges).data,
+            weight[merges].data,
+            indegree[merges].data,
+        )
+        for index, (slot, own, degree) in enumerate(zip(*columns, strict=True)):
+            best, best_index = 0, -1
+            for at in range(low, low + degree):
+                candidate = totals[source_anchor[at]] + source_offset[at]
+                if candidate > best:
+                    best, best_index = candidate, at
+            totals[slot] = best + own
+            chosen[index] = best_index
+            low += degree
+        parent[merges] = np.where(best_at >= 0, merge_sources[np.maximum(best_at, 0)], -1)
+    del indegree
+    total = anchor_total[np.searchsorted(anchors, anchor)]
+    total += offset
+    del anchor, offset
+    # one predecessor: it is the parent unless its total is 0 (never strictly better)
+    parent[(pred >= 0) & (total[np.maximum(pred, 0)] <= 0)] = -1
+    node = int(np.argmax(total))
+    length = int(total[node])
+    path = array("q")  # 8 bytes a node: a path can hold most of the nodes
+    link = parent.item
     while node >= 0:
         path.append(node)
-        node = parent[node]
-    return np.asarray(path[::-1], dtype=np.int64), length
+        node = link(node)
+    return np.frombuffer(path, dtype=np.int64)[::-1].copy(), length
+
+
+def _chain_anchors(
+    single: np.ndarray, pred: np.ndarray, weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each node, the nearest node up its chain of single predecessors that does
+    not have exactly one predecessor (itself if it does not), and the summed weight
+    from there (exclusive) to the node (inclusive). Pointer jumping: log(chain) passes.
+    """
+    anchor = np.where(single, pred, np.arange(single.size))
+    offset = np.where(single, weight, 0)
+    active = np.flatnonzero(single[anchor])
+    while active.size:
+        up = anchor[active]
+        offset[active] += offset[up]
+        anchor[active] = anchor[up]
+        active = active[single[anchor[active]]]
+    return anchor, offset

@@ -53,72 +53,123 @@ def write_dag(dag: EventDag, path: Path) -> None:
     """Writes `dag` to `path` atomically."""
     table = dag.table
     dumps = json.dumps
-    names = [dumps(name) for name in table.names]
-    ops = [(dumps(op[0]), dumps(op[1])) if op else ("null", "null") for op in table.op_names]
-    tracks = [
-        f'"host":{dumps(t.host)},"plane":{dumps(t.plane)},"line":{dumps(t.line)}'
-        for t in table.tracks
-    ]
-    indptr, targets = dag.adjacency()
-    indptr_list, target_list = indptr.tolist(), targets.tolist()
-    critical = dag.critical_mask().tolist()
-    columns = zip(
-        table.name_id.tolist(),
-        table.track_id.tolist(),
-        table.start_ps.tolist(),
-        table.duration_ps.tolist(),
-        table.step.tolist(),
-        dag.level.tolist(),
-        strict=True,
+    heads = _objects([f'{{"name":{dumps(name)},"ts":' for name in table.names])
+    ops = _objects(
+        [
+            f'],"node":{dumps(op[0])},"op_type":{dumps(op[1])},'
+            if op
+            else '],"node":null,"op_type":null,'
+            for op in table.op_names
+        ]
     )
+    tracks = _objects(
+        [
+            f'"host":{dumps(t.host)},"plane":{dumps(t.plane)},"line":{dumps(t.line)},"step":'
+            for t in table.tracks
+        ]
+    )
+    flags = _objects([',"critical":false,"stats":', ',"critical":true,"stats":'])
+    indptr, targets = dag.adjacency()
+    critical = dag.critical_mask()
+    stats_rows = np.array(sorted(table.stats), dtype=np.int64)
     with atomic_output_file(path) as handle:
         handle.write('{"meta":' + dumps(dag_meta(dag), separators=(",", ":")) + ',\n"nodes":[')
-        nodes = _ArrayWriter(handle)
-        for index, (name, track, ts, duration, step, level) in enumerate(columns):
-            adj = ",".join(map(str, target_list[indptr_list[index] : indptr_list[index + 1]]))
-            stats = table.stats.get(index)
-            node, op_type = ops[name]
-            nodes.add(
-                f'{{"name":{names[name]},"ts":{ts},"duration":{duration},"id":{index},'
-                f'"adj":[{adj}],"node":{node},"op_type":{op_type},{tracks[track]},'
-                f'"step":{"null" if step == NO_STEP else step},"level":{level},'
-                f'"critical":{"true" if critical[index] else "false"},'
-                f'"stats":{dumps(stats, separators=(",", ":")) if stats else "{}"}}}'
+        count = len(dag)
+        for begin in range(0, count, _CHUNK):
+            end = min(begin + _CHUNK, count)
+            rows = slice(begin, end)
+            low, high = int(indptr[begin]), int(indptr[end])
+            stats = _objects(["{}"])[np.zeros(end - begin, np.int64)]
+            for row in stats_rows[
+                np.searchsorted(stats_rows, begin) : np.searchsorted(stats_rows, end)
+            ].tolist():
+                stats[row - begin] = dumps(table.stats[row], separators=(",", ":"))
+            text = _interleave(
+                end - begin,
+                [
+                    heads[table.name_id[rows]],
+                    _decimal(table.start_ps[rows]),
+                    ',"duration":',
+                    _decimal(table.duration_ps[rows]),
+                    ',"id":',
+                    _decimal(np.arange(begin, end)),
+                    ',"adj":[',
+                    _adjacency(dag.edges[low:high, 0] - begin, targets[low:high], end - begin),
+                    ops[table.name_id[rows]],
+                    tracks[table.track_id[rows]],
+                    _steps(table.step[rows]),
+                    ',"level":',
+                    _decimal(dag.level[rows]),
+                    flags[critical[rows].astype(np.int64)],
+                    stats,
+                ],
+                "}",
             )
-        nodes.close()
-        handle.write('],\n"edges":[')
-        edges = _ArrayWriter(handle)
-        labels = {int(kind): kind.label for kind in EdgeKind}
-        for (source, target), kind in zip(dag.edges.tolist(), dag.edge_kind.tolist(), strict=True):
-            edges.add(f'{{"edgeFrom":{source},"edgeTo":{target},"kind":"{labels[kind]}"}}')
-        edges.close()
-        handle.write("]}\n")
+            handle.write(("\n" if begin == 0 else ",\n") + text)
+        handle.write(("\n" if count else "") + '],\n"edges":[')
+        kinds = _objects([f',"kind":"{kind.label}"}}' for kind in sorted(EdgeKind)])
+        edge_count = int(dag.edges.shape[0])
+        for begin in range(0, edge_count, _CHUNK):
+            end = min(begin + _CHUNK, edge_count)
+            text = _interleave(
+                end - begin,
+                [
+                    '{"edgeFrom":',
+                    _decimal(dag.edges[begin:end, 0]),
+                    ',"edgeTo":',
+                    _decimal(dag.edges[begin:end, 1]),
+                    kinds[dag.edge_kind[begin:end].astype(np.int64)],
+                ],
+                "",
+            )
+            handle.write(("\n" if begin == 0 else ",\n") + text)
+        handle.write(("\n" if edge_count else "") + "]}\n")
 
 
-class _ArrayWriter:
-    """Writes JSON array items one per line, buffered in chunks."""
+def _objects(strings: list[str]) -> np.ndarray:
+    """A numpy object array of strings: indexing it by an id column is one C loop."""
+    array = np.empty(len(strings), dtype=object)
+    array[:] = strings
+    return array
 
-    def __init__(self, handle: Any) -> None:
-        self._handle = handle
-        self._lines: list[str] = []
-        self._first = True
 
-    def add(self, item: str) -> None:
-        self._lines.append(item)
-        if len(self._lines) >= _CHUNK:
-            self._flush()
+def _decimal(values: np.ndarray) -> list[str]:
+    return list(map(str, values.tolist()))
 
-    def close(self) -> None:
-        self._flush()
-        if not self._first:
-            self._handle.write("\n")
 
-    def _flush(self) -> None:
-        if not self._lines:
-            return
-        self._handle.write(("\n" if self._first else ",\n") + ",\n".join(self._lines))
-        self._lines = []
-        self._first = False
+def _steps(steps: np.ndarray) -> np.ndarray:
+    text = _objects(_decimal(steps))
+    text[steps == NO_STEP] = "null"
+    return text
+
+
+def _adjacency(sources: np.ndarray, targets: np.ndarray, count: int) -> np.ndarray:
+    """Each node's comma-joined targets ("" without any); `sources` sorted, 0-based."""
+    adjacency = _objects([""])[np.zeros(count, np.int64)]
+    if sources.size == 0:
+        return adjacency
+    same = sources[1:] == sources[:-1]
+    parts: list[str] = [""] * (2 * sources.size - 1)
+    parts[0::2] = _decimal(targets)
+    parts[1::2] = _objects(["\0", ","])[same.astype(np.int64)].tolist()
+    adjacency[np.unique(sources)] = "".join(parts).split("\0")
+    return adjacency
+
+
+def _interleave(count: int, columns: list[Any], last: str) -> str:
+    """Rows of `count` items joined by ",\n": each row is its columns' items (a
+    constant string, or a sequence with one item per row) concatenated, plus `last`."""
+    width = len(columns) + 1
+    parts: list[Any] = [None] * (width * count)
+    for at, column in enumerate(columns):
+        if isinstance(column, str):
+            parts[at::width] = [column] * count
+        else:
+            parts[at::width] = column.tolist() if isinstance(column, np.ndarray) else column
+    parts[width - 1 :: width] = [last + ",\n"] * count
+    if count:
+        parts[-1] = last
+    return "".join(parts)
 
 
 def read_dag(path: Path) -> EventDag:

@@ -17,7 +17,7 @@ start), so every file tfpgo writes has `ts` >= 0.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 _OP_NAME = re.compile(r"([A-Za-z0-9.][A-Za-z0-9_.\-/>]*):([A-Za-z_][A-Za-z0-9_]*)")
 
 NO_STEP = -1
+_STEP_BLOCK = 1 << 20  # events a step lookup handles at once (bounded temporaries)
 
 
 def parse_op_name(name: str) -> tuple[str, str] | None:
@@ -106,7 +107,7 @@ class EventTable:
     duration_ps: np.ndarray
     step: np.ndarray
     flows: np.ndarray
-    stats: dict[int, dict[str, Any]]
+    stats: Mapping[int, dict[str, Any]]
     steps: list[StepMarker]
     _ops: list[tuple[str, str] | None] | None = None
     hlo_modules: Mapping[str, HloModule] = field(default_factory=dict)
@@ -186,6 +187,122 @@ class EventTable:
         )
 
 
+class ColumnStats(Mapping[int, dict[str, Any]]):
+    """Events' kept stats as columns: a row, a name and an int64 value per stat
+    (other values aside, by position). An event's dict is built when asked for, so
+    millions of events with stats cost ~20 bytes a stat instead of a dict each.
+    Parts are added in row order, each part's rows non-decreasing."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._name_ids: dict[str, int] = {}
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._other: dict[int, Any] = {}  # position -> a value that is not an int64
+        self._count = 0
+        self._rows = np.zeros(0, np.int64)  # per stat
+        self._keys = np.zeros(0, np.int32)
+        self._values = np.zeros(0, np.int64)
+        self._event_rows = np.zeros(0, np.int64)  # per event with stats
+        self._bounds = np.zeros(1, np.int64)  # its first stat; one past the last at the end
+
+    def name_id(self, name: str) -> int:
+        if (found := self._name_ids.get(name)) is None:
+            found = self._name_ids[name] = len(self.names)
+            self.names.append(name)
+        return found
+
+    def add(
+        self, rows: np.ndarray, name_ids: np.ndarray, values: np.ndarray, other: dict[int, Any]
+    ) -> None:
+        """Appends stats; `other` maps a position in this part to a non-int64 value."""
+        self._other.update({self._count + at: value for at, value in other.items()})
+        self._parts.append((rows.astype(np.int64), name_ids.astype(np.int32), values))
+        self._count += int(rows.shape[0])
+
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, Any]]:
+        """All stats as (rows, name ids, int64 values, position -> other value):
+        what `add` takes, to move them into another table (a multi-host merge)."""
+        self._joined()
+        return self._rows, self._keys, self._values, dict(self._other)
+
+    def _joined(self) -> None:
+        if not self._parts:
+            return
+        parts, self._parts = [(self._rows, self._keys, self._values), *self._parts], []
+        self._rows, self._keys, self._values = (np.concatenate(c) for c in zip(*parts, strict=True))
+        starts = np.flatnonzero(np.diff(self._rows, prepend=-1))
+        self._event_rows = self._rows[starts]
+        self._bounds = np.append(starts, self._rows.shape[0])
+
+    def __len__(self) -> int:
+        self._joined()
+        return int(self._event_rows.shape[0])
+
+    def __iter__(self) -> Iterator[int]:
+        self._joined()
+        return iter(self._event_rows.tolist())
+
+    def __contains__(self, row: object) -> bool:
+        return isinstance(row, int | np.integer) and self._slot(int(row)) >= 0
+
+    def __getitem__(self, row: int) -> dict[str, Any]:
+        slot = self._slot(row)
+        if slot < 0:
+            raise KeyError(row)
+        return self._stats(slot)
+
+    def items(self) -> ItemsView[int, dict[str, Any]]:
+        return _ColumnStatsItems(self)
+
+    def _slot(self, row: int) -> int:
+        self._joined()
+        slot = int(np.searchsorted(self._event_rows, row))
+        found = slot < self._event_rows.shape[0] and int(self._event_rows[slot]) == row
+        return slot if found else -1
+
+    def _stats(self, slot: int) -> dict[str, Any]:
+        low, high = int(self._bounds[slot]), int(self._bounds[slot + 1])
+        names, other = self.names, self._other
+        keys = self._keys[low:high].tolist()
+        values = self._values[low:high].tolist()
+        if other:
+            values = [
+                other.get(at, value) for at, value in zip(range(low, high), values, strict=True)
+            ]
+        return {names[key]: value for key, value in zip(keys, values, strict=True)}
+
+
+_ITEMS_BLOCK = 1 << 16  # events whose stats are listed at once when iterating
+
+
+class _ColumnStatsItems(ItemsView[int, dict[str, Any]]):
+    """(row, stats) in row order, without a search per row."""
+
+    def __init__(self, stats: ColumnStats) -> None:
+        super().__init__(stats)
+        self._column_stats = stats
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        stats = self._column_stats
+        stats._joined()
+        events = stats._event_rows.shape[0]
+        names = np.empty(len(stats.names), dtype=object)
+        names[:] = stats.names
+        for first in range(0, events, _ITEMS_BLOCK):  # blocks: bounded lists
+            last = min(first + _ITEMS_BLOCK, events)
+            low, high = int(stats._bounds[first]), int(stats._bounds[last])
+            keys = names[stats._keys[low:high]].tolist()
+            values = stats._values[low:high].tolist()
+            for at, value in stats._other.items() if stats._other else ():
+                if low <= at < high:
+                    values[at - low] = value
+            bounds = (stats._bounds[first : last + 1] - low).tolist()
+            rows = stats._event_rows[first:last].tolist()
+            for index, row in enumerate(rows):
+                begin, end = bounds[index], bounds[index + 1]
+                yield row, dict(zip(keys[begin:end], values[begin:end], strict=True))
+
+
 class TableBuilder:
     """Accumulates columns from a reader; `build()` normalizes time and steps."""
 
@@ -197,7 +314,9 @@ class TableBuilder:
         self._chunks: list[tuple[np.ndarray, ...]] = []
         self._count = 0
         self.stats: dict[int, dict[str, Any]] = {}
+        self.column_stats = ColumnStats()  # readers that decode stats as columns
         self.flow_pairs: list[tuple[int, int]] = []
+        self.flow_chunks: list[np.ndarray] = []  # (m, 2) int64 arrays, after flow_pairs
         self.step_events: list[tuple[int, int]] = []  # (event index, step number)
         self.hlo_modules: dict[str, HloModule] = {}
 
@@ -219,7 +338,7 @@ class TableBuilder:
         size = int(start_ps.shape[0])
         self._chunks.append(
             (
-                np.full(size, track, dtype=np.int32),
+                np.array([track, size], dtype=np.int64),  # expanded in build()
                 name_ids.astype(np.int32, copy=False),
                 start_ps.astype(np.int64, copy=False),
                 duration_ps.astype(np.int64, copy=False),
@@ -228,11 +347,24 @@ class TableBuilder:
         self._count += size
         return first
 
+    def _all_stats(self) -> Mapping[int, dict[str, Any]]:
+        """The column stats, or the dict readers filled (or both, merged)."""
+        if not len(self.column_stats):
+            return self.stats
+        if not self.stats:
+            return self.column_stats
+        return {**dict(self.column_stats.items()), **self.stats}
+
     def build(self) -> EventTable:
         if self._chunks:
-            track_id, name_id, start, duration = (
-                np.concatenate(c) for c in zip(*self._chunks, strict=True)
-            )
+            # Column by column, each column's chunks freed as it is joined: the
+            # events are held about once, not twice, at the peak.
+            columns = [list(column) for column in zip(*self._chunks, strict=True)]
+            self._chunks = []
+            runs = np.stack(columns[0])
+            columns[0] = []
+            track_id = np.repeat(runs[:, 0].astype(np.int32), runs[:, 1])
+            name_id, start, duration = (_join(columns, i) for i in range(1, 4))
         else:
             track_id = name_id = np.zeros(0, np.int32)
             start = duration = np.zeros(0, np.int64)
@@ -243,10 +375,11 @@ class TableBuilder:
         # Ids are handed out as setdefault(key, len(dict)): insertion order is id order.
         names = list(self._names)
         tracks = list(self._tracks)
-        flows = (
-            np.asarray(self.flow_pairs, dtype=np.int64).reshape(-1, 2)
-            if self.flow_pairs
-            else np.zeros((0, 2), np.int64)
+        flows = np.concatenate(
+            [
+                np.asarray(self.flow_pairs, dtype=np.int64).reshape(-1, 2),
+                *(chunk.astype(np.int64).reshape(-1, 2) for chunk in self.flow_chunks),
+            ]
         )
         table = EventTable(
             self.source,
@@ -257,14 +390,20 @@ class TableBuilder:
             track_id,
             start,
             duration,
-            np.full(start.shape[0], NO_STEP),
+            np.full(start.shape[0], NO_STEP, dtype=np.int32),  # step numbers fit
             flows,
-            self.stats,
+            self._all_stats(),
             [],
             hlo_modules=self.hlo_modules,
         )
         _assign_steps(table, self.step_events)
         return table
+
+
+def _join(columns: list[list[np.ndarray]], index: int) -> np.ndarray:
+    joined = np.concatenate(columns[index])
+    columns[index] = []
+    return joined
 
 
 def _assign_steps(table: EventTable, step_events: list[tuple[int, int]]) -> None:
@@ -283,13 +422,21 @@ def _assign_steps(table: EventTable, step_events: list[tuple[int, int]]) -> None
     ]
     markers.sort(key=lambda m: (m.host, m.start_ps))
     table.steps = markers
-    event_host = host_of_track[table.track_id] if len(table.tracks) > 1 else None
     for host in {m.host for m in markers}:
         mine = [m for m in markers if m.host == host]
         starts = np.array([m.start_ps for m in mine], dtype=np.int64)
         ends = np.array([m.end_ps for m in mine], dtype=np.int64)
         numbers = np.array([m.step for m in mine], dtype=np.int64)
-        rows = np.arange(len(table)) if event_host is None else np.flatnonzero(event_host == host)
+        on_host = host_of_track == host  # per track, then per event: no object compares
+        if on_host.all():  # one host: every event, a block at a time (no index column)
+            for at in range(0, len(table), _STEP_BLOCK):
+                block_starts = table.start_ps[at : at + _STEP_BLOCK]
+                slot = np.searchsorted(starts, block_starts, side="right") - 1
+                stepped = np.flatnonzero(slot >= 0)
+                stepped = stepped[block_starts[stepped] < ends[slot[stepped]]]
+                table.step[at + stepped] = numbers[slot[stepped]]
+            continue
+        rows = np.flatnonzero(on_host[table.track_id])
         slot = np.searchsorted(starts, table.start_ps[rows], side="right") - 1
         inside = slot >= 0
         inside[inside] &= table.start_ps[rows[inside]] < ends[slot[inside]]

@@ -62,8 +62,9 @@ class HostPart:
     """One host file's events, numbered as if it were read alone.
 
     `chunks` are (track, name ids, starts, durations) per line, ids local to
-    `names`/`tracks`; starts in ps from `base_ns`. `stats`, `flow_pairs` and
-    `step_events` use indices local to this host's events.
+    `names`/`tracks`; starts in ps from `base_ns`. `stats`, `column_stats` (as
+    `ColumnStats.columns()`, name ids local to `stat_names`), `flow_pairs`,
+    `flow_chunks` and `step_events` use indices local to this host's events.
     """
 
     path: str
@@ -73,7 +74,10 @@ class HostPart:
     tracks: list[Track] = field(default_factory=list)
     chunks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     stats: dict[int, dict[str, Any]] = field(default_factory=dict)
+    stat_names: list[str] = field(default_factory=list)
+    column_stats: tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, Any]] | None = None
     flow_pairs: list[tuple[int, int]] = field(default_factory=list)
+    flow_chunks: list[np.ndarray] = field(default_factory=list)
     step_events: list[tuple[int, int]] = field(default_factory=list)
     hlo_modules: dict[str, HloModule] = field(default_factory=dict)
 
@@ -111,14 +115,8 @@ def read_host(path: str, source: str) -> HostPart:
     """The map: one `.xplane.pb` into a HostPart (run in a worker process)."""
     file = Path(path)
     with paused_gc():
-        try:
-            data = file.read_bytes()
-        except OSError as error:
-            raise UserError(f"{file}: cannot read: {error.strerror}") from None
-        space = xplane.parse_xspace(file, data)
-        del data
         recorder = _Recorder(source)
-        base_ns = xplane.add_xspace(recorder, space, file.name.removesuffix(_SUFFIX))
+        base_ns = xplane.add_xplane_file(recorder, file, file.name.removesuffix(_SUFFIX))
     return HostPart(
         path,
         base_ns,
@@ -127,7 +125,10 @@ def read_host(path: str, source: str) -> HostPart:
         recorder.tracks,
         recorder.chunks,
         recorder.stats,
+        list(recorder.column_stats.names),
+        recorder.column_stats.columns(),
         recorder.flow_pairs,
+        recorder.flow_chunks,
         recorder.step_events,
         recorder.hlo_modules,
     )
@@ -148,7 +149,12 @@ def merge_parts(parts: Sequence[HostPart], source: str) -> TableBuilder:
             shifted = starts + shift_ps if shift_ps else starts
             builder.add_columns(tracks[track], names[name_ids], shifted, durations)
         builder.stats.update((first + index, stats) for index, stats in part.stats.items())
+        if part.column_stats is not None and part.column_stats[0].size:
+            rows, keys, values, other = part.column_stats
+            ids = np.array([builder.column_stats.name_id(n) for n in part.stat_names], np.int32)
+            builder.column_stats.add(rows + first, ids[keys], values, other)
         builder.flow_pairs.extend((first + a, first + b) for a, b in part.flow_pairs)
+        builder.flow_chunks.extend(chunk + first for chunk in part.flow_chunks)
         builder.step_events.extend((first + index, step) for index, step in part.step_events)
         builder.hlo_modules.update(part.hlo_modules)
     return builder

@@ -41,6 +41,7 @@ from tfpgo.trace.xla_attribution import (
 )
 
 FORMAT = "tfpgo.op_profile"
+_BLOCK = 1 << 20  # events at a time where a whole temporary column is not needed
 VERSION = 2
 
 
@@ -234,7 +235,8 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
     node_of_name = np.array(
         [node_index[op[0]] if op else -1 for op in op_names] or [-1], dtype=np.int64
     )
-    rows = np.flatnonzero(node_of_name[table.name_id] >= 0) if len(table) else np.zeros(0, int)
+    # a mask per name, then per event: no int64 column over every event
+    rows = np.flatnonzero((node_of_name >= 0)[table.name_id]) if len(table) else np.zeros(0, int)
     hlo_rows = np.array([event.index for event in xla.events], dtype=np.int64)
     # HLO events nest in the ops that ran them (`_XlaRun`): they count as ops for self time.
     selfs = self_times(table, np.concatenate([rows, hlo_rows]))[: rows.size]
@@ -296,8 +298,8 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
         xla.inserted_ps,
         len(xla.events),
     )
-    steps = tuple(sorted({int(s) for s in np.unique(table.step) if s != NO_STEP}))
-    hosts = sorted({table.tracks[t].host for t in np.unique(table.track_id).tolist()})
+    steps = tuple(int(s) for s in _present(table.step) if s != NO_STEP)
+    hosts = sorted({table.tracks[t].host for t in _present(table.track_id).tolist()})
     return OpProfile(
         table.source,
         tuple(hosts),
@@ -323,7 +325,11 @@ def _step_walls(table: EventTable, steps: tuple[int, ...]) -> tuple[int, ...]:
 def _wall(table: EventTable) -> int:
     if len(table) == 0:
         return 0
-    return int(table.end_ps.max() - table.start_ps.min())
+    end = max(
+        int((table.start_ps[at : at + _BLOCK] + table.duration_ps[at : at + _BLOCK]).max())
+        for at in range(0, len(table), _BLOCK)
+    )
+    return end - int(table.start_ps.min())
 
 
 def non_op_time(table: EventTable, op_rows: np.ndarray) -> int:
@@ -334,19 +340,34 @@ def non_op_time(table: EventTable, op_rows: np.ndarray) -> int:
     """
     host_of_track = np.array([t.host for t in table.tracks], dtype=object)
     total = 0
-    for host in sorted(set(host_of_track[np.unique(table.track_id)].tolist())):
-        on_host = host_of_track[table.track_id] == host
+    for host in sorted(set(host_of_track[_present(table.track_id)].tolist())):
+        on_host = (host_of_track == host)[table.track_id]
         windows = [(m.start_ps, m.end_ps) for m in table.steps if m.host == host]
         if not windows:
             rows = np.flatnonzero(on_host)
-            windows = [(int(table.start_ps[rows].min()), int(table.end_ps[rows].max()))]
+            ends = table.start_ps[rows] + table.duration_ps[rows]
+            windows = [(int(table.start_ps[rows].min()), int(ends.max()))]
         ops = op_rows[on_host[op_rows]]
-        covered = _union(table.start_ps[ops], table.end_ps[ops])
+        covered = _union(table.start_ps[ops], table.start_ps[ops] + table.duration_ps[ops])
         window_starts = np.array([start for start, _ in windows], dtype=np.int64)
         window_ends = np.array([end for _, end in windows], dtype=np.int64)
         total += int((window_ends - window_starts).sum())
         total -= _overlap(covered, window_starts, window_ends)
     return total
+
+
+def _present(column: np.ndarray) -> np.ndarray:
+    """The distinct values of an integer column, sorted: counted when they are small
+    non-negative ids (no sorted copy of the column), else np.unique."""
+    if column.size == 0:
+        return column[:0]
+    low, high = int(column.min()), int(column.max())
+    if high - low >= _BLOCK:
+        return np.unique(column)
+    present = np.zeros(high - low + 1, dtype=bool)
+    for at in range(0, column.size, _BLOCK):
+        present[column[at : at + _BLOCK] - low] = True
+    return np.flatnonzero(present) + low
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -358,10 +379,8 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     running = np.maximum.accumulate(ends)
     new = np.ones(starts.size, dtype=bool)
     new[1:] = starts[1:] > running[:-1]
-    group = np.cumsum(new) - 1
-    merged_end = np.zeros(int(group[-1]) + 1, dtype=np.int64)
-    np.maximum.at(merged_end, group, ends)
-    return starts[new], merged_end
+    merged_end = np.maximum.reduceat(ends, np.flatnonzero(new))  # groups are contiguous
+    return starts[new], merged_end.astype(np.int64)
 
 
 def _overlap(

@@ -103,19 +103,24 @@ READERS: tuple[TraceReader, ...] = (
 
 def _read_file(path: Path, progress: Progress | None) -> EventTable:
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            head = handle.read(64)
+        data = None
+        if head.startswith(_GZIP_MAGIC):
+            data = path.read_bytes()
     except OSError as error:
         raise UserError(f"{path}: cannot read: {error.strerror}") from None
-    if not data:
+    if not head:
         raise UserError(f"{path}: empty file; not a trace")
-    if data.startswith(_GZIP_MAGIC):
+    if data is not None:
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as error:
             raise UserError(f"{path}: corrupt gzip data ({error})") from None
-        if not data[:64].lstrip().startswith((b"{", b"[")):
+        head = data[:64]
+        if not head.lstrip().startswith((b"{", b"[")):
             raise UserError(f"{path}: gzip file does not hold a JSON trace")
-    source = TraceInput(path, data)
+    source = TraceInput(path, head, data)
     del data
     for reader in READERS:
         if reader.accepts(source):

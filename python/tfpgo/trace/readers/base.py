@@ -22,21 +22,24 @@ Progress = Callable[[str], None]
 
 
 class TraceInput:
-    """One trace file's content (gunzipped), with its JSON document parsed at
-    most once, when the first reader that needs it asks."""
+    """One trace file as the readers see it: its first bytes to decide on, the
+    whole content only for a reader that asks (an XSpace is decoded from its
+    path, never read whole), and its JSON document parsed at most once."""
 
-    def __init__(self, path: Path, data: bytes) -> None:
+    def __init__(self, path: Path, head: bytes, data: bytes | None = None) -> None:
         self.path = path
-        self._data: bytes | None = data
-        self.looks_like_json = data[:64].lstrip().startswith((b"{", b"["))
+        self._data = data  # the content when already in memory (a gunzipped file)
+        self.looks_like_json = head[:64].lstrip().startswith((b"{", b"["))
 
     def take_bytes(self) -> bytes:
-        """The content, handed over: a reader that decodes it whole frees the
-        bytes early (a trace can be a large part of memory)."""
+        """The whole content, handed over: the reader that decodes it owns it."""
         data, self._data = self._data, None
-        if data is None:
-            raise RuntimeError(f"{self.path}: the trace's bytes were already taken")
-        return data
+        if data is not None:
+            return data
+        try:
+            return self.path.read_bytes()
+        except OSError as error:
+            raise UserError(f"{self.path}: cannot read: {error.strerror}") from None
 
     @functools.cached_property
     def document(self) -> Any:

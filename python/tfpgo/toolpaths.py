@@ -30,6 +30,26 @@ def _runfiles_roots() -> list[Path]:
     return roots
 
 
+def xplane_columns() -> Path:
+    """The `xplane-columns` decoder (tools/xplane-columns; $TFPGO_XPLANE_COLUMNS wins)."""
+    if override := os.environ.get("TFPGO_XPLANE_COLUMNS"):
+        path = Path(override)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise UserError(f"TFPGO_XPLANE_COLUMNS={override}: not an executable file")
+        return path
+    candidates = [root / "tfpgo" / "tools" / "xplane-columns" for root in _runfiles_roots()]
+    candidates.append(_REPO_ROOT / "bazel-bin" / "tools" / "xplane-columns")
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    if found := shutil.which("xplane-columns"):
+        return Path(found)
+    raise UserError(
+        "xplane-columns (the .xplane.pb decoder) not found; run through bazel, "
+        "or build it with `bazel build //tools:xplane-columns`, or set TFPGO_XPLANE_COLUMNS"
+    )
+
+
 def tfpgo_opt() -> Path:
     """The `tfpgo-opt` binary (or whatever $TFPGO_OPT names)."""
     if override := os.environ.get("TFPGO_OPT"):
