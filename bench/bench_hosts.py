@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tfpgo import hosts
+from tfpgo.trace import hosts
 from tfpgo.trace import trace_reader
 
 
