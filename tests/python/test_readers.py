@@ -239,3 +239,13 @@ def test_native_decoder_gives_what_protobuf_gives(path):
     assert dict(table.stats.items()) == {row: table.stats[row] for row in table.stats}
     assert set(map(tuple, table.flows.tolist())) == flows
     assert sorted(m.step for m in table.steps) == sorted(steps)
+
+
+@pytest.mark.parametrize("step", ["infer", "mixed", "train_adam"])
+def test_rows_with_a_stat_are_those_whose_stats_hold_it(step):
+    """The vectorized lookup over column stats equals scanning every event's stats."""
+    table = read_trace(fx.DATA.parent / "xla" / step / "trace.xplane.pb")
+    for name in ("hlo_op", "step_num", "no_such_stat"):
+        scanned = sorted(row for row, stats in table.stats.items() if name in stats)
+        assert table.rows_with_stat(name).tolist() == scanned, name
+    assert table.rows_with_stat("hlo_op").size > 0

@@ -126,6 +126,13 @@ class EventTable:
             self._ops = [parse_op_name(name) for name in self.names]
         return self._ops
 
+    def rows_with_stat(self, name: str) -> np.ndarray:
+        """Indices of the events that have the stat `name`, ascending (one
+        vectorized pass when the reader kept its stats as columns)."""
+        if isinstance(self.stats, ColumnStats):
+            return self.stats.rows_with(name)
+        return np.array(sorted(i for i, s in self.stats.items() if name in s), dtype=np.int64)
+
     def is_op_mask(self) -> np.ndarray:
         """Boolean column: which events are TF op events."""
         by_name = np.fromiter(
@@ -218,6 +225,14 @@ class ColumnStats(Mapping[int, dict[str, Any]]):
         self._other.update({self._count + at: value for at, value in other.items()})
         self._parts.append((rows.astype(np.int64), name_ids.astype(np.int32), values))
         self._count += int(rows.shape[0])
+
+    def rows_with(self, name: str) -> np.ndarray:
+        """Rows that have the stat `name`, ascending."""
+        self._joined()
+        key = self._name_ids.get(name)
+        if key is None:
+            return np.zeros(0, np.int64)
+        return np.unique(self._rows[self._keys == key])
 
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, Any]]:
         """All stats as (rows, name ids, int64 values, position -> other value):

@@ -124,9 +124,7 @@ def split_equally(total_ps: int, parts: int) -> list[int]:
 
 def hlo_event_rows(table: EventTable) -> np.ndarray:
     """Indices of the HLO instruction events (those with an `hlo_op` stat), ascending."""
-    return np.array(
-        sorted(i for i, stats in table.stats.items() if "hlo_op" in stats), dtype=np.int64
-    )
+    return table.rows_with_stat("hlo_op")
 
 
 def hlo_events(table: EventTable) -> tuple[HloEvent, ...]:
