@@ -31,8 +31,9 @@ import numpy as np
 
 from tfpgo.errors import UserError
 from tfpgo.trace.events import EventTable, TableBuilder, Track
-from tfpgo.trace.readers import paused_gc, read_trace, resolve_xplanes, xplane
+from tfpgo.trace.readers import paused_gc, read_trace, resolve_xplanes
 from tfpgo.trace.readers.hlo_metadata import HloModule
+from tfpgo.trace.readers.xplane_columns import add_xplane_file
 
 Progress = Callable[[str], None]
 _SUFFIX = ".xplane.pb"
@@ -116,7 +117,7 @@ def read_host(path: str, source: str) -> HostPart:
     file = Path(path)
     with paused_gc():
         recorder = _Recorder(source)
-        base_ns = xplane.add_xplane_file(recorder, file, file.name.removesuffix(_SUFFIX))
+        base_ns = add_xplane_file(recorder, file, file.name.removesuffix(_SUFFIX))
     return HostPart(
         path,
         base_ns,

@@ -69,3 +69,15 @@ def parse_message(message: Any, data: bytes, not_it: str) -> Any:
     except DecodeError as error:
         raise UserError(f"{head} ({error});{fix}") from None
     return message
+
+
+def parse_xspace(path: Path, data: bytes) -> Any:
+    """`data` as an XSpace; a UserError names the file if it is not one."""
+    space = parse_message(
+        xplane_pb2().XSpace(),
+        data,
+        f"{path}: not a valid XSpace protobuf; the file is truncated or not an .xplane.pb",
+    )
+    if not space.planes and data:
+        raise UserError(f"{path}: parses as protobuf but holds no XSpace planes; not an .xplane.pb")
+    return space
