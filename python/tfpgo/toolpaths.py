@@ -30,41 +30,37 @@ def _runfiles_roots() -> list[Path]:
     return roots
 
 
-def xplane_columns() -> Path:
-    """The `xplane-columns` decoder (tools/xplane-columns; $TFPGO_XPLANE_COLUMNS wins)."""
-    if override := os.environ.get("TFPGO_XPLANE_COLUMNS"):
+def _built_tool(name: str, variable: str, what: str, run_hint: str) -> Path:
+    """A binary Bazel builds under tools/: $`variable` wins, then the runfiles,
+    then bazel-bin of this checkout, then PATH; else one line saying how to get it."""
+    if override := os.environ.get(variable):
         path = Path(override)
         if not (path.is_file() and os.access(path, os.X_OK)):
-            raise UserError(f"TFPGO_XPLANE_COLUMNS={override}: not an executable file")
+            raise UserError(f"{variable}={override}: not an executable file")
         return path
-    candidates = [root / "tfpgo" / "tools" / "xplane-columns" for root in _runfiles_roots()]
-    candidates.append(_REPO_ROOT / "bazel-bin" / "tools" / "xplane-columns")
+    candidates = [root / "tfpgo" / "tools" / name for root in _runfiles_roots()]
+    candidates.append(_REPO_ROOT / "bazel-bin" / "tools" / name)
     for candidate in candidates:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
-    if found := shutil.which("xplane-columns"):
+    if found := shutil.which(name):
         return Path(found)
     raise UserError(
-        "xplane-columns (the .xplane.pb decoder) not found; run through bazel, "
-        "or build it with `bazel build //tools:xplane-columns`, or set TFPGO_XPLANE_COLUMNS"
+        f"{what} not found; {run_hint}, or build it with `bazel build //tools:{name}`, "
+        f"or set {variable}"
+    )
+
+
+def xplane_columns() -> Path:
+    """The `xplane-columns` decoder (tools/xplane-columns; $TFPGO_XPLANE_COLUMNS wins)."""
+    return _built_tool(
+        "xplane-columns",
+        "TFPGO_XPLANE_COLUMNS",
+        "xplane-columns (the .xplane.pb decoder)",
+        "run through bazel",
     )
 
 
 def tfpgo_opt() -> Path:
     """The `tfpgo-opt` binary (or whatever $TFPGO_OPT names)."""
-    if override := os.environ.get("TFPGO_OPT"):
-        path = Path(override)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise UserError(f"TFPGO_OPT={override}: not an executable file")
-        return path
-    candidates = [root / "tfpgo" / "tools" / "tfpgo-opt" for root in _runfiles_roots()]
-    candidates.append(_REPO_ROOT / "bazel-bin" / "tools" / "tfpgo-opt")
-    for candidate in candidates:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    if found := shutil.which("tfpgo-opt"):
-        return Path(found)
-    raise UserError(
-        "tfpgo-opt not found; run through `bazel run //:pgo`, "
-        "or build it with `bazel build //tools:tfpgo-opt`, or set TFPGO_OPT"
-    )
+    return _built_tool("tfpgo-opt", "TFPGO_OPT", "tfpgo-opt", "run through `bazel run //:pgo`")
