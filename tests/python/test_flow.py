@@ -31,6 +31,7 @@ EXPECTED_FILES = {
     "event_dag.png",
     "model_explorer.json",
     "trace.json",
+    "speedscope.json",
     "op_profile.csv",
     "analysis.json",
     "scope_chart.svg",

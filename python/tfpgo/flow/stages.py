@@ -70,6 +70,7 @@ OUTPUT_FILES = {
     "event_dag.{fmt}": "event DAG (hottest events), critical path highlighted",
     "model_explorer.json": "Model Explorer node data: colors the same model in its graph view",
     "trace.json": "Chrome/Perfetto trace-event JSON of the profiled events",
+    "speedscope.json": "flame chart of the profiled events per thread (www.speedscope.app)",
     "op_profile.csv": "the op profile as CSV",
     "analysis.json": "op time by phase, layer scope and op type (docs/formats.md)",
     "scope_chart.svg": "icicle chart: op time by layer scope, colored by phase",
@@ -465,7 +466,11 @@ def _render(
             pictures.append((caption, f"{stem}.{picture}"))
     exports = {
         "op_graph": {"model-explorer": out / "model_explorer.json"},
-        "event_dag": {"trace": out / "trace.json", "csv": out / "op_profile.csv"},
+        "event_dag": {
+            "trace": out / "trace.json",
+            "speedscope": out / "speedscope.json",
+            "csv": out / "op_profile.csv",
+        },
     }
     for stem, requested in exports.items():
         write_exports(ExportInput(loaded[stem], RenderOptions(), profile), requested)
