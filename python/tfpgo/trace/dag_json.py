@@ -23,7 +23,7 @@ from tfpgo.atomic import atomic_output_file
 from tfpgo.documents import new_header, read_document
 from tfpgo.errors import UserError
 from tfpgo.trace.dag import EdgeKind, EventDag
-from tfpgo.trace.events import NO_STEP, EventTable, StepMarker, Track
+from tfpgo.trace.events import NO_STEP, EventTable, StepMarker, Track, object_array
 
 FORMAT = "tfpgo.event_dag"
 VERSION = 1
@@ -53,8 +53,8 @@ def write_dag(dag: EventDag, path: Path) -> None:
     """Writes `dag` to `path` atomically."""
     table = dag.table
     dumps = json.dumps
-    heads = _objects([f'{{"name":{dumps(name)},"ts":' for name in table.names])
-    ops = _objects(
+    heads = object_array([f'{{"name":{dumps(name)},"ts":' for name in table.names])
+    ops = object_array(
         [
             f'],"node":{dumps(op[0])},"op_type":{dumps(op[1])},'
             if op
@@ -62,13 +62,13 @@ def write_dag(dag: EventDag, path: Path) -> None:
             for op in table.op_names
         ]
     )
-    tracks = _objects(
+    tracks = object_array(
         [
             f'"host":{dumps(t.host)},"plane":{dumps(t.plane)},"line":{dumps(t.line)},"step":'
             for t in table.tracks
         ]
     )
-    flags = _objects([',"critical":false,"stats":', ',"critical":true,"stats":'])
+    flags = object_array([',"critical":false,"stats":', ',"critical":true,"stats":'])
     indptr, targets = dag.adjacency()
     critical = dag.critical_mask()
     stats_rows = np.array(sorted(table.stats), dtype=np.int64)
@@ -79,7 +79,7 @@ def write_dag(dag: EventDag, path: Path) -> None:
             end = min(begin + _CHUNK, count)
             rows = slice(begin, end)
             low, high = int(indptr[begin]), int(indptr[end])
-            stats = _objects(["{}"])[np.zeros(end - begin, np.int64)]
+            stats = object_array(["{}"])[np.zeros(end - begin, np.int64)]
             for row in stats_rows[
                 np.searchsorted(stats_rows, begin) : np.searchsorted(stats_rows, end)
             ].tolist():
@@ -107,7 +107,7 @@ def write_dag(dag: EventDag, path: Path) -> None:
             )
             handle.write(("\n" if begin == 0 else ",\n") + text)
         handle.write(("\n" if count else "") + '],\n"edges":[')
-        kinds = _objects([f',"kind":"{kind.label}"}}' for kind in sorted(EdgeKind)])
+        kinds = object_array([f',"kind":"{kind.label}"}}' for kind in sorted(EdgeKind)])
         edge_count = int(dag.edges.shape[0])
         for begin in range(0, edge_count, _CHUNK):
             end = min(begin + _CHUNK, edge_count)
@@ -126,32 +126,25 @@ def write_dag(dag: EventDag, path: Path) -> None:
         handle.write(("\n" if edge_count else "") + "]}\n")
 
 
-def _objects(strings: list[str]) -> np.ndarray:
-    """A numpy object array of strings: indexing it by an id column is one C loop."""
-    array = np.empty(len(strings), dtype=object)
-    array[:] = strings
-    return array
-
-
 def _decimal(values: np.ndarray) -> list[str]:
     return list(map(str, values.tolist()))
 
 
 def _steps(steps: np.ndarray) -> np.ndarray:
-    text = _objects(_decimal(steps))
+    text = object_array(_decimal(steps))
     text[steps == NO_STEP] = "null"
     return text
 
 
 def _adjacency(sources: np.ndarray, targets: np.ndarray, count: int) -> np.ndarray:
     """Each node's comma-joined targets ("" without any); `sources` sorted, 0-based."""
-    adjacency = _objects([""])[np.zeros(count, np.int64)]
+    adjacency = object_array([""])[np.zeros(count, np.int64)]
     if sources.size == 0:
         return adjacency
     same = sources[1:] == sources[:-1]
     parts: list[str] = [""] * (2 * sources.size - 1)
     parts[0::2] = _decimal(targets)
-    parts[1::2] = _objects(["\0", ","])[same.astype(np.int64)].tolist()
+    parts[1::2] = object_array(["\0", ","])[same.astype(np.int64)].tolist()
     adjacency[np.unique(sources)] = "".join(parts).split("\0")
     return adjacency
 

@@ -301,8 +301,7 @@ class _ColumnStatsItems(ItemsView[int, dict[str, Any]]):
         stats = self._column_stats
         stats._joined()
         events = stats._event_rows.shape[0]
-        names = np.empty(len(stats.names), dtype=object)
-        names[:] = stats.names
+        names = object_array(stats.names)
         for first in range(0, events, _ITEMS_BLOCK):  # blocks: bounded lists
             last = min(first + _ITEMS_BLOCK, events)
             low, high = int(stats._bounds[first]), int(stats._bounds[last])
@@ -345,6 +344,21 @@ class TableBuilder:
     def track_id(self, host: str, plane: str, line: str) -> int:
         return self._tracks.setdefault(Track(host, plane, line), len(self._tracks))
 
+    def names(self) -> list[str]:
+        """The names added so far, in id order (ids are handed out in insertion order)."""
+        return list(self._names)
+
+    def tracks(self) -> list[Track]:
+        """The tracks added so far, in id order."""
+        return list(self._tracks)
+
+    def column_chunks(self) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+        """(track, name ids, starts, durations) of each `add_columns` call, in order."""
+        return [
+            (int(run[0]), names, starts, durations)
+            for run, names, starts, durations in self._chunks
+        ]
+
     def add_columns(
         self, track: int, name_ids: np.ndarray, start_ps: np.ndarray, duration_ps: np.ndarray
     ) -> int:
@@ -379,7 +393,7 @@ class TableBuilder:
             runs = np.stack(columns[0])
             columns[0] = []
             track_id = np.repeat(runs[:, 0].astype(np.int32), runs[:, 1])
-            name_id, start, duration = (_join(columns, i) for i in range(1, 4))
+            name_id, start, duration = (join_chunks(columns, i) for i in range(1, 4))
         else:
             track_id = name_id = np.zeros(0, np.int32)
             start = duration = np.zeros(0, np.int64)
@@ -415,10 +429,19 @@ class TableBuilder:
         return table
 
 
-def _join(columns: list[list[np.ndarray]], index: int) -> np.ndarray:
+def join_chunks(columns: list[list[np.ndarray]], index: int) -> np.ndarray:
+    """Column `index`'s chunks joined into one array, the chunks freed as it is
+    built (so the events are held about once at the peak, not twice)."""
     joined = np.concatenate(columns[index])
     columns[index] = []
     return joined
+
+
+def object_array(strings: list[str]) -> np.ndarray:
+    """A numpy object array of strings: indexing it by an id column is one C loop."""
+    array = np.empty(len(strings), dtype=object)
+    array[:] = strings
+    return array
 
 
 def _assign_steps(table: EventTable, step_events: list[tuple[int, int]]) -> None:

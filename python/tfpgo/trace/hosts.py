@@ -31,7 +31,13 @@ import numpy as np
 
 from tfpgo.errors import UserError
 from tfpgo.trace.events import EventTable, TableBuilder, Track
-from tfpgo.trace.readers import paused_gc, read_trace, resolve_xplanes
+from tfpgo.trace.readers import (
+    logdir_source,
+    paused_gc,
+    read_trace,
+    require_events,
+    resolve_xplanes,
+)
 from tfpgo.trace.readers.hlo_metadata import HloModule
 from tfpgo.trace.readers.xplane_columns import add_xplane_file
 
@@ -83,55 +89,26 @@ class HostPart:
     hlo_modules: dict[str, HloModule] = field(default_factory=dict)
 
 
-class _Recorder(TableBuilder):
-    """A TableBuilder that also keeps, in order, what one host added: its names,
-    tracks and column chunks (through the builder's public methods only)."""
-
-    def __init__(self, source: str) -> None:
-        super().__init__(source, "xplane")
-        self.names: list[str] = []
-        self.tracks: list[Track] = []
-        self.chunks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
-
-    def name_id(self, name: str) -> int:
-        index = super().name_id(name)
-        if index == len(self.names):
-            self.names.append(name)
-        return index
-
-    def track_id(self, host: str, plane: str, line: str) -> int:
-        index = super().track_id(host, plane, line)
-        if index == len(self.tracks):
-            self.tracks.append(Track(host, plane, line))
-        return index
-
-    def add_columns(
-        self, track: int, name_ids: np.ndarray, start_ps: np.ndarray, duration_ps: np.ndarray
-    ) -> int:
-        self.chunks.append((track, name_ids, start_ps, duration_ps))
-        return super().add_columns(track, name_ids, start_ps, duration_ps)
-
-
 def read_host(path: str, source: str) -> HostPart:
     """The map: one `.xplane.pb` into a HostPart (run in a worker process)."""
     file = Path(path)
     with paused_gc():
-        recorder = _Recorder(source)
-        base_ns = add_xplane_file(recorder, file, file.name.removesuffix(_SUFFIX))
+        builder = TableBuilder(source, "xplane")
+        base_ns = add_xplane_file(builder, file, file.name.removesuffix(_SUFFIX))
     return HostPart(
         path,
         base_ns,
-        recorder.count,
-        recorder.names,
-        recorder.tracks,
-        recorder.chunks,
-        recorder.stats,
-        list(recorder.column_stats.names),
-        recorder.column_stats.columns(),
-        recorder.flow_pairs,
-        recorder.flow_chunks,
-        recorder.step_events,
-        recorder.hlo_modules,
+        builder.count,
+        builder.names(),
+        builder.tracks(),
+        builder.column_chunks(),
+        builder.stats,
+        list(builder.column_stats.names),
+        builder.column_stats.columns(),
+        builder.flow_pairs,
+        builder.flow_chunks,
+        builder.step_events,
+        builder.hlo_modules,
     )
 
 
@@ -176,7 +153,7 @@ def read_logdir_trace(
     workers = _local_workers(reading, files)
     if reading.scheduler is None and workers <= 1:
         return read_trace(path, run, progress)
-    source = str(files[0].parent) if len(files) > 1 else str(files[0])
+    source = logdir_source(files)
     if reading.scheduler is not None:
         from tfpgo.trace.hosts_dask import read_on_cluster
 
@@ -184,10 +161,7 @@ def read_logdir_trace(
     else:
         parts = _read_in_processes(files, source, workers, progress)
     with paused_gc():
-        table = merge_parts(parts, source).build()
-    if len(table) == 0:
-        raise UserError(f"{path}: the trace holds no events; profile at least one step")
-    return table
+        return require_events(merge_parts(parts, source).build(), path)
 
 
 def _local_workers(reading: HostReading, files: list[Path]) -> int:

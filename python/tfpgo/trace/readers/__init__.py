@@ -61,9 +61,9 @@ def resolve_xplanes(path: Path, run: str | None = None) -> list[Path]:
 def paused_gc() -> Iterator[None]:
     """Pauses the cyclic garbage collector while millions of objects are built.
 
-    Readers create (and drop) a Python wrapper per protobuf event; no cycles
-    are made, but each allocation burst triggers full collections that cost
-    about a fifth of the reading time.
+    The JSON readers create (and drop) objects per event (a Chrome trace's
+    dicts); no cycles are made, but each allocation burst triggers full
+    collections that cost about a fifth of the reading time.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -79,17 +79,26 @@ def read_trace(path: Path, run: str | None = None, progress: Progress | None = N
     if not path.exists():
         raise UserError(f"{path}: no such file or directory")
     with paused_gc():
-        table = _read_any(path, run, progress)
+        return require_events(_read_any(path, run, progress), path)
+
+
+def require_events(table: EventTable, path: Path) -> EventTable:
+    """`table`, unless it is empty: then the one line that says so."""
     if len(table) == 0:
         raise UserError(f"{path}: the trace holds no events; profile at least one step")
     return table
 
 
+def logdir_source(files: list[Path]) -> str:
+    """The source a logdir's table records: its run directory when it has several
+    hosts, else its one file."""
+    return str(files[0].parent) if len(files) > 1 else str(files[0])
+
+
 def _read_any(path: Path, run: str | None, progress: Progress | None) -> EventTable:
     if path.is_dir():
         files = resolve_xplanes(path, run)
-        source = str(files[0].parent) if len(files) > 1 else str(files[0])
-        return xplane.read_xplane_files(files, source, progress).build()
+        return xplane.read_xplane_files(files, logdir_source(files), progress).build()
     return _read_file(path, progress)
 
 

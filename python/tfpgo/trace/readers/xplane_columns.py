@@ -19,7 +19,7 @@ import numpy as np
 
 from tfpgo import toolpaths
 from tfpgo.errors import UserError
-from tfpgo.trace.events import TableBuilder
+from tfpgo.trace.events import TableBuilder, join_chunks
 from tfpgo.trace.readers import hlo_metadata
 from tfpgo.trace.readers.xplane_proto import parse_message, parse_xspace, xplane_pb2
 
@@ -244,7 +244,7 @@ class _Space:
         self.flows = _Flows()
         columns = [flows.events, flows.roles, flows.types, flows.ids]
         del flows
-        events, consumes, types, ids = (_join(columns, i) for i in range(4))
+        events, consumes, types, ids = (join_chunks(columns, i) for i in range(4))
         producing, consuming = np.flatnonzero(~consumes), np.flatnonzero(consumes)
         del consumes
         consumer = events[consuming]
@@ -263,13 +263,6 @@ class _Space:
         self.builder.flow_chunks.append(np.stack([producer[keep], consumer[keep]], axis=1))
 
 
-def _join(columns: list[list[np.ndarray]], index: int) -> np.ndarray:
-    """Column `index` joined; its chunks freed (the endpoints are held about once)."""
-    joined = np.concatenate(columns[index])
-    columns[index] = []
-    return joined
-
-
 def _stat_value(kind: int, raw: int, text: bytes, names: dict[int, str]) -> Any:
     """A kept stat's value as protobuf gives it (`raw`: the int64 bits)."""
     unsigned = raw & _UINT64_MASK
@@ -284,12 +277,6 @@ def _stat_value(kind: int, raw: int, text: bytes, names: dict[int, str]) -> Any:
     if kind == _REF:
         return names.get(unsigned, unsigned)
     return None
-
-
-def _objects(strings: list[str]) -> np.ndarray:
-    array = np.empty(len(strings), dtype=object)
-    array[:] = strings
-    return array
 
 
 def _exact(stream: io.BufferedReader, size: int) -> bytes:
