@@ -18,7 +18,7 @@ check compares the first step's outputs (a training step's loss) within
 from __future__ import annotations
 
 from tfpgo.analysis import Analysis
-from tfpgo.proposer.onednn import is_dense_compute
+from tfpgo.proposer.onednn import dense_compute
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, Proposal
 
 RULE = "mixed_precision"
@@ -31,8 +31,7 @@ def propose(analysis: Analysis) -> list[Proposal]:
     op_self = analysis.totals.op_self_ps
     if op_self <= 0:
         return []
-    dense = [row for row in analysis.op_types if is_dense_compute(row.op_type)]
-    share = sum(row.self_ps for row in dense) / op_self
+    dense, share = dense_compute(analysis)
     if share < MIN_SHARE:
         return []
     evidence = [Evidence(EvidenceKind.OP_TYPE, "matrix products and convolutions", share)]

@@ -19,6 +19,7 @@ only (TensorFlow's own notice says as much), not what is computed.
 from __future__ import annotations
 
 from tfpgo.analysis import Analysis
+from tfpgo.analysis.op_type import OpTypeRow
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, Proposal
 
 RULE = "onednn"
@@ -27,8 +28,11 @@ TOP_EVIDENCE = 5
 _ONEDNN_KERNEL = "_Mkl"
 
 
-def is_dense_compute(op_type: str) -> bool:
-    return "MatMul" in op_type or "Conv" in op_type
+def dense_compute(analysis: Analysis) -> tuple[list[OpTypeRow], float]:
+    """The matrix-product and convolution op types (hottest first) and their share
+    of op self time: what this rule and the mixed-precision rule act on."""
+    dense = [row for row in analysis.op_types if "MatMul" in row.op_type or "Conv" in row.op_type]
+    return dense, sum(row.self_ps for row in dense) / analysis.totals.op_self_ps
 
 
 def propose(analysis: Analysis) -> list[Proposal]:
@@ -37,8 +41,7 @@ def propose(analysis: Analysis) -> list[Proposal]:
         return []
     if any(k.kernel.startswith(_ONEDNN_KERNEL) for row in analysis.op_types for k in row.kernels):
         return []  # oneDNN already runs: keep it
-    dense = [row for row in analysis.op_types if is_dense_compute(row.op_type)]
-    share = sum(row.self_ps for row in dense) / op_self
+    dense, share = dense_compute(analysis)
     if share < MIN_SHARE:
         return []
     evidence = [
