@@ -61,6 +61,16 @@ def xplane_columns() -> Path:
     )
 
 
+def kernels_library() -> Path:
+    """The native kernels' shared library (tools/kernels; $TFPGO_KERNELS wins)."""
+    return _built_tool(
+        "libtfpgo_kernels.so",
+        "TFPGO_KERNELS",
+        "libtfpgo_kernels.so (tfpgo's native kernels)",
+        "run through bazel",
+    )
+
+
 def tfpgo_opt() -> Path:
     """The `tfpgo-opt` binary (or whatever $TFPGO_OPT names)."""
     return _built_tool("tfpgo-opt", "TFPGO_OPT", "tfpgo-opt", "run through `bazel run //:pgo`")

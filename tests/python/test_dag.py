@@ -14,7 +14,6 @@ from tfpgo.trace.dag import (
     _merge_edges,
     assign_levels,
     build_dag,
-    critical_path,
     level_edges,
     unique_pairs,
 )
@@ -170,37 +169,6 @@ def test_read_dag_rejects_other_documents(tmp_path):
     path.write_text('{"meta": {"format": "tfpgo.event_dag", "version": 1}, "nodes": [{}]}')
     with pytest.raises(UserError, match="malformed"):
         read_dag(path)
-
-
-def _critical_path_by_relaxing(durations, edges):
-    """The rule critical_path implements, written as the plain one-pass relaxation
-    of the edges in source order (the specification its vectorized form must meet)."""
-    best_in = [0] * len(durations)
-    parent = [-1] * len(durations)
-    for source, target in edges.tolist():
-        candidate = best_in[source] + int(durations[source])
-        if candidate > best_in[target]:
-            best_in[target], parent[target] = candidate, source
-    totals = np.asarray(best_in, dtype=np.int64) + durations
-    node = int(np.argmax(totals))
-    length, path = int(totals[node]), []
-    while node >= 0:
-        path.append(node)
-        node = parent[node]
-    return path[::-1], length
-
-
-def test_critical_path_equals_the_relaxation_on_random_dags():
-    """Ties, zero durations, merges and chains: same path and length, node for node."""
-    rng = np.random.default_rng(7)
-    for _ in range(2000):
-        count = int(rng.integers(1, 40))
-        sources, targets = rng.integers(0, count, (2, int(rng.integers(0, 80))))
-        forward = sources < targets
-        edges = unique_pairs(np.stack([sources[forward], targets[forward]], axis=1))
-        durations = rng.integers(0, 3, count) * rng.integers(0, 2, count)
-        path, length = critical_path(durations, edges)
-        assert (path.tolist(), length) == _critical_path_by_relaxing(durations, edges)
 
 
 def test_level_edges_and_merge_equal_their_sorting_definitions():

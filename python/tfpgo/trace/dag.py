@@ -33,18 +33,21 @@ point backwards in id order (clock skew between threads) or at itself is
 dropped; a flow duplicating a time edge replaces it (one edge per pair).
 
 Critical path. The longest path by summed node duration over all edges,
-computed in one pass in id order; its nodes are marked `critical`.
+computed in one pass in id order (`tfpgo.kernels.critical_path`: a node's
+best incoming total is replaced only by a strictly larger one, so ties go to
+the smallest predecessor; the path ends at the first node of largest total);
+its nodes are marked `critical`.
 """
 
 from __future__ import annotations
 
 import enum
-from array import array
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
+from tfpgo import kernels
 from tfpgo.trace.events import Event, EventTable
 from tfpgo.trace.xla_attribution import hlo_event_rows
 
@@ -192,7 +195,7 @@ def build_dag(table: EventTable, events: DagEvents = DagEvents.OPS) -> EventDag:
     time_edges = level_edges(level, nodes.duration_ps)
     flow_edges = lift_flows(table, rows, node_of_row)
     edges, kinds = _merge_edges(time_edges, flow_edges)
-    path, length = critical_path(nodes.duration_ps, edges)
+    path, length = kernels.critical_path(nodes.duration_ps, edges)
     return EventDag(
         nodes,
         level,
@@ -348,92 +351,3 @@ def unique_pairs(pairs: np.ndarray) -> np.ndarray:
         return pairs.reshape(0, 2).astype(np.int64)
     _, first = np.unique(_pair_keys(pairs), return_index=True)
     return pairs[first].astype(np.int64)
-
-
-def critical_path(durations: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, int]:
-    """Longest duration-weighted path; edges go from smaller to larger ids.
-
-    The result is that of relaxing the edges sorted by source in one pass (a
-    node's best incoming total replaced only by a strictly larger one, so the
-    parent is the smallest predecessor reaching the maximum, and none when that
-    maximum is 0). Most nodes have one predecessor: their totals are the running
-    sums along chains of such nodes, found by pointer jumping; only nodes with
-    several predecessors (the heads of levels, flow targets) are resolved one by
-    one, in id order.
-    """
-    count = durations.shape[0]
-    if count == 0:
-        return np.zeros(0, dtype=np.int64), 0
-    weight = np.asarray(durations, dtype=np.int64)
-    sources, targets = edges[:, 0], edges[:, 1]
-    indegree = np.bincount(targets, minlength=count)
-    single = indegree == 1
-    pred = np.full(count, -1, dtype=np.int64)
-    pred[targets[single[targets]]] = sources[single[targets]]
-    anchor, offset = _chain_anchors(single, pred, weight)
-    # Totals of anchors (nodes without exactly one predecessor), in id order.
-    anchors = np.flatnonzero(~single)
-    del single
-    anchor_total = weight[anchors]
-    parent = pred.copy()  # -1 where a node has not exactly one predecessor
-    merges = np.flatnonzero(indegree >= 2)
-    if merges.size:
-        into_merge = np.flatnonzero(indegree[targets] >= 2)
-        into_merge = into_merge[np.argsort(targets[into_merge], kind="stable")]
-        merge_sources = sources[into_merge]  # per merge, sources ascending
-        del into_merge
-        # A source's total: its anchor's (by position in `anchors`) plus its offset.
-        # The loop reads and writes numpy memory through memoryviews: no lists.
-        source_anchor = np.searchsorted(anchors, anchor[merge_sources]).data
-        source_offset = offset[merge_sources].data
-        totals = anchor_total.data
-        best_at = np.full(merges.size, -1, dtype=np.int64)
-        chosen = best_at.data
-        low = 0
-        columns = (
-            np.searchsorted(anchors, merges).data,
-            weight[merges].data,
-            indegree[merges].data,
-        )
-        for index, (slot, own, degree) in enumerate(zip(*columns, strict=True)):
-            best, best_index = 0, -1
-            for at in range(low, low + degree):
-                candidate = totals[source_anchor[at]] + source_offset[at]
-                if candidate > best:
-                    best, best_index = candidate, at
-            totals[slot] = best + own
-            chosen[index] = best_index
-            low += degree
-        parent[merges] = np.where(best_at >= 0, merge_sources[np.maximum(best_at, 0)], -1)
-    del indegree
-    total = anchor_total[np.searchsorted(anchors, anchor)]
-    total += offset
-    del anchor, offset
-    # one predecessor: it is the parent unless its total is 0 (never strictly better)
-    parent[(pred >= 0) & (total[np.maximum(pred, 0)] <= 0)] = -1
-    node = int(np.argmax(total))
-    length = int(total[node])
-    path = array("q")  # 8 bytes a node: a path can hold most of the nodes
-    link = parent.item
-    while node >= 0:
-        path.append(node)
-        node = link(node)
-    return np.frombuffer(path, dtype=np.int64)[::-1].copy(), length
-
-
-def _chain_anchors(
-    single: np.ndarray, pred: np.ndarray, weight: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """For each node, the nearest node up its chain of single predecessors that does
-    not have exactly one predecessor (itself if it does not), and the summed weight
-    from there (exclusive) to the node (inclusive). Pointer jumping: log(chain) passes.
-    """
-    anchor = np.where(single, pred, np.arange(single.size))
-    offset = np.where(single, weight, 0)
-    active = np.flatnonzero(single[anchor])
-    while active.size:
-        up = anchor[active]
-        offset[active] += offset[up]
-        anchor[active] = anchor[up]
-        active = active[single[anchor[active]]]
-    return anchor, offset

@@ -19,7 +19,6 @@ Instructions without a TF node are listed in `xla_inserted`.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
@@ -28,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from tfpgo import kernels
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
 from tfpgo.trace.events import NO_STEP, EventTable
@@ -185,44 +185,13 @@ def nested_self_times(
     outlasting its parent is clipped at the parent's end). The one self-time
     rule of tfpgo; it is xprof's (`framework_op_stats` agrees, tested).
 
-    Only groups of events that overlap on a track need the stack walk; on
-    thread-pool lines nearly every op stands alone, so it is rare.
+    The walk keeps a stack of the enclosing events per track, in (track, start,
+    longer first) order: a native kernel (`tfpgo.kernels.nested_self_times`).
     """
-    result = duration_ps.astype(np.int64, copy=True)
     order = np.lexsort((-duration_ps, start_ps, track))
     starts = start_ps[order]
     ends = starts + duration_ps[order]
-    tracks = track[order]
-    if order.size < 2:
-        return result
-    same_track = tracks[1:] == tracks[:-1]
-    running_end = _running_max_per_track(ends, tracks)
-    nested = np.zeros(order.size, dtype=bool)
-    nested[1:] = same_track & (starts[1:] < running_end[:-1])
-    if not nested.any():
-        return result
-    cluster = np.cumsum(~nested)
-    involved = np.isin(cluster, np.unique(cluster[nested]))
-    stack: list[int] = []
-    for at in np.flatnonzero(involved).tolist():
-        if not nested[at]:
-            stack.clear()
-        while stack and ends[stack[-1]] <= starts[at]:
-            stack.pop()
-        if stack:
-            parent = stack[-1]
-            result[order[parent]] -= min(ends[at], ends[parent]) - starts[at]
-        stack.append(at)
-    return result
-
-
-def _running_max_per_track(ends: np.ndarray, tracks: np.ndarray) -> np.ndarray:
-    """Cumulative max of `ends` restarting at every track boundary (tracks sorted)."""
-    result = np.empty_like(ends)
-    cuts = [0, *(np.flatnonzero(tracks[1:] != tracks[:-1]) + 1).tolist(), ends.size]
-    for begin, end in itertools.pairwise(cuts):
-        result[begin:end] = np.maximum.accumulate(ends[begin:end])
-    return result
+    return kernels.nested_self_times(starts, ends, track[order], order, duration_ps)
 
 
 def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> OpProfile:
