@@ -49,6 +49,7 @@ import numpy as np
 
 from tfpgo import kernels
 from tfpgo.trace.events import Event, EventTable
+from tfpgo.trace.ordering import lexsort
 from tfpgo.trace.xla_attribution import hlo_event_rows
 
 
@@ -186,7 +187,7 @@ def build_dag(table: EventTable, events: DagEvents = DagEvents.OPS) -> EventDag:
     else:
         selected = np.ones(len(table), bool)
     rows = np.flatnonzero(selected)
-    order = np.lexsort((rows, table.track_id[rows], -table.duration_ps[rows], table.start_ps[rows]))
+    order = lexsort((table.track_id[rows], -table.duration_ps[rows], table.start_ps[rows]))
     rows = rows[order]
     node_of_row = np.full(len(table), -1, dtype=np.int32 if rows.size < 2**31 else np.int64)
     node_of_row[rows] = np.arange(rows.size)
@@ -276,8 +277,9 @@ def lift_flows(table: EventTable, rows: np.ndarray, node_of_row: np.ndarray) -> 
     if table.flows.size == 0 or rows.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
     producers, consumers = table.flows[:, 0], table.flows[:, 1]
-    source = _lift(table, rows, node_of_row, producers, after=False)
-    target = _lift(table, rows, node_of_row, consumers, after=True)
+    lines = _NodesByTrack(table, rows)
+    source = lines.lift(node_of_row, producers, after=False)
+    target = lines.lift(node_of_row, consumers, after=True)
     keep = (source >= 0) & (target >= 0) & (source < target)
     steps = table.step[rows]
     keep[keep] &= steps[source[keep]] == steps[target[keep]]
@@ -285,36 +287,46 @@ def lift_flows(table: EventTable, rows: np.ndarray, node_of_row: np.ndarray) -> 
     return unique_pairs(pairs)
 
 
-def _lift(
-    table: EventTable, rows: np.ndarray, node_of_row: np.ndarray, events: np.ndarray, after: bool
-) -> np.ndarray:
-    """Node id of each event, or of the nearest node on its track (-1 if none)."""
-    result = node_of_row[events].copy()
-    missing = np.flatnonzero(result < 0)
-    if missing.size == 0:
-        return result
-    node_tracks = table.track_id[rows]
-    by_track = np.lexsort((table.start_ps[rows], node_tracks))  # node ids by (track, start)
-    sorted_tracks = node_tracks[by_track]
-    sorted_starts = table.start_ps[rows][by_track]
-    event_tracks = table.track_id[events[missing]]
-    event_starts = table.start_ps[events[missing]]
-    track_lo = np.searchsorted(sorted_tracks, event_tracks, side="left")
-    track_hi = np.searchsorted(sorted_tracks, event_tracks, side="right")
-    found = np.full(missing.size, -1, dtype=np.int64)
-    for track in np.unique(event_tracks).tolist():
-        mine = np.flatnonzero(event_tracks == track)
-        lo, hi = int(track_lo[mine[0]]), int(track_hi[mine[0]])
-        if lo == hi:
-            continue
-        starts = sorted_starts[lo:hi]
+class _NodesByTrack:
+    """Node ids sorted by (track, start), made on first use, for lifting endpoints."""
+
+    def __init__(self, table: EventTable, rows: np.ndarray) -> None:
+        self.table = table
+        self.rows = rows
+        self.order = np.zeros(0, np.int64)
+        self.starts = np.zeros(0, np.int64)
+        self.bounds = np.zeros(0, np.int64)  # track t's nodes: order[bounds[t]:bounds[t+1]]
+
+    def _sort(self) -> None:
+        if self.bounds.size:
+            return
+        tracks = self.table.track_id[self.rows]
+        self.order = lexsort((self.table.start_ps[self.rows], tracks))
+        self.starts = self.table.start_ps[self.rows][self.order]
+        self.bounds = np.searchsorted(tracks[self.order], np.arange(len(self.table.tracks) + 1))
+
+    def lift(self, node_of_row: np.ndarray, events: np.ndarray, after: bool) -> np.ndarray:
+        """Node id of each event, or of the nearest node on its track (-1 if none): the
+        first starting at or after it (`after`), else the last at or before it."""
+        result = node_of_row[events].astype(np.int64)
+        missing = np.flatnonzero(result < 0)
+        if missing.size == 0:
+            return result
+        self._sort()
+        event_tracks = self.table.track_id[events[missing]]
+        by_track = np.argsort(event_tracks, kind="stable")
+        cuts = np.searchsorted(event_tracks[by_track], np.arange(len(self.table.tracks) + 1))
         side: Literal["left", "right"] = "left" if after else "right"
-        slot = np.searchsorted(starts, event_starts[mine], side=side)
-        slot = slot if after else slot - 1
-        valid = (slot >= 0) & (slot < hi - lo)
-        found[mine[valid]] = by_track[lo + slot[valid]]
-    result[missing] = found
-    return result
+        for track in np.flatnonzero(np.diff(cuts)).tolist():
+            lo, hi = int(self.bounds[track]), int(self.bounds[track + 1])
+            if lo == hi:
+                continue
+            mine = missing[by_track[cuts[track] : cuts[track + 1]]]
+            slot = np.searchsorted(self.starts[lo:hi], self.table.start_ps[events[mine]], side)
+            slot = slot if after else slot - 1
+            valid = (slot >= 0) & (slot < hi - lo)
+            result[mine[valid]] = self.order[lo + slot[valid]]
+        return result
 
 
 def _merge_edges(time_edges: np.ndarray, flow_edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -31,6 +31,7 @@ from tfpgo import kernels
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
 from tfpgo.trace.events import NO_STEP, EventTable
+from tfpgo.trace.ordering import lexsort, sort_within_groups
 from tfpgo.trace.xla_attribution import (
     HloAttribution,
     XlaInserted,
@@ -188,7 +189,7 @@ def nested_self_times(
     The walk keeps a stack of the enclosing events per track, in (track, start,
     longer first) order: a native kernel (`tfpgo.kernels.nested_self_times`).
     """
-    order = np.lexsort((-duration_ps, start_ps, track))
+    order = lexsort((-duration_ps, start_ps, track))
     starts = start_ps[order]
     ends = starts + duration_ps[order]
     return kernels.nested_self_times(starts, ends, track[order], order, duration_ps)
@@ -218,8 +219,8 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
     starts = np.concatenate([table.start_ps[rows], [p.event.start_ps for p in xla.parts]]).astype(
         np.int64
     )
-    order = np.lexsort((durations, node))
-    bounds = np.searchsorted(node[order], np.arange(len(nodes) + 1))
+    sorted_nodes, sorted_all = sort_within_groups(node, durations)
+    bounds = np.searchsorted(sorted_nodes, np.arange(len(nodes) + 1))
     self_sum = np.bincount(node, weights=selfs, minlength=len(nodes))
     first = np.full(len(nodes), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, node, starts)
@@ -232,7 +233,7 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
     origins = origins_by_node(xla)
     ops = []
     for i, name in enumerate(nodes):
-        sorted_durations = durations[order[bounds[i] : bounds[i + 1]]]
+        sorted_durations = sorted_all[bounds[i] : bounds[i + 1]]
         count = int(sorted_durations.shape[0])
         if count == 0:
             continue  # the name exists, but its events were filtered away
