@@ -12,7 +12,7 @@ def test_lexsort_equals_numpy_lexsort_on_random_keys():
     extremes = np.array([-(2**63), 2**63 - 1, 0, -1], np.int64)
     for _ in range(3000):
         count = int(rng.integers(0, 40))
-        keys = []
+        keys: list[np.ndarray] = []
         for _ in range(int(rng.integers(1, 5))):
             kind = int(rng.integers(0, 5))
             if kind == 0:
