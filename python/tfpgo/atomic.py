@@ -45,6 +45,24 @@ def atomic_output_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
 
 
 @contextlib.contextmanager
+def staged_file(path: Path) -> Iterator[Path]:
+    """A temporary sibling of `path` for a writer working elsewhere (on a thread);
+    renamed over `path` when the block succeeds, removed when it fails. The writer
+    must have finished (and written the whole file) when the block ends."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    staged = Path(tmp_name)
+    try:
+        yield staged
+        os.chmod(staged, 0o666 & ~current_umask())
+        os.replace(staged, path)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
 def atomic_output_dir(path: Path) -> Iterator[Path]:
     """Yields a staging directory that replaces `path` only when the block succeeds."""
     if path.exists() and not path.is_dir():

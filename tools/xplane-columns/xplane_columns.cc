@@ -148,6 +148,11 @@ class Output {
 public:
   void raw(const void *data, size_t size) {
     const char *bytes = static_cast<const char *>(data);
+    if (size >= kDirect) { // a column: straight out, not through the buffer
+      flush();
+      put(bytes, size);
+      return;
+    }
     buffer.insert(buffer.end(), bytes, bytes + size);
     if (buffer.size() >= (1u << 22))
       flush();
@@ -158,13 +163,18 @@ public:
     u64(size);
   }
   void flush() {
-    if (!buffer.empty() &&
-        std::fwrite(buffer.data(), 1, buffer.size(), stdout) != buffer.size())
-      throw DecodeError{"cannot write the output"};
+    put(buffer.data(), buffer.size());
     buffer.clear();
   }
 
 private:
+  static constexpr size_t kDirect = 1u << 16;
+
+  static void put(const char *bytes, size_t size) {
+    if (size && std::fwrite(bytes, 1, size, stdout) != size)
+      throw DecodeError{"cannot write the output"};
+  }
+
   std::vector<char> buffer;
 };
 
@@ -241,7 +251,15 @@ struct LineChunk {
   std::vector<uint8_t> statKind;
   std::vector<std::string_view> statPayload;
 
-  void clear() { *this = LineChunk(); }
+  /// Empties every column and keeps its memory: the next chunk reuses the
+  /// pages instead of faulting in fresh ones.
+  void clear() {
+    for (auto *column : {&metadataId, &start, &duration, &flowEvent, &flowRole,
+                         &flowType, &flowId, &statEvent, &statId, &statValue})
+      column->clear();
+    statKind.clear();
+    statPayload.clear();
+  }
 };
 
 class Decoder {
@@ -350,7 +368,8 @@ private:
   void decodeLine(Reader line, int64_t base) {
     std::string_view name, displayName;
     int64_t stamp = 0;
-    std::vector<Reader> events;
+    std::vector<Reader> &events = lineEvents; // reused: lines can be long
+    events.clear();
     const uint8_t *first = line.position();
     while (!line.done()) {
       auto [field, wire] = line.tag();
@@ -523,6 +542,7 @@ private:
   Output &out;
   std::unordered_map<int64_t, StatRole> roles;
   LineChunk chunk;
+  std::vector<Reader> lineEvents;
 };
 
 } // namespace

@@ -209,7 +209,8 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
     rows = np.flatnonzero((node_of_name >= 0)[table.name_id]) if len(table) else np.zeros(0, int)
     hlo_rows = np.array([event.index for event in xla.events], dtype=np.int64)
     # HLO events nest in the ops that ran them (`_XlaRun`): they count as ops for self time.
-    selfs = self_times(table, np.concatenate([rows, hlo_rows]))[: rows.size]
+    timed_rows = np.concatenate([rows, hlo_rows])
+    selfs = self_times(table, timed_rows)[: rows.size]
     part_ps = np.array([part.ps for part in xla.parts], dtype=np.int64)
     node = np.concatenate(
         [node_of_name[table.name_id[rows]], [node_index[p.node] for p in xla.parts]]
@@ -224,6 +225,8 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
     self_sum = np.bincount(node, weights=selfs, minlength=len(nodes))
     first = np.full(len(nodes), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, node, starts)
+    duration_total, self_total = int(durations.sum()), int(selfs.sum())
+    del node, durations, selfs, starts, sorted_nodes  # the steps below peak without them
     types: list[set[str]] = [set() for _ in nodes]
     for op in op_names:
         if op is not None:
@@ -255,12 +258,13 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
                 origins.get(name, ()),
             )
         )
+    del sorted_all
     ops.sort(key=lambda op: (-op.self_ps, op.name))
     totals = Totals(
         _wall(table),
-        int(durations.sum()),
-        int(selfs.sum()),
-        non_op_time(table, np.concatenate([rows, hlo_rows])),
+        duration_total,
+        self_total,
+        non_op_time(table, timed_rows),
         int(rows.size) + len(xla.events) - len(xla.inserted),
         len(table),
         xla.hlo_ps,

@@ -11,6 +11,7 @@ atomically: bad input leaves no file behind.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfpgo import cli, errors
+from tfpgo.atomic import staged_file
 from tfpgo.trace.dag import DagEvents, EventDag, build_dag
 from tfpgo.trace.dag_json import write_dag
 from tfpgo.trace.event_filter import EventFilter, parse_steps
@@ -100,19 +102,6 @@ def run(
         if len(table) == 0:
             raise errors.UserError(f"{path}: no event passes the filters")
         report(f"{len(table):,} events pass the filters")
-    xla = attribute(table)
-    profile = build_op_profile(table, xla)
-    hlo = build_hlo_profile(table.source, xla) if xla.events else None
-    lap("op_profile")
-    if hlo is not None:
-        report(
-            f"XLA: {len(hlo.modules)} modules, {len(xla.events):,} HLO events, "
-            f"{hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} of their time on TF nodes, "
-            f"{hlo.xla_inserted_ps / 1e6:.1f} us XLA-inserted"
-        )
-    empty_reason = "" if profile.ops else no_op_events_reason(table)
-    if empty_reason:
-        report(f"warning: {empty_reason}; the op profile is empty")
     dag = None
     if build_graph or dag_out is not None:
         dag = build_dag(table, dag_events)
@@ -121,20 +110,36 @@ def run(
             f"DAG: {len(dag):,} nodes, {dag.edges.shape[0]:,} edges, critical path "
             f"{dag.critical_path.size:,} nodes ({dag.critical_path_ps / 1e6:.1f} us)"
         )
-    hlo_path = hlo_profile_out if hlo is not None else None
-    # The DAG JSON is rendered and written in C without the GIL: on a thread, beside
-    # the profiles' JSON (each output is still written atomically).
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        dag_written = pool.submit(write_dag, dag, dag_out) if dag_out and dag else None
+    # The DAG JSON is rendered and written in C, without the GIL, on a thread while
+    # the profiles are computed; the profiles are written once it is, and it takes
+    # its name last, so a failure on the way leaves no output behind.
+    staging = staged_file(dag_out) if dag_out and dag else contextlib.nullcontext(None)
+    with staging as dag_staging, ThreadPoolExecutor(max_workers=1) as pool:
+        dag_written = pool.submit(write_dag, dag, dag_staging) if dag and dag_staging else None
+        xla = attribute(table)
+        profile = build_op_profile(table, xla)
+        hlo = build_hlo_profile(table.source, xla) if xla.events else None
+        lap("op_profile")
+        if hlo is not None:
+            report(
+                f"XLA: {len(hlo.modules)} modules, {len(xla.events):,} HLO events, "
+                f"{hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} of their time on TF nodes, "
+                f"{hlo.xla_inserted_ps / 1e6:.1f} us XLA-inserted"
+            )
+        empty_reason = "" if profile.ops else no_op_events_reason(table)
+        if empty_reason:
+            report(f"warning: {empty_reason}; the op profile is empty")
+        hlo_path = hlo_profile_out if hlo is not None else None
+        if dag_written is not None:
+            dag_written.result()
         if op_profile_out is not None:
             profile.write(op_profile_out)
             report(f"wrote {op_profile_out}")
         if hlo is not None and hlo_path is not None:
             hlo.write(hlo_path)
             report(f"wrote {hlo_path}")
-        if dag_written is not None:
-            dag_written.result()
-            report(f"wrote {dag_out}")
+    if dag_written is not None:
+        report(f"wrote {dag_out}")
     lap("write")
     return TraceReaderResult(
         table.source,
