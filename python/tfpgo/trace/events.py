@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 _OP_NAME = re.compile(r"([A-Za-z0-9.][A-Za-z0-9_.\-/>]*):([A-Za-z_][A-Za-z0-9_]*)")
 
 NO_STEP = -1
-_STEP_BLOCK = 1 << 20  # events a step lookup handles at once (bounded temporaries)
+_BLOCK = 1 << 20  # events handled at once where a whole temporary column is not needed
 
 
 def parse_op_name(name: str) -> tuple[str, str] | None:
@@ -437,6 +437,21 @@ def join_chunks(columns: list[list[np.ndarray]], index: int) -> np.ndarray:
     return joined
 
 
+def distinct_values(column: np.ndarray) -> np.ndarray:
+    """The distinct values of an integer column, sorted: marked in a table when their
+    range is narrow (ids, step numbers, context types: no sorted copy of the
+    column), else np.unique."""
+    if column.size == 0:
+        return column[:0]
+    low, high = int(column.min()), int(column.max())
+    if high - low >= _BLOCK:
+        return np.unique(column)
+    present = np.zeros(high - low + 1, dtype=bool)
+    for at in range(0, column.size, _BLOCK):
+        present[column[at : at + _BLOCK] - low] = True
+    return np.flatnonzero(present) + low
+
+
 def object_array(strings: list[str]) -> np.ndarray:
     """A numpy object array of strings: indexing it by an id column is one C loop."""
     array = np.empty(len(strings), dtype=object)
@@ -467,8 +482,8 @@ def _assign_steps(table: EventTable, step_events: list[tuple[int, int]]) -> None
         numbers = np.array([m.step for m in mine], dtype=np.int64)
         on_host = host_of_track == host  # per track, then per event: no object compares
         if on_host.all():  # one host: every event, a block at a time (no index column)
-            for at in range(0, len(table), _STEP_BLOCK):
-                block_starts = table.start_ps[at : at + _STEP_BLOCK]
+            for at in range(0, len(table), _BLOCK):
+                block_starts = table.start_ps[at : at + _BLOCK]
                 slot = np.searchsorted(starts, block_starts, side="right") - 1
                 stepped = np.flatnonzero(slot >= 0)
                 stepped = stepped[block_starts[stepped] < ends[slot[stepped]]]

@@ -30,7 +30,7 @@ import numpy as np
 from tfpgo import kernels
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
-from tfpgo.trace.events import NO_STEP, EventTable
+from tfpgo.trace.events import NO_STEP, EventTable, distinct_values
 from tfpgo.trace.ordering import lexsort, sort_within_groups
 from tfpgo.trace.xla_attribution import (
     HloAttribution,
@@ -272,8 +272,8 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
         xla.inserted_ps,
         len(xla.events),
     )
-    steps = tuple(int(s) for s in _present(table.step) if s != NO_STEP)
-    hosts = sorted({table.tracks[t].host for t in _present(table.track_id).tolist()})
+    steps = tuple(int(s) for s in distinct_values(table.step) if s != NO_STEP)
+    hosts = sorted({table.tracks[t].host for t in distinct_values(table.track_id).tolist()})
     return OpProfile(
         table.source,
         tuple(hosts),
@@ -314,7 +314,7 @@ def non_op_time(table: EventTable, op_rows: np.ndarray) -> int:
     """
     host_of_track = np.array([t.host for t in table.tracks], dtype=object)
     total = 0
-    for host in sorted(set(host_of_track[_present(table.track_id)].tolist())):
+    for host in sorted(set(host_of_track[distinct_values(table.track_id)].tolist())):
         on_host = (host_of_track == host)[table.track_id]
         windows = [(m.start_ps, m.end_ps) for m in table.steps if m.host == host]
         if not windows:
@@ -328,20 +328,6 @@ def non_op_time(table: EventTable, op_rows: np.ndarray) -> int:
         total += int((window_ends - window_starts).sum())
         total -= _overlap(covered, window_starts, window_ends)
     return total
-
-
-def _present(column: np.ndarray) -> np.ndarray:
-    """The distinct values of an integer column, sorted: counted when they are small
-    non-negative ids (no sorted copy of the column), else np.unique."""
-    if column.size == 0:
-        return column[:0]
-    low, high = int(column.min()), int(column.max())
-    if high - low >= _BLOCK:
-        return np.unique(column)
-    present = np.zeros(high - low + 1, dtype=bool)
-    for at in range(0, column.size, _BLOCK):
-        present[column[at : at + _BLOCK] - low] = True
-    return np.flatnonzero(present) + low
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

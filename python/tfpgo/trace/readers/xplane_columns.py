@@ -19,7 +19,7 @@ import numpy as np
 
 from tfpgo import toolpaths
 from tfpgo.errors import UserError
-from tfpgo.trace.events import TableBuilder, join_chunks
+from tfpgo.trace.events import TableBuilder, distinct_values, join_chunks
 from tfpgo.trace.readers import hlo_metadata
 from tfpgo.trace.readers.xplane_proto import parse_message, parse_xspace, xplane_pb2
 
@@ -249,7 +249,7 @@ class _Space:
         del consumes
         consumer = events[consuming]
         producer = np.full(consuming.size, -1, dtype=np.int64)
-        for kind in np.unique(types).tolist():  # a few context types
+        for kind in distinct_values(types).tolist():  # a few context types
             mine = producing[types[producing] == kind]
             known, first = np.unique(ids[mine], return_index=True)  # first in file order
             if known.size == 0:
