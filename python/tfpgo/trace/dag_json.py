@@ -32,7 +32,7 @@ from tfpgo.trace.events import NO_STEP, EventTable, StepMarker, Track
 
 FORMAT = "tfpgo.event_dag"
 VERSION = 1
-_CHUNK = 65_536  # rows rendered at a time: about 30 MB of text
+_CHUNK = 32_768  # rows rendered at a time: about 15 MB of text
 
 
 def _meta_json(dag: EventDag) -> bytes:

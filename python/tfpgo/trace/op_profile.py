@@ -331,16 +331,21 @@ def non_op_time(table: EventTable, op_rows: np.ndarray) -> int:
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted intervals covering the union of [start, end)."""
+    """Disjoint sorted intervals covering the union of [start, end). Runs at the op
+    profile's memory peak: each temporary goes before the next is made (pass arrays
+    nothing else holds and the unsorted ones go too)."""
     if starts.size == 0:
         return starts, ends
     order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
-    running = np.maximum.accumulate(ends)
+    starts = starts[order]
+    ends = ends[order]
+    del order
+    np.maximum.accumulate(ends, out=ends)  # each interval's end: the running end so far
     new = np.ones(starts.size, dtype=bool)
-    new[1:] = starts[1:] > running[:-1]
-    merged_end = np.maximum.reduceat(ends, np.flatnonzero(new))  # groups are contiguous
-    return starts[new], merged_end.astype(np.int64)
+    new[1:] = starts[1:] > ends[:-1]
+    firsts = np.flatnonzero(new)
+    # a group's last running end is its own largest end (earlier groups end before it)
+    return starts[firsts], ends[np.append(firsts[1:] - 1, starts.size - 1)]
 
 
 def _overlap(
