@@ -180,15 +180,16 @@ def test_progress_goes_to_stderr(tmp_path, capsys):
     assert "trace_reader: read" in err and "trace_reader: DAG:" in err
 
 
-@pytest.mark.parametrize("failing", ["build_op_profile", "write_dag"])
+@pytest.mark.parametrize("failing", ["build_op_profile", "write_dag", "OpProfile.write"])
 def test_a_failure_while_the_dag_is_written_leaves_no_output(tmp_path, monkeypatch, failing):
-    """The DAG JSON is written on a thread while the op profile is computed: a failure
-    on either side leaves neither document nor a staging file behind."""
+    """The DAG JSON is written on a thread while the op profile is computed and
+    written: a failure on either side leaves no document and no staging file."""
 
     def fail(*args, **kwargs):
         raise OSError(f"{failing} failed")
 
-    monkeypatch.setattr(trace_reader, failing, fail)
+    owner, _, name = failing.rpartition(".")
+    monkeypatch.setattr(OpProfile if owner else trace_reader, name, fail)
     with pytest.raises(OSError, match=f"{failing} failed"):
         trace_reader.run(
             fx.XPLANE, dag_out=tmp_path / "mlir_graph.json", op_profile_out=tmp_path / "p.json"

@@ -111,35 +111,39 @@ def run(
             f"{dag.critical_path.size:,} nodes ({dag.critical_path_ps / 1e6:.1f} us)"
         )
     # The DAG JSON is rendered and written in C, without the GIL, on a thread while
-    # the profiles are computed; the profiles are written once it is, and it takes
-    # its name last, so a failure on the way leaves no output behind.
-    staging = staged_file(dag_out) if dag_out and dag else contextlib.nullcontext(None)
-    with staging as dag_staging, ThreadPoolExecutor(max_workers=1) as pool:
-        dag_written = pool.submit(write_dag, dag, dag_staging) if dag and dag_staging else None
-        xla = attribute(table)
-        profile = build_op_profile(table, xla)
-        hlo = build_hlo_profile(table.source, xla) if xla.events else None
-        lap("op_profile")
-        if hlo is not None:
-            report(
-                f"XLA: {len(hlo.modules)} modules, {len(xla.events):,} HLO events, "
-                f"{hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} of their time on TF nodes, "
-                f"{hlo.xla_inserted_ps / 1e6:.1f} us XLA-inserted"
-            )
-        empty_reason = "" if profile.ops else no_op_events_reason(table)
-        if empty_reason:
-            report(f"warning: {empty_reason}; the op profile is empty")
-        hlo_path = hlo_profile_out if hlo is not None else None
-        if dag_written is not None:
-            dag_written.result()
-        if op_profile_out is not None:
-            profile.write(op_profile_out)
-            report(f"wrote {op_profile_out}")
-        if hlo is not None and hlo_path is not None:
-            hlo.write(hlo_path)
-            report(f"wrote {hlo_path}")
-    if dag_written is not None:
-        report(f"wrote {dag_out}")
+    # the profiles are computed and written. Every output is staged and takes its
+    # name only when all are written, so a failure on the way leaves none behind.
+    written: list[Path] = []
+    with contextlib.ExitStack() as outputs:
+
+        def staged(path: Path) -> Path:
+            written.append(path)
+            return outputs.enter_context(staged_file(path))
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            dag_written = pool.submit(write_dag, dag, staged(dag_out)) if dag and dag_out else None
+            xla = attribute(table)
+            profile = build_op_profile(table, xla)
+            hlo = build_hlo_profile(table.source, xla) if xla.events else None
+            lap("op_profile")
+            if hlo is not None:
+                report(
+                    f"XLA: {len(hlo.modules)} modules, {len(xla.events):,} HLO events, "
+                    f"{hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} of their time on TF nodes, "
+                    f"{hlo.xla_inserted_ps / 1e6:.1f} us XLA-inserted"
+                )
+            empty_reason = "" if profile.ops else no_op_events_reason(table)
+            if empty_reason:
+                report(f"warning: {empty_reason}; the op profile is empty")
+            hlo_path = hlo_profile_out if hlo is not None else None
+            if op_profile_out is not None:
+                profile.write(staged(op_profile_out))
+            if hlo is not None and hlo_path is not None:
+                hlo.write(staged(hlo_path))
+            if dag_written is not None:
+                dag_written.result()
+    for path in written:
+        report(f"wrote {path}")
     lap("write")
     return TraceReaderResult(
         table.source,
