@@ -42,8 +42,9 @@ def _library() -> ctypes.CDLL:
     try:
         library = ctypes.CDLL(str(path))
     except OSError as error:
+        reason = str(error).removeprefix(f"{path}: ")  # the loader names the file too
         raise UserError(
-            f"{path}: cannot load tfpgo's native kernels ({error}); "
+            f"{path}: cannot load tfpgo's native kernels ({reason}); "
             "rebuild them with `bazel build //tools:libtfpgo_kernels.so`"
         ) from None
     int64 = ctypes.c_int64

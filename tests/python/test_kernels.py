@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+from tfpgo import kernels
+from tfpgo.errors import UserError
 from tfpgo.kernels import (
     IntLists,
     Ints,
@@ -142,3 +144,25 @@ def test_render_rows_rejects_bad_indices_and_shapes():
         render_rows([Ints(np.array([1]))], 2, ",")
     with pytest.raises(ValueError, match="count \\+ 1 offsets"):
         render_rows([IntLists(np.array([0]), np.array([], np.int64))], 1, ",")
+
+
+@pytest.fixture
+def fresh_library():
+    """The library is loaded once per process: load it again, before and after."""
+    kernels._library.cache_clear()
+    yield
+    kernels._library.cache_clear()
+
+
+def test_a_missing_or_broken_library_is_one_clear_error(tmp_path, monkeypatch, fresh_library):
+    broken = tmp_path / "libtfpgo_kernels.so"
+    broken.write_bytes(b"not a shared object")
+    broken.chmod(0o755)
+    monkeypatch.setenv("TFPGO_KERNELS", str(broken))
+    message = r"libtfpgo_kernels.so: cannot load tfpgo's native kernels \(file too short\); rebuild"
+    with pytest.raises(UserError, match=message):
+        critical_path(np.ones(2, np.int64), np.array([[0, 1]]))
+    kernels._library.cache_clear()
+    monkeypatch.setenv("TFPGO_KERNELS", str(tmp_path / "absent.so"))
+    with pytest.raises(UserError, match="TFPGO_KERNELS=.*absent.so: not an executable file"):
+        critical_path(np.ones(2, np.int64), np.array([[0, 1]]))
