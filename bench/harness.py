@@ -107,6 +107,9 @@ def measure(
     for _ in range(repeat):
         if before_each:
             before_each()
+        # dirty pages of earlier runs (a 10M-event DAG is 1 GB of JSON) are written
+        # out first: the kernel would otherwise throttle this run's writes for them
+        os.sync()
         wall, rss, output = run_once(command, env)
         seconds.append(wall)
         outputs.append(output.strip())
