@@ -164,5 +164,5 @@ def test_a_missing_or_broken_library_is_one_clear_error(tmp_path, monkeypatch, f
         critical_path(np.ones(2, np.int64), np.array([[0, 1]]))
     kernels._library.cache_clear()
     monkeypatch.setenv("TFPGO_KERNELS", str(tmp_path / "absent.so"))
-    with pytest.raises(UserError, match="TFPGO_KERNELS=.*absent.so: not an executable file"):
+    with pytest.raises(UserError, match=r"TFPGO_KERNELS=.*absent\.so: not an executable file"):
         critical_path(np.ones(2, np.int64), np.array([[0, 1]]))
