@@ -195,3 +195,21 @@ def test_a_failure_while_the_dag_is_written_leaves_no_output(tmp_path, monkeypat
             fx.XPLANE, dag_out=tmp_path / "mlir_graph.json", op_profile_out=tmp_path / "p.json"
         )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_trace_without_op_events_still_gets_both_documents(tmp_path):
+    """No TF op event: an empty DAG and an empty op profile are written, and why."""
+    trace = tmp_path / "trace.json"
+    event = {"ph": "X", "name": "python_call", "ts": 1, "dur": 5, "pid": 1, "tid": 1}
+    trace.write_text(json.dumps({"traceEvents": [event]}))
+    messages: list[str] = []
+    result = trace_reader.run(
+        trace,
+        dag_out=tmp_path / "mlir_graph.json",
+        op_profile_out=tmp_path / "op_profile.json",
+        progress=messages.append,
+    )
+    assert read_dag(tmp_path / "mlir_graph.json").table.source == str(trace)
+    assert len(read_dag(tmp_path / "mlir_graph.json")) == 0
+    assert OpProfile.read(tmp_path / "op_profile.json").ops == ()
+    assert result.empty_reason and any("the op profile is empty" in m for m in messages)

@@ -121,7 +121,9 @@ def run(
             return outputs.enter_context(staged_file(path))
 
         with ThreadPoolExecutor(max_workers=1) as pool:
-            dag_written = pool.submit(write_dag, dag, staged(dag_out)) if dag and dag_out else None
+            dag_written = None  # (an EventDag without nodes is falsy: compare with None)
+            if dag is not None and dag_out is not None:
+                dag_written = pool.submit(write_dag, dag, staged(dag_out))
             xla = attribute(table)
             profile = build_op_profile(table, xla)
             hlo = build_hlo_profile(table.source, xla) if xla.events else None
