@@ -4,8 +4,9 @@ and for XLA-compiled steps the HLO profile (`hlo_profile.json`).
 Library: `run(path, dag_out=..., op_profile_out=..., filters=...)` returns the
 records it wrote. CLI: `main(argv)` (flags of the reference tool,
 `--path-to-trace` and `--store-output`, plus `--op-profile` and filters).
-Both outputs are computed before anything is written, and each is written
-atomically: bad input leaves no file behind.
+Every output is written to a staged file and takes its name only when all are
+written (the DAG JSON on a thread while the profiles are computed): bad input,
+or a failure on the way, leaves no file behind.
 """
 
 from __future__ import annotations
@@ -116,9 +117,9 @@ def run(
     written: list[Path] = []
     with contextlib.ExitStack() as outputs:
 
-        def staged(path: Path) -> Path:
-            written.append(path)
-            return outputs.enter_context(staged_file(path))
+        def staged(output: Path) -> Path:
+            written.append(output)
+            return outputs.enter_context(staged_file(output))
 
         with ThreadPoolExecutor(max_workers=1) as pool:
             dag_written = None  # (an EventDag without nodes is falsy: compare with None)
@@ -144,8 +145,8 @@ def run(
                 hlo.write(staged(hlo_path))
             if dag_written is not None:
                 dag_written.result()
-    for path in written:
-        report(f"wrote {path}")
+    for output in written:
+        report(f"wrote {output}")
     lap("write")
     return TraceReaderResult(
         table.source,
