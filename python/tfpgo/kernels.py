@@ -109,7 +109,7 @@ def nested_self_times(
         order.size, *map(_pointer, (starts, ends, tracks, order, result))
     )
     if status < 0:
-        raise ValueError("nested_self_times: `order` is not a permutation")
+        raise ValueError("nested_self_times: an index in `order` is out of range")
     return result
 
 
