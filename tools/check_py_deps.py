@@ -93,12 +93,16 @@ class Libraries:
 
 
 def _rewrite(build: Path, name: str, deps: list[str]) -> None:
+    """Replaces the `deps` list of rule `name` (one item a line, or `deps = [],`)."""
     text = build.read_text()
     start = text.index(f'    name = "{name}",')
     begin = text.index("    deps = [", start)
-    end = text.index("    ],", begin)
     listed = "".join(f'        "{dep}",\n' for dep in deps)
-    build.write_text(text[:begin] + "    deps = [\n" + listed + text[end:])
+    if text.startswith("    deps = [],", begin):
+        end = begin + len("    deps = []")
+    else:
+        end = text.index("    ],", begin) + len("    ]")
+    build.write_text(text[:begin] + "    deps = [\n" + listed + "    ]" + text[end:])
 
 
 def check(fix: bool) -> list[str]:
