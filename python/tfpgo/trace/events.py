@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import ItemsView, Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -330,13 +331,26 @@ class TableBuilder:
         self.stats: dict[int, dict[str, Any]] = {}
         self.column_stats = ColumnStats()  # readers that decode stats as columns
         self.flow_pairs: list[tuple[int, int]] = []
-        self.flow_chunks: list[np.ndarray] = []  # (m, 2) int64 arrays, after flow_pairs
+        self._flow_chunks: list[Any] = []  # (m, 2) int arrays, or futures of them
         self.step_events: list[tuple[int, int]] = []  # (event index, step number)
         self.hlo_modules: dict[str, HloModule] = {}
 
     @property
     def count(self) -> int:
         return self._count
+
+    @property
+    def flow_chunks(self) -> list[np.ndarray]:
+        """(m, 2) flow arrays (after `flow_pairs`) in the order they were added; those
+        still being computed (`add_flows_later`) are waited for here."""
+        for at, chunk in enumerate(self._flow_chunks):
+            if isinstance(chunk, Future):
+                self._flow_chunks[at] = chunk.result()
+        return cast(list[np.ndarray], self._flow_chunks)
+
+    def add_flows_later(self, pending: Future[np.ndarray]) -> None:
+        """A flow chunk being computed on another thread, in its place in the order."""
+        self._flow_chunks.append(pending)
 
     def name_id(self, name: str) -> int:
         return self._names.setdefault(name, len(self._names))
@@ -404,12 +418,6 @@ class TableBuilder:
         # Ids are handed out as setdefault(key, len(dict)): insertion order is id order.
         names = list(self._names)
         tracks = list(self._tracks)
-        flows = np.concatenate(
-            [
-                np.asarray(self.flow_pairs, dtype=np.int64).reshape(-1, 2),
-                *(chunk.astype(np.int64).reshape(-1, 2) for chunk in self.flow_chunks),
-            ]
-        )
         table = EventTable(
             self.source,
             self.source_kind,
@@ -420,12 +428,19 @@ class TableBuilder:
             start,
             duration,
             np.full(start.shape[0], NO_STEP, dtype=np.int32),  # step numbers fit
-            flows,
+            np.zeros((0, 2), np.int64),
             self._all_stats(),
             [],
             hlo_modules=self.hlo_modules,
         )
         _assign_steps(table, self.step_events)
+        # last: flows still being paired on a thread (XPlane) had all the above to finish
+        table.flows = np.concatenate(
+            [
+                np.asarray(self.flow_pairs, dtype=np.int64).reshape(-1, 2),
+                *(chunk.astype(np.int64).reshape(-1, 2) for chunk in self.flow_chunks),
+            ]
+        )
         return table
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import struct
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,10 @@ def add_xplane_file(
         raise UserError(
             f"{shown}: parses as protobuf but holds no XSpace planes; not an .xplane.pb"
         )
-    space.finish_flows()
+    # flows are paired on a thread while the caller goes on (builds the table)
+    pairing = ThreadPoolExecutor(max_workers=1)
+    builder.add_flows_later(pairing.submit(space.flow_pairs))
+    pairing.shutdown(wait=False)
     return space.base_ns
 
 
@@ -236,11 +240,12 @@ class _Space:
                 value = other.get(at, int(raw[at]))
                 self.builder.step_events.append((int(events[at]), int(value)))
 
-    def finish_flows(self) -> None:
-        """Pairs each consumer with the first producer of its (type, id) in the file."""
+    def flow_pairs(self) -> np.ndarray:
+        """(producer, consumer) rows: each consumer with the first producer of its
+        (type, id) in the file."""
         flows = self.flows
         if not flows.events:
-            return
+            return np.zeros((0, 2), np.int64)
         self.flows = _Flows()
         columns = [flows.events, flows.roles, flows.types, flows.ids]
         del flows
@@ -260,7 +265,7 @@ class _Space:
             hit = known[slot] == wanted_ids
             producer[wanted[hit]] = events[mine[first[slot[hit]]]]
         keep = (producer >= 0) & (producer != consumer)
-        self.builder.flow_chunks.append(np.stack([producer[keep], consumer[keep]], axis=1))
+        return np.stack([producer[keep], consumer[keep]], axis=1)
 
 
 def _stat_value(kind: int, raw: int, text: bytes, names: dict[int, str]) -> Any:
