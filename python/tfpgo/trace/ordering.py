@@ -27,12 +27,10 @@ def lexsort(keys: Sequence[np.ndarray]) -> np.ndarray:
     for column in reversed(columns):
         if count == 0:
             break
-        low, high = int(column.min()), int(column.max())
-        width = (high - low).bit_length()
+        low, width = _span(column)
         if packed_keys and used_bits + width > _KEY_BITS:
             break
-        # differences from the minimum fit in 64 bits; uint64 arithmetic wraps exactly
-        offset = column.astype(np.uint64) - np.uint64(low % 2**_KEY_BITS)
+        offset = _above(column, low)
         packed = (packed << np.uint64(width)) | offset if width < _KEY_BITS else offset
         used_bits += width
         packed_keys += 1
@@ -61,17 +59,28 @@ def sort_within_groups(groups: np.ndarray, values: np.ndarray) -> tuple[np.ndarr
     groups, values = np.asarray(groups, np.int64), np.asarray(values, np.int64)
     if groups.size == 0:
         return groups, values
-    group_low, value_low = int(groups.min()), int(values.min())
-    value_bits = (int(values.max()) - value_low).bit_length()
-    group_bits = (int(groups.max()) - group_low).bit_length()
+    group_low, group_bits = _span(groups)
+    value_low, value_bits = _span(values)
     if value_bits == _KEY_BITS or group_bits + value_bits > _KEY_BITS:  # no room to pack
         order = lexsort((values, groups))
         return groups[order], values[order]
     shift = np.uint64(value_bits)
-    packed = (groups.astype(np.uint64) - np.uint64(group_low % 2**_KEY_BITS)) << shift
-    packed |= values.astype(np.uint64) - np.uint64(value_low % 2**_KEY_BITS)
+    packed = _above(groups, group_low) << shift
+    packed |= _above(values, value_low)
     packed.sort()
     mask = np.uint64(2**value_bits - 1)
-    sorted_values = ((packed & mask) + np.uint64(value_low % 2**_KEY_BITS)).view(np.int64)
-    sorted_groups = ((packed >> shift) + np.uint64(group_low % 2**_KEY_BITS)).view(np.int64)
+    sorted_values = ((packed & mask) + value_low).view(np.int64)
+    sorted_groups = ((packed >> shift) + group_low).view(np.int64)
     return sorted_groups, sorted_values
+
+
+def _span(column: np.ndarray) -> tuple[np.uint64, int]:
+    """The column's minimum as a uint64 (its two's-complement bits) and the bits its
+    values above that minimum take (at most 64)."""
+    low = int(column.min())
+    return np.uint64(low % 2**_KEY_BITS), (int(column.max()) - low).bit_length()
+
+
+def _above(column: np.ndarray, low: np.uint64) -> np.ndarray:
+    """Each value minus the minimum `low`: exact in uint64, whose arithmetic wraps."""
+    return column.astype(np.uint64) - low
