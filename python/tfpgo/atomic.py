@@ -25,41 +25,30 @@ def current_umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_output_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Opens a temporary sibling of `path` and renames it over `path` on success.
-
-    A failure leaves no partial file behind: readers never see half a document.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode) as handle:
-            yield handle
-        # mkstemp creates 0600; the result gets the permissions of an ordinary file.
-        os.chmod(tmp_name, 0o666 & ~current_umask())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-
-
-@contextlib.contextmanager
 def staged_file(path: Path) -> Iterator[Path]:
-    """A temporary sibling of `path` for a writer working elsewhere (on a thread);
-    renamed over `path` when the block succeeds, removed when it fails. The writer
-    must have finished (and written the whole file) when the block ends."""
+    """A temporary sibling of `path` to write (here or on a thread); renamed over
+    `path` when the block succeeds, removed when it fails. Whoever writes it must
+    have finished when the block ends. Readers never see half a document."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     staged = Path(tmp_name)
     try:
         yield staged
+        # mkstemp creates 0600; the result gets the permissions of an ordinary file.
         os.chmod(staged, 0o666 & ~current_umask())
         os.replace(staged, path)
     except BaseException:
         staged.unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def atomic_output_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """`path` opened through a staged file (`staged_file`): it appears whole or not
+    at all."""
+    with staged_file(path) as staged, open(staged, mode) as handle:
+        yield handle
 
 
 @contextlib.contextmanager
