@@ -15,7 +15,7 @@ from tfpgo.atomic import atomic_output_file
 from tfpgo.errors import UserError
 
 # Newest version read, per format; formats not listed are at version 1.
-SUPPORTED_VERSIONS = {"tfpgo.op_profile": 2}
+SUPPORTED_VERSIONS = {"tfpgo.op_profile": 3, "tfpgo.hlo_profile": 2}
 
 
 def read_json(path: Path) -> Any:

@@ -97,7 +97,7 @@ def test_json_round_trip_and_version_check(tmp_path):
     assert OpProfile.read(path).step_wall_ps == ()
     assert (document["format"], document["version"], document["time_unit"]) == (
         "tfpgo.op_profile",
-        2,
+        3,
         "ps",
     )
     selfs = [op["self_ps"] for op in document["ops"]]
@@ -106,7 +106,7 @@ def test_json_round_trip_and_version_check(tmp_path):
     version_1 = {k: v for k, v in document.items() if k != "xla_inserted"}
     path.write_text(json.dumps({**version_1, "version": 1}))
     assert OpProfile.read(path).ops == profile.ops
-    document["version"] = 3
+    document["version"] = 4
     path.write_text(json.dumps(document))
     with pytest.raises(UserError, match="is newer than this tool reads"):
         OpProfile.read(path)

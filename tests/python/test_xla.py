@@ -106,13 +106,13 @@ def test_mixed_step_attributes_kernels_jit_function_and_auto_clusters(tables):
     assert runs and all(op.self_ps < op.total_ps for op in runs)
 
 
-def test_op_profile_v2_round_trip_names_module_and_fusion(tables, tmp_path):
+def test_op_profile_round_trip_names_module_and_fusion(tables, tmp_path):
     profile = build_op_profile(tables["train_adam"])
     path = tmp_path / "op_profile.json"
     profile.write(path)
     assert OpProfile.read(path) == profile
     document = json.loads(path.read_text())
-    assert document["version"] == 2
+    assert document["version"] == 3
     fused = [op for op in document["ops"] if op.get("xla_fusion")]
     assert fused and all(op["xla_module"] == op["xla"][0]["module"] for op in fused)
     assert all(op["count"] == len(op["durations_ps"]) for op in document["ops"])

@@ -112,6 +112,13 @@ class EventTable:
     steps: list[StepMarker]
     _ops: list[tuple[str, str] | None] | None = None
     hlo_modules: Mapping[str, HloModule] = field(default_factory=dict)
+    # every module by (name, XLA's program id): two compilations may share a name
+    hlo_programs: Mapping[tuple[str, int], HloModule] = field(default_factory=dict)
+
+    def hlo_module(self, name: str, program_id: int = -1) -> HloModule | None:
+        """The module an event names (`hlo_module`, `program_id` stats): the compilation
+        with that program id, else the last module of that name."""
+        return self.hlo_programs.get((name, program_id)) or self.hlo_modules.get(name)
 
     def __len__(self) -> int:
         return int(self.start_ps.shape[0])
@@ -133,6 +140,14 @@ class EventTable:
         if isinstance(self.stats, ColumnStats):
             return self.stats.rows_with(name)
         return np.array(sorted(i for i, s in self.stats.items() if name in s), dtype=np.int64)
+
+    def stat_column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, values) of the stat `name`: the events that have it, ascending, and
+        its value on each (an object array: ints, strings, floats as decoded)."""
+        if isinstance(self.stats, ColumnStats):
+            return self.stats.column(name)
+        rows = self.rows_with_stat(name)
+        return rows, object_array([self.stats[row][name] for row in rows.tolist()])
 
     def is_op_mask(self) -> np.ndarray:
         """Boolean column: which events are TF op events."""
@@ -192,6 +207,7 @@ class EventTable:
             self.steps,
             self._ops,
             self.hlo_modules,
+            self.hlo_programs,
         )
 
 
@@ -234,6 +250,25 @@ class ColumnStats(Mapping[int, dict[str, Any]]):
         if key is None:
             return np.zeros(0, np.int64)
         return np.unique(self._rows[self._keys == key])
+
+    def column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, values) of the stat `name`, rows ascending (the last value of a row
+        that has it twice); values an object array (see `EventTable.stat_column`)."""
+        self._joined()
+        key = self._name_ids.get(name)
+        if key is None:
+            return np.zeros(0, np.int64), np.zeros(0, object)
+        positions = np.flatnonzero(self._keys == key)
+        rows = self._rows[positions]
+        last = np.append(rows[1:] != rows[:-1], True)
+        positions, rows = positions[last], rows[last]
+        values = self._values[positions].astype(object)
+        if self._other:
+            other_at = np.fromiter(self._other, dtype=np.int64, count=len(self._other))
+            special = np.flatnonzero(np.isin(positions, other_at))
+            for at in special.tolist():
+                values[at] = self._other[int(positions[at])]
+        return rows, values
 
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, Any]]:
         """All stats as (rows, name ids, int64 values, position -> other value):
@@ -334,6 +369,11 @@ class TableBuilder:
         self._flow_chunks: list[Any] = []  # (m, 2) int arrays, or futures of them
         self.step_events: list[tuple[int, int]] = []  # (event index, step number)
         self.hlo_modules: dict[str, HloModule] = {}
+        self.hlo_programs: dict[tuple[str, int], HloModule] = {}
+
+    def add_hlo_module(self, module: HloModule) -> None:
+        self.hlo_modules[module.name] = module
+        self.hlo_programs[(module.name, module.program_id)] = module
 
     @property
     def count(self) -> int:
@@ -432,6 +472,7 @@ class TableBuilder:
             self._all_stats(),
             [],
             hlo_modules=self.hlo_modules,
+            hlo_programs=self.hlo_programs,
         )
         _assign_steps(table, self.step_events)
         # last: flows still being paired on a thread (XPlane) had all the above to finish
@@ -441,6 +482,9 @@ class TableBuilder:
                 *(chunk.astype(np.int64).reshape(-1, 2) for chunk in self.flow_chunks),
             ]
         )
+        from tfpgo.trace.device import link_launches  # device.py builds on this module
+
+        link_launches(table)
         return table
 
 

@@ -86,7 +86,7 @@ class HostPart:
     flow_pairs: list[tuple[int, int]] = field(default_factory=list)
     flow_chunks: list[np.ndarray] = field(default_factory=list)
     step_events: list[tuple[int, int]] = field(default_factory=list)
-    hlo_modules: dict[str, HloModule] = field(default_factory=dict)
+    hlo_modules: list[HloModule] = field(default_factory=list)
 
 
 def read_host(path: str, source: str) -> HostPart:
@@ -108,7 +108,7 @@ def read_host(path: str, source: str) -> HostPart:
         builder.flow_pairs,
         builder.flow_chunks,
         builder.step_events,
-        builder.hlo_modules,
+        list(builder.hlo_programs.values()),
     )
 
 
@@ -134,7 +134,8 @@ def merge_parts(parts: Sequence[HostPart], source: str) -> TableBuilder:
         builder.flow_pairs.extend((first + a, first + b) for a, b in part.flow_pairs)
         builder.flow_chunks.extend(chunk + first for chunk in part.flow_chunks)
         builder.step_events.extend((first + index, step) for index, step in part.step_events)
-        builder.hlo_modules.update(part.hlo_modules)
+        for module in part.hlo_modules:
+            builder.add_hlo_module(module)
     return builder
 
 

@@ -30,6 +30,15 @@ import numpy as np
 from tfpgo import kernels
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
+from tfpgo.trace.device import device_track_mask
+from tfpgo.trace.device_attribution import DeviceAttribution, attribute_device
+from tfpgo.trace.device_profile import (
+    DeviceCopies,
+    DeviceKernel,
+    DeviceStep,
+    DeviceTime,
+    build_device_profile,
+)
 from tfpgo.trace.events import NO_STEP, EventTable, distinct_values
 from tfpgo.trace.ordering import lexsort, sort_within_groups
 from tfpgo.trace.xla_attribution import (
@@ -43,7 +52,7 @@ from tfpgo.trace.xla_attribution import (
 
 FORMAT = "tfpgo.op_profile"
 _BLOCK = 1 << 20  # events at a time where a whole temporary column is not needed
-VERSION = 2
+VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,11 @@ class OpStats:
     durations_ps: tuple[int, ...]
     # HLO instructions this entry's time came from, the largest first; () for TF op kernels.
     xla: tuple[XlaOrigin, ...] = ()
+    # Device time (version 3): kernels and copies attributed to this node, all devices;
+    # per device only when the trace has several.
+    device_self_ps: int = 0
+    device_count: int = 0
+    devices: tuple[DeviceTime, ...] = ()
 
     def xla_summary(self) -> dict[str, str]:
         """`xla_module`/`xla_fusion` of the entry's largest origin (the annotate pass
@@ -87,6 +101,15 @@ class Totals:
     hlo_attributed_ps: int = 0
     xla_inserted_ps: int = 0
     hlo_events: int = 0
+    # Device planes (version 3): every device event's time, kernels, copies and memsets,
+    # the part attributed to nodes, and inside the steps the busy and idle device time.
+    device_ps: int = 0
+    device_kernel_ps: int = 0
+    device_copy_ps: int = 0
+    device_attributed_ps: int = 0
+    device_busy_ps: int = 0
+    device_idle_ps: int = 0
+    device_events: int = 0
 
 
 @dataclass(frozen=True)
@@ -100,6 +123,16 @@ class OpProfile:
     # Empty when a step has no marker (or for documents written without it).
     step_wall_ps: tuple[int, ...] = ()
     xla_inserted: tuple[XlaInserted, ...] = ()
+    # Device planes (version 3; empty without them): kernels grouped by name and the
+    # instruction they ran (those with no `ops` are the unattributed device time),
+    # copies by direction, busy/idle per device and step.
+    device_kernels: tuple[DeviceKernel, ...] = ()
+    device_copies: tuple[DeviceCopies, ...] = ()
+    device_steps: tuple[DeviceStep, ...] = ()
+
+    @property
+    def has_device(self) -> bool:
+        return self.totals.device_events > 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -110,6 +143,9 @@ class OpProfile:
             "totals": asdict(self.totals),
             "ops": [_op_json(op) for op in self.ops],
             "xla_inserted": [asdict(entry) for entry in self.xla_inserted],
+            "device_kernels": [asdict(entry) for entry in self.device_kernels],
+            "device_copies": [asdict(entry) for entry in self.device_copies],
+            "device_steps": [asdict(entry) for entry in self.device_steps],
         }
 
     def write(self, path: Path) -> None:
@@ -132,6 +168,12 @@ class OpProfile:
                 ops,
                 tuple(document.get("step_wall_ps", ())),
                 tuple(XlaInserted(**entry) for entry in document.get("xla_inserted", ())),
+                tuple(
+                    DeviceKernel(**{**entry, "ops": tuple(entry["ops"])})
+                    for entry in document.get("device_kernels", ())
+                ),
+                tuple(DeviceCopies(**entry) for entry in document.get("device_copies", ())),
+                tuple(DeviceStep(**entry) for entry in document.get("device_steps", ())),
             )
         except (KeyError, TypeError) as error:
             # one line: a TypeError can quote a key of the document, newlines and all
@@ -143,12 +185,17 @@ class OpProfile:
         return OpProfile.from_json(read_json(path), str(path))
 
 
-_PLAIN_FIELDS = tuple(f.name for f in fields(OpStats) if f.name != "xla")
+_OPTIONAL_FIELDS = ("xla", "device_self_ps", "device_count", "devices")
+_PLAIN_FIELDS = tuple(f.name for f in fields(OpStats) if f.name not in _OPTIONAL_FIELDS)
 
 
 def _op_json(op: OpStats) -> dict[str, Any]:
     # field by field: dataclasses.asdict deep-copies every durations tuple
     entry = {name: _plain(getattr(op, name)) for name in _PLAIN_FIELDS}
+    entry["device_self_ps"] = op.device_self_ps
+    entry["device_count"] = op.device_count
+    if op.devices:
+        entry["devices"] = [asdict(device) for device in op.devices]
     if op.xla:
         entry["xla"] = [asdict(origin) for origin in op.xla]
         entry.update(op.xla_summary())
@@ -159,7 +206,13 @@ def _op_from_json(entry: dict[str, Any]) -> OpStats:
     plain = {name: entry[name] for name in _PLAIN_FIELDS}
     plain["op_types"] = tuple(plain["op_types"])
     plain["durations_ps"] = tuple(plain["durations_ps"])
-    return OpStats(**plain, xla=tuple(XlaOrigin(**o) for o in entry.get("xla", ())))
+    return OpStats(
+        **plain,
+        xla=tuple(XlaOrigin(**o) for o in entry.get("xla", ())),
+        device_self_ps=entry.get("device_self_ps", 0),
+        device_count=entry.get("device_count", 0),
+        devices=tuple(DeviceTime(**d) for d in entry.get("devices", ())),
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -195,18 +248,35 @@ def nested_self_times(
     return kernels.nested_self_times(starts, ends, track[order], order, duration_ps)
 
 
-def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> OpProfile:
-    """Aggregates the TF op events and the HLO events of `table` (see the module doc);
-    `xla` is `tfpgo.trace.xla_attribution.attribute(table)` if the caller has it already."""
+def build_op_profile(
+    table: EventTable,
+    xla: HloAttribution | None = None,
+    device: DeviceAttribution | None = None,
+) -> OpProfile:
+    """Aggregates the TF op events, the HLO events and the device events of `table`
+    (see the module doc); `xla` is `tfpgo.trace.xla_attribution.attribute(table)` and
+    `device` `tfpgo.trace.device_attribution.attribute_device(table)` if the caller
+    has them already."""
     op_names = table.op_names
     xla = xla or attribute(table)
-    nodes = sorted({op[0] for op in op_names if op is not None} | {p.node for p in xla.parts})
+    device = device or attribute_device(table)
+    on_device = build_device_profile(table, device)
+    nodes = sorted(
+        {op[0] for op in op_names if op is not None}
+        | {p.node for p in xla.parts}
+        | {node.name for node in device.nodes}
+    )
     node_index = {node: i for i, node in enumerate(nodes)}
     node_of_name = np.array(
         [node_index[op[0]] if op else -1 for op in op_names] or [-1], dtype=np.int64
     )
-    # a mask per name, then per event: no int64 column over every event
-    rows = np.flatnonzero((node_of_name >= 0)[table.name_id]) if len(table) else np.zeros(0, int)
+    # a mask per name, then per event: no int64 column over every event (device
+    # events are never host ops, whatever their name)
+    host_op = (node_of_name >= 0)[table.name_id] if len(table) else np.zeros(0, bool)
+    if device.rows.size:
+        host_op &= ~device_track_mask(table)[table.track_id]
+    rows = np.flatnonzero(host_op)
+    del host_op
     hlo_rows = np.array([event.index for event in xla.events], dtype=np.int64)
     # HLO events nest in the ops that ran them (`_XlaRun`): they count as ops for self time.
     timed_rows = np.concatenate([rows, hlo_rows])
@@ -233,12 +303,17 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
             types[node_index[op[0]]].add(op[1])
     for part in xla.parts:
         types[node_index[part.node]].add(part.op_type)
-    origins = origins_by_node(xla)
+    for node in device.nodes:
+        types[node_index[node.name]].add(node.op_type)
+    origins = origins_by_node(xla, device)
+    device_of = {node_index[node.name]: at for at, node in enumerate(device.nodes)}
     ops = []
     for i, name in enumerate(nodes):
         sorted_durations = sorted_all[bounds[i] : bounds[i + 1]]
         count = int(sorted_durations.shape[0])
-        if count == 0:
+        on = device_of.get(i)
+        device_count = int(on_device.node_count[on]) if on is not None else 0
+        if count == 0 and device_count == 0:
             continue  # the name exists, but its events were filtered away
         total = int(sorted_durations.sum())
         ops.append(
@@ -248,18 +323,22 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
                 count,
                 total,
                 round(self_sum[i]),
-                total // count,
-                int(sorted_durations[0]),
-                int(sorted_durations[-1]),
-                nearest_rank(sorted_durations, 0.5),
-                nearest_rank(sorted_durations, 0.95),
-                int(first[i]),
+                total // count if count else 0,
+                int(sorted_durations[0]) if count else 0,
+                int(sorted_durations[-1]) if count else 0,
+                nearest_rank(sorted_durations, 0.5) if count else 0,
+                nearest_rank(sorted_durations, 0.95) if count else 0,
+                int(first[i]) if count else int(on_device.node_first_ps[on]),
                 tuple(sorted_durations.tolist()),
                 origins.get(name, ()),
+                int(on_device.node_ps[on]) if on is not None else 0,
+                device_count,
+                on_device.per_device.get(on, ()) if on is not None else (),
             )
         )
     del sorted_all
-    ops.sort(key=lambda op: (-op.self_ps, op.name))
+    # device time first where there is any (the host only launched it)
+    ops.sort(key=lambda op: (-op.device_self_ps, -op.self_ps, op.name))
     totals = Totals(
         _wall(table),
         duration_total,
@@ -271,6 +350,13 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
         xla.attributed_ps,
         xla.inserted_ps,
         len(xla.events),
+        on_device.device_ps,
+        on_device.kernel_ps,
+        on_device.copy_ps,
+        on_device.attributed_ps,
+        on_device.busy_ps,
+        on_device.idle_ps,
+        on_device.events,
     )
     steps = tuple(int(s) for s in distinct_values(table.step) if s != NO_STEP)
     hosts = sorted({table.tracks[t].host for t in distinct_values(table.track_id).tolist()})
@@ -282,6 +368,9 @@ def build_op_profile(table: EventTable, xla: HloAttribution | None = None) -> Op
         tuple(ops),
         _step_walls(table, steps),
         inserted_instructions(xla),
+        on_device.kernels,
+        on_device.copies,
+        on_device.steps,
     )
 
 

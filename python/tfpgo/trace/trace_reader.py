@@ -23,6 +23,7 @@ from pathlib import Path
 from tfpgo import cli, errors
 from tfpgo.atomic import staged_file
 from tfpgo.trace.dag import DagEvents, EventDag, build_dag
+from tfpgo.trace.device_attribution import attribute_device
 from tfpgo.trace.dag_json import write_dag
 from tfpgo.trace.event_filter import EventFilter, parse_steps
 from tfpgo.trace.events import EventTable
@@ -126,10 +127,23 @@ def run(
             if dag is not None and dag_out is not None:
                 dag_written = pool.submit(write_dag, dag, staged(dag_out))
             xla = attribute(table)
-            profile = build_op_profile(table, xla)
-            hlo = build_hlo_profile(table.source, xla) if xla.events else None
+            device = attribute_device(table)
+            profile = build_op_profile(table, xla, device)
+            on_instructions = any(r.instruction for r in device.resolutions)
+            hlo = (
+                build_hlo_profile(table.source, xla, device, table)
+                if xla.events or on_instructions
+                else None
+            )
             lap("op_profile")
-            if hlo is not None:
+            if profile.has_device:
+                totals = profile.totals
+                report(
+                    f"device: {totals.device_events:,} events on {len(device.devices)} "
+                    f"device(s), {totals.device_attributed_ps / max(totals.device_ps, 1):.1%} "
+                    "of their time on ops"
+                )
+            if xla.events:
                 report(
                     f"XLA: {len(hlo.modules)} modules, {len(xla.events):,} HLO events, "
                     f"{hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} of their time on TF nodes, "
@@ -326,18 +340,32 @@ def _print_summary(result: TraceReaderResult, top: int = 10) -> None:
         f"{len(result.op_profile.ops)} ops; wall {totals.wall_ps / 1e6:.1f} us, "
         f"op self {totals.op_self_ps / 1e6:.1f} us, no op {totals.non_op_ps / 1e6:.1f} us"
     )
-    if result.hlo_profile is not None:
+    if result.op_profile.has_device:
+        print(
+            f"device: {totals.device_ps / 1e6:.1f} us in {totals.device_events:,} events "
+            f"(kernels {totals.device_kernel_ps / 1e6:.1f} us, copies "
+            f"{totals.device_copy_ps / 1e6:.1f} us), "
+            f"{totals.device_attributed_ps / max(totals.device_ps, 1):.1%} on ops; idle "
+            f"{totals.device_idle_ps / 1e6:.1f} of "
+            f"{(totals.device_busy_ps + totals.device_idle_ps) / 1e6:.1f} us inside the steps"
+        )
+    if result.hlo_profile is not None and result.hlo_profile.hlo_ps:
         hlo = result.hlo_profile
         print(
             f"XLA: {len(hlo.modules)} modules, {len(hlo.fusions())} fusions; "
             f"HLO {hlo.hlo_ps / 1e6:.1f} us, {hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} "
             f"on TF nodes, {hlo.xla_inserted_ps / 1e6:.1f} us XLA-inserted"
         )
+    device = result.op_profile.has_device
     for op in result.op_profile.ops[:top]:
-        share = op.self_ps / totals.op_self_ps if totals.op_self_ps else 0.0
+        ps, count, whole = (
+            (op.device_self_ps, op.device_count, totals.device_ps)
+            if device
+            else (op.self_ps, op.count, totals.op_self_ps)
+        )
         print(
-            f"  {share:6.1%}  {op.self_ps / 1e6:12.1f} us  x{op.count:<5} {op.name} "
-            f"({', '.join(op.op_types)})"
+            f"  {ps / whole if whole else 0.0:6.1%}  {ps / 1e6:12.1f} us  x{count:<5} "
+            f"{'device ' if device else ''}{op.name} ({', '.join(op.op_types)})"
         )
 
 

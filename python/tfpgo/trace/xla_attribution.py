@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tfpgo.trace.device import device_track_mask
+from tfpgo.trace.device_attribution import DeviceAttribution
 from tfpgo.trace.events import EventTable
 from tfpgo.trace.readers.hlo_metadata import HloModule, TfNode
 
@@ -123,8 +125,11 @@ def split_equally(total_ps: int, parts: int) -> list[int]:
 
 
 def hlo_event_rows(table: EventTable) -> np.ndarray:
-    """Indices of the HLO instruction events (those with an `hlo_op` stat), ascending."""
-    return table.rows_with_stat("hlo_op")
+    """Indices of the host's HLO instruction events (those with an `hlo_op` stat off
+    the device planes: XLA on CPU), ascending. Device kernels carry `hlo_op` too; their
+    time is device time (`tfpgo.trace.device_attribution`)."""
+    rows = table.rows_with_stat("hlo_op")
+    return rows[~device_track_mask(table)[table.track_id[rows]]] if rows.size else rows
 
 
 def hlo_events(table: EventTable) -> tuple[HloEvent, ...]:
@@ -138,14 +143,15 @@ def hlo_events(table: EventTable) -> tuple[HloEvent, ...]:
         stats = table.stats[row]
         module_name = str(stats.get("hlo_module", ""))
         name = str(stats["hlo_op"])
-        module = table.hlo_modules.get(module_name)
+        program_id = int(stats.get("program_id", -1))
+        module = table.hlo_module(module_name, program_id)
         instruction = module.instructions.get(name) if module else None
         events.append(
             HloEvent(
                 row,
                 module_name,
                 name,
-                int(stats.get("program_id", -1)),
+                program_id,
                 bool(instruction and instruction.is_fusion),
                 call,
                 int(table.start_ps[row]),
@@ -161,7 +167,7 @@ def attribute(table: EventTable) -> HloAttribution:
     parts: list[HloPart] = []
     inserted: list[HloEvent] = []
     for event in events:
-        nodes = _nodes_of(table.hlo_modules, event)
+        nodes = _nodes_of(table, event)
         if not nodes:
             inserted.append(event)
             continue
@@ -174,8 +180,8 @@ def attribute(table: EventTable) -> HloAttribution:
     return HloAttribution(events, tuple(parts), tuple(inserted), table.hlo_modules)
 
 
-def _nodes_of(modules: Mapping[str, HloModule], event: HloEvent) -> tuple[TfNode, ...]:
-    module = modules.get(event.module)
+def _nodes_of(table: EventTable, event: HloEvent) -> tuple[TfNode, ...]:
+    module = table.hlo_module(event.module, event.program_id)
     instruction = module.instructions.get(event.instruction) if module else None
     return instruction.nodes if instruction else ()
 
@@ -210,14 +216,23 @@ def _enclosing_calls(table: EventTable, rows: np.ndarray) -> list[str]:
     ]
 
 
-def origins_by_node(xla: HloAttribution) -> dict[str, tuple[XlaOrigin, ...]]:
-    """Per runtime node name, the HLO instructions its parts came from, largest first."""
+def origins_by_node(
+    xla: HloAttribution, device: DeviceAttribution | None = None
+) -> dict[str, tuple[XlaOrigin, ...]]:
+    """Per runtime node name, the HLO instructions its parts came from (host HLO events
+    and device kernels), largest first."""
     sums: dict[str, dict[tuple[str, str, bool], list[int]]] = {}
     for part in xla.parts:
         key = (part.event.module, part.event.instruction, part.event.is_fusion)
         count_ps = sums.setdefault(part.node, {}).setdefault(key, [0, 0])
         count_ps[0] += 1
         count_ps[1] += part.ps
+    for node, found, count, ps in device.parts_by_node_and_resolution() if device else ():
+        if found.instruction:
+            key = (found.module, found.instruction, found.fusion)
+            count_ps = sums.setdefault(node.name, {}).setdefault(key, [0, 0])
+            count_ps[0] += count
+            count_ps[1] += ps
     return {
         node: tuple(
             sorted(

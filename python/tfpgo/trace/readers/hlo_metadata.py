@@ -11,6 +11,7 @@ the nodes, it covers. The protos are parsed with the classes XLA ships
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ HLO_PROTO_STAT = "Hlo Proto"
 _XLA_ARGUMENT_NAMES = frozenset({"XLA_Args", "XLA_Retvals"})
 # Fused parameters only pass operands in; they do no work of a node.
 _PASS_THROUGH = frozenset({"parameter"})
+_NOT_PTX = re.compile(r"[^A-Za-z0-9_$]")
 
 
 @dataclass(frozen=True)
@@ -46,19 +48,39 @@ class HloInstruction:
     name: str
     opcode: str
     nodes: tuple[TfNode, ...]
+    custom_call_target: str = ""  # a library call's target (`__cublas$lt$matmul`)
 
     @property
     def is_fusion(self) -> bool:
         return self.opcode == "fusion"
 
+    @property
+    def kernel_name(self) -> str:
+        """The GPU kernel XLA emits for this instruction: its name through
+        `llvm_ir::SanitizeFunctionName` (`xla/service/llvm_ir/llvm_util.cc`, NVPTX's
+        rules: every character but `[A-Za-z0-9_$]` becomes `_`, a leading digit gets
+        `_` in front), so `loop_add_fusion.2` launches `loop_add_fusion_2`."""
+        return sanitized_function_name(self.name)
+
+
+def sanitized_function_name(name: str) -> str:
+    """XLA's `llvm_ir::SanitizeFunctionName` (see `HloInstruction.kernel_name`)."""
+    name = _NOT_PTX.sub("_", name) or "__unnamed"
+    if name[0].isdigit():
+        name = "_" + name
+    return name + "_" if name in ("_", "$") else name
+
 
 @dataclass(frozen=True)
 class HloModule:
-    """A compiled module: its name, XLA's unique id, instructions by name."""
+    """A compiled module: its name, XLA's unique id, instructions by name, and the
+    entry computation's instructions in the order XLA scheduled them (the order a
+    GPU executable launches their kernels; the proto order when it has no schedule)."""
 
     name: str
     program_id: int
     instructions: Mapping[str, HloInstruction]
+    schedule: tuple[str, ...] = ()
 
 
 def read_metadata_plane(plane: Any, origin: str) -> Iterator[HloModule]:
@@ -91,9 +113,21 @@ def _module(module: Any) -> HloModule:
             else:
                 nodes = _own_node(instruction)
             instructions[instruction.name] = HloInstruction(
-                instruction.name, instruction.opcode, nodes
+                instruction.name, instruction.opcode, nodes, instruction.custom_call_target
             )
-    return HloModule(module.name, int(module.id), instructions)
+    return HloModule(module.name, int(module.id), instructions, _entry_schedule(module))
+
+
+def _entry_schedule(module: Any) -> tuple[str, ...]:
+    """The entry computation's instruction names in schedule order."""
+    entry = next((c for c in module.computations if c.id == module.entry_computation_id), None)
+    if entry is None:
+        return ()
+    names = {instruction.id: instruction.name for instruction in entry.instructions}
+    sequence = module.schedule.sequences.get(module.entry_computation_id)
+    if sequence is None:
+        return tuple(names.values())
+    return tuple(names[i] for i in sequence.instruction_ids if i in names)
 
 
 def _own_node(instruction: Any) -> tuple[TfNode, ...]:

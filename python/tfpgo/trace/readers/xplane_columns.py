@@ -163,7 +163,7 @@ class _Space:
     def _metadata_plane(self, stream: io.BufferedReader, size: int) -> None:
         plane = parse_message(xplane_pb2().XPlane(), _exact(stream, size), "metadata plane;")
         for module in hlo_metadata.read_metadata_plane(plane, self.builder.source):
-            self.builder.hlo_modules[module.name] = module
+            self.builder.add_hlo_module(module)
 
     def _line(self, stream: io.BufferedReader, size: int) -> None:
         count, name_size = struct.unpack("<QQ", _exact(stream, 16))

@@ -1,0 +1,277 @@
+"""Device time onto framework ops: each kernel, copy and memset of a device plane
+(`tfpgo.trace.device`) split over the TF nodes (XLA: the `op_name`s) it ran for.
+
+One rule per source of truth, tried in this order:
+
+  * `hlo_op` (XLA): the stat names an instruction of the module its `hlo_module` /
+    `program_id` names in the trace's `HloProto`s; the instruction's nodes (a
+    fusion: the nodes of every instruction inside it) get the event's time in
+    equal integer parts (`xla_attribution.split_equally`, as on the CPU);
+  * command buffers: `hlo_op` names no instruction of a known module (it is
+    `command_buffer_N`): the kernel is matched inside its execution
+    (`tfpgo.trace.command_buffer`: by kernel name, then by the schedule);
+  * `tf_op` (TensorFlow's own GPU kernels): `"<node>:<type>"`, the op the
+    executor's `AnnotatedTraceMe` wrapped the launch in (xprof reads the same);
+  * else unattributed, with the reason: `no_framework_op` (nothing names an op:
+    copies the runtime made, e.g. feeding inputs), `no_hlo_proto`, `no_op_name`
+    (XLA's own instruction), `command_buffer_ambiguous: ...`,
+    `command_buffer_no_correlation`. Never dropped: attributed plus unattributed
+    is all device time.
+
+Work is done once per distinct (kernel name, stats) signature and once per
+distinct command-buffer execution, so millions of kernels cost numpy passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tfpgo.trace import command_buffer
+from tfpgo.trace.device import CORRELATION_STAT, device_rows, kind_codes
+from tfpgo.trace.events import EventTable, parse_op_name
+from tfpgo.trace.readers.hlo_metadata import HloInstruction, TfNode
+
+RULE_HLO_OP = "hlo_op"
+RULE_TF_OP = "tf_op"
+_STATS = ("hlo_op", "hlo_module", "program_id", "tf_op")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Where one kind of device event's time goes: `nodes` by `rule`, or, with no
+    nodes, unattributed for `reason`. `module`/`instruction`: the HLO instruction
+    it ran, when known."""
+
+    rule: str
+    nodes: tuple[TfNode, ...]
+    module: str = ""
+    instruction: str = ""
+    reason: str = ""
+    fusion: bool = False
+
+
+@dataclass(frozen=True)
+class DeviceAttribution:
+    """Every device event of a table and where its time went.
+
+    Per event (position in `rows`): its kind (index into `device.KINDS`), device
+    (index into `devices`) and resolution (index into `resolutions`). Parts: the
+    (event position, node index into `nodes`, picoseconds) triples the events were
+    split into; they sum exactly to the attributed events' time.
+    """
+
+    rows: np.ndarray
+    kinds: np.ndarray
+    device: np.ndarray
+    devices: tuple[str, ...]
+    resolution: np.ndarray
+    resolutions: tuple[Resolution, ...]
+    part_event: np.ndarray
+    part_node: np.ndarray
+    part_ps: np.ndarray
+    nodes: tuple[TfNode, ...]
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    def parts_by_node_and_resolution(self) -> list[tuple[TfNode, Resolution, int, int]]:
+        """(node, resolution, parts, picoseconds) for every pair that has parts."""
+        if not self.part_event.size:
+            return []
+        pairs = np.stack([self.part_node, self.resolution[self.part_event]], 1)
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        ps = np.bincount(inverse.ravel(), weights=self.part_ps, minlength=unique.shape[0])
+        counts = np.bincount(inverse.ravel(), minlength=unique.shape[0])
+        return [
+            (self.nodes[node], self.resolutions[found], int(counts[at]), int(round(ps[at])))
+            for at, (node, found) in enumerate(unique.tolist())
+        ]
+
+    def attributed_mask(self) -> np.ndarray:
+        """Per event: whether its time went to nodes."""
+        has_nodes = np.array([bool(r.nodes) for r in self.resolutions] or [False], bool)
+        return has_nodes[self.resolution] if len(self) else np.zeros(0, bool)
+
+
+def attribute_device(table: EventTable) -> DeviceAttribution:
+    """Resolves every device event of `table` (see the module doc)."""
+    rows = device_rows(table)
+    plane_of_track = [t.plane for t in table.tracks]
+    devices = tuple(sorted({plane_of_track[t] for t in np.unique(table.track_id[rows]).tolist()}))
+    device_index = {name: i for i, name in enumerate(devices)}
+    track_device = np.array([device_index.get(p, -1) for p in plane_of_track] or [-1], np.int32)
+    stats = {name: _on_rows(table, name, rows) for name in (*_STATS, CORRELATION_STAT)}
+    interned = _Resolutions()
+    signature = np.stack(
+        [table.name_id[rows].astype(np.int64), *(_codes(stats[name]) for name in _STATS)], 1
+    ) if rows.size else np.zeros((0, 5), np.int64)
+    unique, first, inverse = (
+        np.unique(signature, axis=0, return_index=True, return_inverse=True)
+        if rows.size
+        else (signature, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    )
+    per_signature = np.zeros(unique.shape[0], np.int64)
+    buffered = np.zeros(unique.shape[0], bool)  # command-buffer kernels: per execution
+    for at, row_at in enumerate(first.tolist()):
+        values = {name: stats[name][row_at] for name in _STATS}
+        found = _resolve(table, values)
+        if found is None:
+            buffered[at] = True
+        else:
+            per_signature[at] = interned.id(found)
+    resolution = per_signature[inverse.ravel()] if rows.size else per_signature
+    in_buffer = buffered[inverse.ravel()] if rows.size else buffered
+    if in_buffer.any():
+        _resolve_command_buffers(table, rows, stats, in_buffer, resolution, interned)
+    resolutions = interned.all
+    nodes, part_event, part_node, part_ps = _split(table, rows, resolution, resolutions)
+    return DeviceAttribution(
+        rows,
+        kind_codes(table, rows),
+        track_device[table.track_id[rows]],
+        devices,
+        resolution,
+        tuple(resolutions),
+        part_event,
+        part_node,
+        part_ps,
+        nodes,
+    )
+
+
+class _Resolutions:
+    """Distinct resolutions, numbered in the order they are first seen."""
+
+    def __init__(self) -> None:
+        self.all: list[Resolution] = []
+        self._ids: dict[Resolution, int] = {}
+
+    def id(self, resolution: Resolution) -> int:
+        if (found := self._ids.get(resolution)) is None:
+            found = self._ids[resolution] = len(self.all)
+            self.all.append(resolution)
+        return found
+
+
+def _on_rows(table: EventTable, name: str, rows: np.ndarray) -> np.ndarray:
+    """The stat's value on each of `rows` (None where it is absent)."""
+    values = np.full(rows.shape[0], None, dtype=object)
+    stat_rows, stat_values = table.stat_column(name)
+    if stat_rows.size and rows.size:
+        slot = np.minimum(np.searchsorted(rows, stat_rows), rows.size - 1)
+        hit = rows[slot] == stat_rows
+        values[slot[hit]] = stat_values[hit]
+    return values
+
+
+def _codes(values: np.ndarray) -> np.ndarray:
+    """Distinct values numbered in order of appearance (None included)."""
+    numbers: dict[object, int] = {}
+    return np.fromiter(
+        (numbers.setdefault(v, len(numbers)) for v in values.tolist()), np.int64, values.size
+    )
+
+
+def _resolve(table: EventTable, stats: dict[str, object]) -> Resolution | None:
+    """The resolution of one signature; None: a command-buffer kernel."""
+    hlo_op, module_name = stats["hlo_op"], stats["hlo_module"]
+    if hlo_op is not None:
+        program_id = stats["program_id"]
+        module = table.hlo_module(str(module_name or ""), int(program_id or -1))  # type: ignore[call-overload]
+        if module is not None:
+            instruction = module.instructions.get(str(hlo_op))
+            if instruction is None:
+                return None
+            return _of_instruction(module.name, instruction, RULE_HLO_OP)
+    tf_op = parse_op_name(str(stats["tf_op"])) if stats["tf_op"] is not None else None
+    if tf_op is not None:
+        return Resolution(RULE_TF_OP, (TfNode(*tf_op),))
+    if hlo_op is not None:
+        return Resolution("", (), str(module_name or ""), str(hlo_op), "no_hlo_proto")
+    return Resolution("", (), reason="no_framework_op")
+
+
+def _of_instruction(module: str, instruction: HloInstruction, rule: str) -> Resolution:
+    if not instruction.nodes:
+        return Resolution("", (), module, instruction.name, "no_op_name")
+    return Resolution(rule, instruction.nodes, module, instruction.name, "", instruction.is_fusion)
+
+
+def _resolve_command_buffers(
+    table: EventTable,
+    rows: np.ndarray,
+    stats: dict[str, np.ndarray],
+    in_buffer: np.ndarray,
+    resolution: np.ndarray,
+    interned: _Resolutions,
+) -> None:
+    """Resolves the command-buffer kernels execution by execution (in place)."""
+    correlation = stats[CORRELATION_STAT]
+    host_of_track = [t.host for t in table.tracks]
+    executions: dict[tuple[str, object], list[int]] = {}
+    for at in np.flatnonzero(np.not_equal(correlation, None)).tolist():
+        key = (host_of_track[int(table.track_id[rows[at]])], correlation[at])
+        executions.setdefault(key, []).append(at)
+    no_correlation = interned.id(Resolution("", (), reason="command_buffer_no_correlation"))
+    resolution[in_buffer & np.equal(correlation, None)] = no_correlation
+    cache: dict[tuple[object, ...], list[int]] = {}
+    for members in executions.values():
+        if not in_buffer[members].any():
+            continue
+        order = sorted(members, key=lambda at: int(table.start_ps[rows[at]]))
+        names = tuple(table.names[int(table.name_id[rows[at]])] for at in order)
+        annotated = tuple(
+            None if in_buffer[at] or stats["hlo_op"][at] is None else str(stats["hlo_op"][at])
+            for at in order
+        )
+        buffered = next(at for at in order if in_buffer[at])
+        module = table.hlo_module(
+            str(stats["hlo_module"][buffered] or ""), int(stats["program_id"][buffered] or -1)
+        )
+        key = (id(module), names, annotated)
+        if key not in cache:
+            assert module is not None  # a command-buffer signature has a known module
+            matches = command_buffer.resolve_execution(module, names, annotated)
+            cache[key] = [
+                interned.id(
+                    _of_instruction(module.name, m.instruction, m.rule)
+                    if m.instruction is not None
+                    else Resolution("", (), module.name, "", m.reason)
+                )
+                for m in matches
+            ]
+        for at, found in zip(order, cache[key], strict=True):
+            if in_buffer[at]:
+                resolution[at] = found
+
+
+def _split(
+    table: EventTable, rows: np.ndarray, resolution: np.ndarray, resolutions: list[Resolution]
+) -> tuple[tuple[TfNode, ...], np.ndarray, np.ndarray, np.ndarray]:
+    """Each attributed event's duration in equal integer parts over its nodes (the
+    remainder one ps each to the first nodes), as (event, node, ps) columns."""
+    node_ids: dict[str, int] = {}
+    nodes: list[TfNode] = []
+    per_resolution: list[list[int]] = []
+    for found in resolutions:
+        ids = []
+        for node in found.nodes:
+            if node.name not in node_ids:
+                node_ids[node.name] = len(nodes)
+                nodes.append(node)
+            ids.append(node_ids[node.name])
+        per_resolution.append(ids)
+    widths = np.array([len(ids) for ids in per_resolution] or [0], np.int64)
+    width = widths[resolution] if rows.size else np.zeros(0, np.int64)
+    event = np.repeat(np.arange(rows.shape[0]), width)
+    offsets = np.cumsum(np.append(0, widths))
+    flat = np.array([i for ids in per_resolution for i in ids] or [0], np.int64)
+    rank = np.arange(event.shape[0]) - np.repeat(np.cumsum(width) - width, width)
+    node = flat[offsets[resolution[event]] + rank] if event.size else event
+    duration = table.duration_ps[rows[event]]
+    parts = width[event]
+    share = duration // np.maximum(parts, 1) + (rank < duration % np.maximum(parts, 1))
+    return tuple(nodes), event, node, share.astype(np.int64)
+

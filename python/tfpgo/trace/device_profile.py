@@ -1,0 +1,210 @@
+"""The device part of the op profile (`op_profile.json` version 3): per-node device
+time, the kernels with the ops they ran for, copies by direction, what stayed
+unattributed and why, and how busy each device was inside the steps.
+
+Built from a `DeviceAttribution`; `op_profile.build_op_profile` merges the
+per-node times into its entries and writes the rest beside them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tfpgo.trace.device import KINDS
+from tfpgo.trace.device_attribution import DeviceAttribution
+from tfpgo.trace.events import NO_STEP, EventTable
+
+
+@dataclass(frozen=True)
+class DeviceTime:
+    """One node's time on one device."""
+
+    device: str
+    self_ps: int
+    count: int
+
+
+@dataclass(frozen=True)
+class DeviceKernel:
+    """Every execution of one kernel (or copy) name on one device for one instruction
+    (resolution); `ops` the nodes its time went to, `reason` why none when empty."""
+
+    device: str
+    name: str
+    kind: str
+    module: str
+    instruction: str
+    rule: str
+    reason: str
+    count: int
+    total_ps: int
+    ops: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DeviceCopies:
+    """Copies (or memsets) of one direction: all of them, and the part on ops."""
+
+    kind: str
+    count: int
+    total_ps: int
+    attributed_ps: int
+
+
+@dataclass(frozen=True)
+class DeviceStep:
+    """One device in one step: the span of the step's device events (by launch), and
+    the part of it with at least one event running."""
+
+    device: str
+    step: int
+    window_ps: int
+    busy_ps: int
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """The device document parts, and per node index of `attribution.nodes` the time."""
+
+    node_ps: np.ndarray
+    node_count: np.ndarray
+    node_first_ps: np.ndarray
+    per_device: dict[int, tuple[DeviceTime, ...]]
+    kernels: tuple[DeviceKernel, ...]
+    copies: tuple[DeviceCopies, ...]
+    steps: tuple[DeviceStep, ...]
+    device_ps: int
+    kernel_ps: int
+    copy_ps: int
+    attributed_ps: int
+    events: int
+
+    @property
+    def busy_ps(self) -> int:
+        return sum(step.busy_ps for step in self.steps)
+
+    @property
+    def idle_ps(self) -> int:
+        return sum(step.window_ps - step.busy_ps for step in self.steps)
+
+    @property
+    def unattributed(self) -> tuple[DeviceKernel, ...]:
+        return tuple(kernel for kernel in self.kernels if not kernel.ops)
+
+
+def build_device_profile(table: EventTable, device: DeviceAttribution) -> DeviceProfile:
+    """Sums `device` per node, per kernel, per copy direction and per step."""
+    nodes = len(device.nodes)
+    node_ps = np.bincount(device.part_node, weights=device.part_ps, minlength=nodes)
+    node_count = np.bincount(device.part_node, minlength=nodes)
+    starts = table.start_ps[device.rows]
+    first = np.full(nodes, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, device.part_node, starts[device.part_event])
+    per_device: dict[int, tuple[DeviceTime, ...]] = {}
+    if len(device.devices) > 1:
+        for node in range(nodes):
+            mine = device.part_node == node
+            on = device.device[device.part_event[mine]]
+            ps = np.bincount(on, weights=device.part_ps[mine], minlength=len(device.devices))
+            count = np.bincount(on, minlength=len(device.devices))
+            per_device[node] = tuple(
+                DeviceTime(name, int(ps[d]), int(count[d]))
+                for d, name in enumerate(device.devices)
+                if count[d]
+            )
+    durations = table.duration_ps[device.rows]
+    is_copy = np.array([k.is_copy for k in KINDS])[device.kinds] if len(device) else np.zeros(0, bool)
+    attributed = device.attributed_mask()
+    return DeviceProfile(
+        node_ps.round().astype(np.int64),
+        node_count.astype(np.int64),
+        first,
+        per_device,
+        _kernels(table, device, durations),
+        _copies(device, durations, is_copy, attributed),
+        _steps(table, device),
+        int(durations.sum()),
+        int(durations[~is_copy].sum()),
+        int(durations[is_copy].sum()),
+        int(durations[attributed].sum()),
+        len(device),
+    )
+
+
+def _kernels(
+    table: EventTable, device: DeviceAttribution, durations: np.ndarray
+) -> tuple[DeviceKernel, ...]:
+    """Events grouped by (device, name, resolution), largest first."""
+    if not len(device):
+        return ()
+    names = table.name_id[device.rows].astype(np.int64)
+    keys = np.stack([device.device.astype(np.int64), names, device.resolution], 1)
+    unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    totals = np.bincount(inverse, weights=durations, minlength=unique.shape[0])
+    counts = np.bincount(inverse, minlength=unique.shape[0])
+    kernels = []
+    for at, (device_id, name_id, resolution_id) in enumerate(unique.tolist()):
+        resolution = device.resolutions[resolution_id]
+        kernels.append(
+            DeviceKernel(
+                device.devices[device_id],
+                table.names[name_id],
+                KINDS[int(device.kinds[first[at]])].value,
+                resolution.module,
+                resolution.instruction,
+                resolution.rule,
+                resolution.reason,
+                int(counts[at]),
+                int(round(totals[at])),
+                tuple(node.name for node in resolution.nodes),
+            )
+        )
+    kernels.sort(key=lambda k: (-k.total_ps, k.device, k.name, k.instruction))
+    return tuple(kernels)
+
+
+def _copies(
+    device: DeviceAttribution, durations: np.ndarray, is_copy: np.ndarray, attributed: np.ndarray
+) -> tuple[DeviceCopies, ...]:
+    found = []
+    for code, kind in enumerate(KINDS):
+        mine = (device.kinds == code) & is_copy
+        if mine.any():
+            found.append(
+                DeviceCopies(
+                    kind.value,
+                    int(mine.sum()),
+                    int(durations[mine].sum()),
+                    int(durations[mine & attributed].sum()),
+                )
+            )
+    return tuple(found)
+
+
+def _steps(table: EventTable, device: DeviceAttribution) -> tuple[DeviceStep, ...]:
+    """Busy and idle time per device and step (one window over all events when the
+    trace marks no steps)."""
+    steps = table.step[device.rows]
+    marked = steps != NO_STEP
+    if not marked.any():
+        steps, marked = np.zeros_like(steps), np.ones_like(marked)
+        label = -1
+    else:
+        label = None
+    found = []
+    for device_id, name in enumerate(device.devices):
+        for step in np.unique(steps[marked & (device.device == device_id)]).tolist():
+            rows = device.rows[(steps == step) & marked & (device.device == device_id)]
+            starts = table.start_ps[rows]
+            ends = starts + table.duration_ps[rows]
+            order = np.argsort(starts, kind="stable")
+            starts, ends = starts[order], np.maximum.accumulate(ends[order])
+            gaps = np.maximum(starts[1:] - ends[:-1], 0)
+            window = int(ends[-1] - starts[0])
+            found.append(
+                DeviceStep(name, step if label is None else label, window, window - int(gaps.sum()))
+            )
+    return tuple(found)
