@@ -11,8 +11,9 @@ kernel-launching instructions of a stretch of the entry computation's schedule:
   * **kernel name**: XLA names a fusion's kernel after the instruction
     (`HloInstruction.kernel_name`: `loop_add_fusion.2` -> `loop_add_fusion_2`).
     A kernel whose name is an instruction's kernel name is that instruction, the
-    first such one at or after the previous match in the schedule (two identical
-    fusions may share one kernel name: the schedule tells them apart);
+    first such one at or after the previous match in the schedule. XLA launches one
+    kernel for identical fusions: a name seen again with no such instruction left
+    is the next fusion whose own kernel name runs nowhere later;
   * **schedule**: library calls (cuBLAS, cuDNN custom calls) launch vendor kernels
     (`sm90_xmma_gemm_...`). The kernels between two matched ones belong to the
     non-fusion instructions scheduled between those two: all of them to the one
@@ -79,12 +80,15 @@ def resolve_execution(
     rules = [""] * len(kernels)
     position = 0
     for k, (name, known) in enumerate(zip(kernels, annotated, strict=True)):
-        instruction = module.instructions.get(known) if known else None
-        if instruction is not None and id(instruction) in slots:
-            matched[k], rules[k] = slots[id(instruction)], "hlo_op"
+        named = module.instructions.get(known) if known else None
+        if named is not None and id(named) in slots:
+            matched[k], rules[k] = slots[id(named)], "hlo_op"
         elif name in by_kernel:
             later = [at for at in by_kernel[name] if at >= position]
-            matched[k], rules[k] = (later or by_kernel[name])[0], RULE_KERNEL_NAME
+            if later:
+                matched[k], rules[k] = later[0], RULE_KERNEL_NAME
+            elif (reused := _next_unnamed_fusion(schedule, position, kernels[k + 1 :])) is not None:
+                matched[k], rules[k] = reused, RULE_SCHEDULE
         if matched[k] is not None:
             position = int(matched[k] or 0) + 1
     taken = {at for at in matched if at is not None}
@@ -93,12 +97,32 @@ def resolve_execution(
         for k, at in enumerate(matched)
     ]
     for first, last in _unmatched_runs(matched):
-        before = next((matched[k] for k in range(first - 1, -1, -1) if matched[k] is not None), None)
-        after = next((matched[k] for k in range(last, len(kernels)) if matched[k] is not None), None)
+        before = next(
+            (matched[k] for k in range(first - 1, -1, -1) if matched[k] is not None), None
+        )
+        after = next(
+            (matched[k] for k in range(last, len(kernels)) if matched[k] is not None), None
+        )
         candidates = _library_calls(schedule, before, after, taken)
         for k, match in zip(range(first, last), _assign(candidates, last - first), strict=True):
             result[k] = match
     return result
+
+
+def _next_unnamed_fusion(
+    schedule: list[HloInstruction], position: int, later_kernels: Sequence[str]
+) -> int | None:
+    """The next fusion from `position` whose own kernel name no later kernel has: the
+    instruction that reused an earlier fusion's kernel."""
+    names = set(later_kernels)
+    return next(
+        (
+            at
+            for at in range(position, len(schedule))
+            if schedule[at].is_fusion and schedule[at].kernel_name not in names
+        ),
+        None,
+    )
 
 
 def _unmatched_runs(matched: list[int | None]) -> list[tuple[int, int]]:

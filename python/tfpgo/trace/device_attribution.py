@@ -85,7 +85,7 @@ class DeviceAttribution:
         ps = np.bincount(inverse.ravel(), weights=self.part_ps, minlength=unique.shape[0])
         counts = np.bincount(inverse.ravel(), minlength=unique.shape[0])
         return [
-            (self.nodes[node], self.resolutions[found], int(counts[at]), int(round(ps[at])))
+            (self.nodes[node], self.resolutions[found], int(counts[at]), round(ps[at]))
             for at, (node, found) in enumerate(unique.tolist())
         ]
 
@@ -104,9 +104,13 @@ def attribute_device(table: EventTable) -> DeviceAttribution:
     track_device = np.array([device_index.get(p, -1) for p in plane_of_track] or [-1], np.int32)
     stats = {name: _on_rows(table, name, rows) for name in (*_STATS, CORRELATION_STAT)}
     interned = _Resolutions()
-    signature = np.stack(
-        [table.name_id[rows].astype(np.int64), *(_codes(stats[name]) for name in _STATS)], 1
-    ) if rows.size else np.zeros((0, 5), np.int64)
+    signature = (
+        np.stack(
+            [table.name_id[rows].astype(np.int64), *(_codes(stats[name]) for name in _STATS)], 1
+        )
+        if rows.size
+        else np.zeros((0, 5), np.int64)
+    )
     unique, first, inverse = (
         np.unique(signature, axis=0, return_index=True, return_inverse=True)
         if rows.size
@@ -211,11 +215,12 @@ def _resolve_command_buffers(
     correlation = stats[CORRELATION_STAT]
     host_of_track = [t.host for t in table.tracks]
     executions: dict[tuple[str, object], list[int]] = {}
-    for at in np.flatnonzero(np.not_equal(correlation, None)).tolist():
+    has_correlation = np.array([value is not None for value in correlation.tolist()], bool)
+    for at in np.flatnonzero(has_correlation).tolist():
         key = (host_of_track[int(table.track_id[rows[at]])], correlation[at])
         executions.setdefault(key, []).append(at)
     no_correlation = interned.id(Resolution("", (), reason="command_buffer_no_correlation"))
-    resolution[in_buffer & np.equal(correlation, None)] = no_correlation
+    resolution[in_buffer & ~has_correlation] = no_correlation
     cache: dict[tuple[object, ...], list[int]] = {}
     for members in executions.values():
         if not in_buffer[members].any():
@@ -230,11 +235,11 @@ def _resolve_command_buffers(
         module = table.hlo_module(
             str(stats["hlo_module"][buffered] or ""), int(stats["program_id"][buffered] or -1)
         )
-        key = (id(module), names, annotated)
-        if key not in cache:
+        signature = (id(module), names, annotated)
+        if signature not in cache:
             assert module is not None  # a command-buffer signature has a known module
             matches = command_buffer.resolve_execution(module, names, annotated)
-            cache[key] = [
+            cache[signature] = [
                 interned.id(
                     _of_instruction(module.name, m.instruction, m.rule)
                     if m.instruction is not None
@@ -242,7 +247,7 @@ def _resolve_command_buffers(
                 )
                 for m in matches
             ]
-        for at, found in zip(order, cache[key], strict=True):
+        for at, found in zip(order, cache[signature], strict=True):
             if in_buffer[at]:
                 resolution[at] = found
 
@@ -257,11 +262,11 @@ def _split(
     per_resolution: list[list[int]] = []
     for found in resolutions:
         ids = []
-        for node in found.nodes:
-            if node.name not in node_ids:
-                node_ids[node.name] = len(nodes)
-                nodes.append(node)
-            ids.append(node_ids[node.name])
+        for tf_node in found.nodes:
+            if tf_node.name not in node_ids:
+                node_ids[tf_node.name] = len(nodes)
+                nodes.append(tf_node)
+            ids.append(node_ids[tf_node.name])
         per_resolution.append(ids)
     widths = np.array([len(ids) for ids in per_resolution] or [0], np.int64)
     width = widths[resolution] if rows.size else np.zeros(0, np.int64)
@@ -269,9 +274,8 @@ def _split(
     offsets = np.cumsum(np.append(0, widths))
     flat = np.array([i for ids in per_resolution for i in ids] or [0], np.int64)
     rank = np.arange(event.shape[0]) - np.repeat(np.cumsum(width) - width, width)
-    node = flat[offsets[resolution[event]] + rank] if event.size else event
+    node_of_part = flat[offsets[resolution[event]] + rank] if event.size else event
     duration = table.duration_ps[rows[event]]
     parts = width[event]
     share = duration // np.maximum(parts, 1) + (rank < duration % np.maximum(parts, 1))
-    return tuple(nodes), event, node, share.astype(np.int64)
-
+    return tuple(nodes), event, node_of_part, share.astype(np.int64)

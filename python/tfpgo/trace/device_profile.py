@@ -115,7 +115,9 @@ def build_device_profile(table: EventTable, device: DeviceAttribution) -> Device
                 if count[d]
             )
     durations = table.duration_ps[device.rows]
-    is_copy = np.array([k.is_copy for k in KINDS])[device.kinds] if len(device) else np.zeros(0, bool)
+    is_copy = (
+        np.array([k.is_copy for k in KINDS])[device.kinds] if len(device) else np.zeros(0, bool)
+    )
     attributed = device.attributed_mask()
     return DeviceProfile(
         node_ps.round().astype(np.int64),
@@ -158,7 +160,7 @@ def _kernels(
                 resolution.rule,
                 resolution.reason,
                 int(counts[at]),
-                int(round(totals[at])),
+                round(totals[at]),
                 tuple(node.name for node in resolution.nodes),
             )
         )

@@ -209,7 +209,7 @@ def _device_instructions(
             continue
         entry = found.setdefault((resolution.module, resolution.instruction), [0, 0, set()])
         entry[0] += int(count[at])
-        entry[1] += int(round(ps[at]))
+        entry[1] += round(ps[at])
         entry[2].add(resolution.rule or resolution.reason)
     for node, resolution, _, part_ps in device.parts_by_node_and_resolution():
         if resolution.instruction:

@@ -303,8 +303,8 @@ def build_op_profile(
             types[node_index[op[0]]].add(op[1])
     for part in xla.parts:
         types[node_index[part.node]].add(part.op_type)
-    for node in device.nodes:
-        types[node_index[node.name]].add(node.op_type)
+    for device_node in device.nodes:
+        types[node_index[device_node.name]].add(device_node.op_type)
     origins = origins_by_node(xla, device)
     device_of = {node_index[node.name]: at for at, node in enumerate(device.nodes)}
     ops = []

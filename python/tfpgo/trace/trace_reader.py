@@ -23,8 +23,8 @@ from pathlib import Path
 from tfpgo import cli, errors
 from tfpgo.atomic import staged_file
 from tfpgo.trace.dag import DagEvents, EventDag, build_dag
-from tfpgo.trace.device_attribution import attribute_device
 from tfpgo.trace.dag_json import write_dag
+from tfpgo.trace.device_attribution import attribute_device
 from tfpgo.trace.event_filter import EventFilter, parse_steps
 from tfpgo.trace.events import EventTable
 from tfpgo.trace.hlo_profile import HloProfile, build_hlo_profile
@@ -143,7 +143,7 @@ def run(
                     f"device(s), {totals.device_attributed_ps / max(totals.device_ps, 1):.1%} "
                     "of their time on ops"
                 )
-            if xla.events:
+            if hlo is not None and xla.events:
                 report(
                     f"XLA: {len(hlo.modules)} modules, {len(xla.events):,} HLO events, "
                     f"{hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} of their time on TF nodes, "
