@@ -180,6 +180,8 @@ def _events_through_protobuf(path):
     events: list[tuple[tuple[str, str, str], str, int, int, dict[str, Any]]] = []
     producers: dict[tuple[int, int], int] = {}
     consumers: list[tuple[tuple[int, int], int]] = []
+    launches: dict[int, int] = {}  # correlation id -> the first host event with it
+    launched: list[tuple[int, int]] = []  # (correlation id, device event)
     steps: list[int] = []
     for plane in space.planes:
         if plane.name == METADATA_PLANE:
@@ -208,12 +210,17 @@ def _events_through_protobuf(path):
                     producers.setdefault((flow.get("_pt", 0), flow["_p"]), index)
                 if "_c" in flow:
                     consumers.append(((flow.get("_ct", 0), flow["_c"]), index))
+                if "correlation_id" in kept and plane.name.startswith("/device:"):
+                    launched.append((kept["correlation_id"], index))
+                elif "correlation_id" in kept:
+                    launches.setdefault(kept["correlation_id"], index)
                 if "step_num" in kept:
                     steps.append(int(kept["step_num"]))
                 start = event.offset_ps + (line.timestamp_ns - base) * 1000
                 track = (host, plane.name, line.display_name or line.name)
                 events.append((track, name, start, event.duration_ps, kept))
     flows = {(producers[key], c) for key, c in consumers if producers.get(key, c) != c}
+    flows |= {(launches[key], d) for key, d in launched if key in launches}
     return events, flows, steps
 
 

@@ -166,6 +166,69 @@ def lower(
         ]
 
 
+@dataclass(frozen=True)
+class NamedModuleCoverage:
+    """A module the framework itself lowered (JAX's StableHLO, `lowered.as_text(
+    debug_info=True)`), annotated by the node names in its locations."""
+
+    module: Path
+    op_graph: Path
+    sources: tuple[str, ...]  # profile entries some op's location names
+    device_ps: int  # the profile's attributed device time
+    reachable_device_ps: int  # the part of it on `sources`
+    self_ps: int
+    reachable_self_ps: int
+
+    @property
+    def device_coverage(self) -> float:
+        return self.reachable_device_ps / self.device_ps if self.device_ps else 0.0
+
+
+def annotate_named_stablehlo(
+    module_text: str, op_profile: Path, out: Path, origin: Path
+) -> NamedModuleCoverage:
+    """Annotates a StableHLO module whose name locations are the op names the profile
+    holds (XLA's `op_name` metadata comes from them): `profiler_data` on every op a
+    profile entry names, through `tf-profile-materialize-annotations` matching names.
+    Writes `model.stablehlo.mlir` and `op_graph.stablehlo.json` into `out`."""
+    from tfpgo.trace.op_profile import OpProfile
+
+    if "stablehlo." not in module_text:
+        raise UserError(f"{origin}: no StableHLO op in this module; pass a .stablehlo.mlir")
+    with tempfile.TemporaryDirectory(prefix="tfpgo-named-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        generic = scratch / "stablehlo.mlir"
+        write_generic_stablehlo(module_text, generic)
+        annotated = out / "model.stablehlo.mlir"
+        op_graph = out / "op_graph.stablehlo.json"
+        summary = scratch / "summary.json"
+        annotate.run_tfpgo_opt(
+            generic,
+            annotated,
+            [
+                "--mlir-print-op-generic",
+                f"--mlir-elide-elementsattrs-if-larger={ELIDE_ELEMENTS}",
+                "--tf-profile-materialize-annotations="
+                f"path-to-profile={op_profile} summary-output={summary}",
+                f"--tf-profile-mark-hotspots=top-k={HOT_OPS}",
+                f"--tf-profile-export-op-graph=output={op_graph}",
+            ],
+        )
+        document = read_json(summary)
+        expect_format(summary, document, LEVEL_FORMAT)
+    found = {source["name"] for source in document.get("sources", ())}
+    profile = OpProfile.read(op_profile)
+    return NamedModuleCoverage(
+        annotated,
+        op_graph,
+        tuple(sorted(found)),
+        profile.totals.device_attributed_ps,
+        sum(op.device_self_ps for op in profile.ops if op.name in found),
+        profile.totals.op_self_ps,
+        sum(op.self_ps for op in profile.ops if op.name in found),
+    )
+
+
 def util_functions_to_func(generic: str) -> str:
     """IREE's `util.func`/`util.return` (generic form) as `func.func`/`func.return`.
     A `util.func` with properties `func.func` lacks (tied operands, inlining

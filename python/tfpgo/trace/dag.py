@@ -2,8 +2,9 @@
 
 Exact semantics (the contract behind `mlir_graph.json`, docs/formats.md):
 
-Nodes. The selected events (`DagEvents.OPS`: TF op events and the HLO
-instruction events of XLA-compiled steps, the default; `DagEvents.ALL`: every
+Nodes. The selected events (`DagEvents.OPS`: TF op events, the HLO
+instruction events of XLA-compiled steps and every device event (kernels,
+copies, memsets: `tfpgo.trace.device`), the default; `DagEvents.ALL`: every
 event). Node ids are 0..n-1 in the order
 (start, longer first, track, source order), so every edge goes from a smaller
 to a larger id: the DAG is acyclic by construction.
@@ -23,7 +24,8 @@ incoming edge from the previous level and an outgoing one to the next; the
 edge count is below 2n.
 
 Flow edges (`kind: "flow"`). Causal links recorded by the trace: XPlane
-producer/consumer context stats (`_p`/`_c`), Chrome flow events. When an
+producer/consumer context stats (`_p`/`_c`), Chrome flow events, and a host
+launch to the device events of its `correlation_id` (`device.link_launches`). When an
 endpoint is not a node (e.g. `ThreadpoolListener::Record` in an ops-only
 DAG), it is lifted to the nearest node on the same line: the producer to the
 last node that started at or before it (the op that scheduled the work), the
@@ -48,6 +50,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tfpgo import kernels
+from tfpgo.trace.device import device_rows
 from tfpgo.trace.events import Event, EventTable
 from tfpgo.trace.ordering import lexsort
 from tfpgo.trace.xla_attribution import hlo_event_rows
@@ -184,6 +187,7 @@ def build_dag(table: EventTable, events: DagEvents = DagEvents.OPS) -> EventDag:
     if events is DagEvents.OPS:
         selected = table.is_op_mask()
         selected[hlo_event_rows(table)] = True
+        selected[device_rows(table)] = True
     else:
         selected = np.ones(len(table), bool)
     rows = np.flatnonzero(selected)
