@@ -219,6 +219,7 @@ def _run_stages(
     profiling_run = from_trace is None or mlir is None
     lowerable = None  # the tf module to lower: frozen (profiling) or the user's
     case = None  # the loaded step (profiling runs)
+    named = None  # a StableHLO module (JAX's), annotated by the names in its locations
     if from_trace is None or mlir is None:
         trace, module, run_info, lowerable, case = _profile_stages(options, out, progress)
     else:
@@ -236,8 +237,13 @@ def _run_stages(
             trace_source=str(trace.relative_to(out) if trace.is_relative_to(out) else trace),
             module="model.mlir",
         )
-        if options.lower:
-            lowerable = module_bytes.decode()
+        text = module_bytes.decode(errors="replace")
+        if lowering.is_stablehlo(text):
+            if options.lower:
+                raise UserError(f"--lower: {mlir} is StableHLO already; drop --lower")
+            named = text
+        elif options.lower:
+            lowerable = text
             lowering.check_frozen(lowerable, mlir)
 
     def note(message: str) -> None:  # name files where they will be, not in staging
@@ -249,19 +255,28 @@ def _run_stages(
         f"reading {shown}",
         lambda: _read_trace(trace, out, options.output_dir, note, options.host_reading),
     )
-    attribution = progress.stage(
-        "annotate",
-        "tfpgo-opt --tf-profile-guided-pipeline",
-        lambda: annotate.annotate_module(
-            module,
-            out / "op_profile.json",
-            out / "model.annotated.mlir",
-            out / "op_graph.json",
-            out / "attribution.json",
-            top_k=options.top_k,
-            min_share=options.min_share,
-        ),
-    )
+    if named is not None:
+        attribution = progress.stage(
+            "annotate",
+            "StableHLO by its name locations: tfpgo-opt --tf-profile-materialize-annotations",
+            lambda: lowering.annotate_named_stablehlo(
+                named, out / "op_profile.json", out / "model.annotated.mlir", out / "op_graph.json"
+            ),
+        )
+    else:
+        attribution = progress.stage(
+            "annotate",
+            "tfpgo-opt --tf-profile-guided-pipeline",
+            lambda: annotate.annotate_module(
+                module,
+                out / "op_profile.json",
+                out / "model.annotated.mlir",
+                out / "op_graph.json",
+                out / "attribution.json",
+                top_k=options.top_k,
+                min_share=options.min_share,
+            ),
+        )
     attribution = attribution.with_xla_launch(profile)
     _check_coverage(attribution, options.min_coverage, trace, options.mlir or module)
     if profiling_run:
@@ -387,8 +402,9 @@ def _check_coverage(
     if attribution.coverage >= minimum:
         return
     worst = ", ".join(entry.name for entry in attribution.unresolved[:3])
+    time = "device time" if attribution.profile_device_ps else "TF op time"
     raise UserError(
-        f"{trace}: only {attribution.coverage:.1%} of the TF op time resolves to ops of "
+        f"{trace}: only {attribution.coverage:.1%} of the {time} resolves to ops of "
         f"{module} (unresolved e.g. {worst}); is this the trace of that module? "
         f"(--min-coverage {minimum} to accept less)"
     )

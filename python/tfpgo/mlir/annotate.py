@@ -65,11 +65,18 @@ class Attribution:
     # Self time of unresolved XLA launch ops (XLA_LAUNCH_OP_TYPES), set by
     # `with_xla_launch`; left out of `coverage`, reported on their own.
     xla_launch_self_ps: int = 0
+    # Device time of the profile's entries, and the part that landed on ops
+    # (0 and 0 for a trace without device planes).
+    profile_device_ps: int = 0
+    attributed_device_ps: int = 0
 
     @property
     def coverage(self) -> float:
-        """Attributed share of the TF op self time that could land on the module
-        (all of it but XLA launch ops); 1.0 for an empty profile."""
+        """Attributed share of the time that could land on the module: the device
+        time when the trace has any (the host only launched it), else the TF op
+        self time but XLA launch ops; 1.0 for an empty profile."""
+        if self.profile_device_ps > 0:
+            return self.attributed_device_ps / self.profile_device_ps
         possible = self.profile_self_ps - self.xla_launch_self_ps
         if possible <= 0:
             return 1.0
@@ -179,6 +186,8 @@ def read_attribution(path: Path) -> Attribution:
             unresolved=_hottest_first(unresolved),
             removed=_hottest_first(removed),
             merged=tuple(sorted(merged, key=lambda entry: -entry.self_ps)),
+            profile_device_ps=document.get("profile_device_ps", 0),
+            attributed_device_ps=document.get("attributed_device_ps", 0),
         )
     except (KeyError, TypeError) as error:
         raise UserError(f"{path}: malformed {ATTRIBUTION_FORMAT} document ({error})") from None

@@ -29,12 +29,16 @@ from typing import Any
 from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
-from tfpgo.mlir import annotate
+from tfpgo.mlir import annotate, jax_names
 from tfpgo.mlir.diagnostics import error_message
 
 LEVELS = ("stablehlo", "linalg")
 LEVEL_FORMAT = "tfpgo.level_profile"
 TF_TO_STABLEHLO = "tf-shape-inference,tf-stablehlo"
+# A function argument's name location (`%arg13: tensor<...> loc("x")`).
+_ARGUMENT_NAME = re.compile(r'%arg\d+: [^,)]*? loc\("((?:[^"\\]|\\.)*)"\)')
+# A tf dialect op in generic or custom form.
+_TF_DIALECT_OP = re.compile(r"(^|[\s\"])tf\.[A-Z]", re.MULTILINE)
 # Constants larger than this many elements are elided in the lowered files.
 ELIDE_ELEMENTS = 64
 
@@ -166,41 +170,27 @@ def lower(
         ]
 
 
-@dataclass(frozen=True)
-class NamedModuleCoverage:
-    """A module the framework itself lowered (JAX's StableHLO, `lowered.as_text(
-    debug_info=True)`), annotated by the node names in its locations."""
-
-    module: Path
-    op_graph: Path
-    sources: tuple[str, ...]  # profile entries some op's location names
-    device_ps: int  # the profile's attributed device time
-    reachable_device_ps: int  # the part of it on `sources`
-    self_ps: int
-    reachable_self_ps: int
-
-    @property
-    def device_coverage(self) -> float:
-        return self.reachable_device_ps / self.device_ps if self.device_ps else 0.0
+def is_stablehlo(module_text: str) -> bool:
+    """Whether a module is StableHLO (a framework lowered it) rather than tf dialect."""
+    return "stablehlo." in module_text and _TF_DIALECT_OP.search(module_text) is None
 
 
 def annotate_named_stablehlo(
-    module_text: str, op_profile: Path, out: Path, origin: Path
-) -> NamedModuleCoverage:
-    """Annotates a StableHLO module whose name locations are the op names the profile
-    holds (XLA's `op_name` metadata comes from them): `profiler_data` on every op a
-    profile entry names, through `tf-profile-materialize-annotations` matching names.
-    Writes `model.stablehlo.mlir` and `op_graph.stablehlo.json` into `out`."""
+    module_text: str, op_profile: Path, annotated: Path, op_graph: Path
+) -> annotate.Attribution:
+    """Annotates a StableHLO module whose name locations are the op names of the
+    profile (JAX's `lowered.as_text(debug_info=True)`: XLA's `op_name` metadata, and
+    so the profile's entries, come from them, nested functions' names composed as
+    XLA composes them: `tfpgo.mlir.jax_names`): `profiler_data` on every op whose
+    location names an entry, by `tf-profile-materialize-annotations` matching names.
+    Writes `annotated` (generic form) and its `op_graph`; returns how much of the
+    profile landed on the module."""
     from tfpgo.trace.op_profile import OpProfile
 
-    if "stablehlo." not in module_text:
-        raise UserError(f"{origin}: no StableHLO op in this module; pass a .stablehlo.mlir")
     with tempfile.TemporaryDirectory(prefix="tfpgo-named-") as scratch_dir:
         scratch = Path(scratch_dir)
         generic = scratch / "stablehlo.mlir"
-        write_generic_stablehlo(module_text, generic)
-        annotated = out / "model.stablehlo.mlir"
-        op_graph = out / "op_graph.stablehlo.json"
+        write_generic_stablehlo(jax_names.qualify_call_names(module_text).text, generic)
         summary = scratch / "summary.json"
         annotate.run_tfpgo_opt(
             generic,
@@ -216,16 +206,32 @@ def annotate_named_stablehlo(
         )
         document = read_json(summary)
         expect_format(summary, document, LEVEL_FORMAT)
-    found = {source["name"] for source in document.get("sources", ())}
+    try:
+        found = {source["name"] for source in document["sources"]}
+        annotated_ops = int(document["annotated_ops"])
+    except (KeyError, TypeError) as error:
+        raise UserError(f"{summary}: malformed {LEVEL_FORMAT} document ({error})") from None
     profile = OpProfile.read(op_profile)
-    return NamedModuleCoverage(
-        annotated,
-        op_graph,
-        tuple(sorted(found)),
-        profile.totals.device_attributed_ps,
-        sum(op.device_self_ps for op in profile.ops if op.name in found),
-        profile.totals.op_self_ps,
-        sum(op.self_ps for op in profile.ops if op.name in found),
+    missing = [op for op in profile.ops if op.name not in found]
+    arguments = set(_ARGUMENT_NAME.findall(module_text))
+    return annotate.Attribution(
+        annotated_ops=annotated_ops,
+        fused_ops=0,
+        profile_entries=len(profile.ops),
+        attributed_self_ps=sum(op.self_ps for op in profile.ops if op.name in found),
+        profile_self_ps=profile.totals.op_self_ps,
+        unresolved=tuple(
+            annotate.UnresolvedEntry(
+                op.name,
+                op.self_ps,
+                "names an argument of the module (XLA's copy of an input), not an op"
+                if op.name in arguments
+                else "no op's location names it",
+            )
+            for op in sorted(missing, key=lambda op: (-op.device_self_ps, -op.self_ps))
+        ),
+        profile_device_ps=profile.totals.device_attributed_ps,
+        attributed_device_ps=sum(op.device_self_ps for op in profile.ops if op.name in found),
     )
 
 
