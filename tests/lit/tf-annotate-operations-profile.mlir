@@ -140,9 +140,9 @@ module {}
 module {}
 
 //--- newer_version.mlir
-// expected-error@+1 {{unsupported 'version' (this reader knows 1 to 2)}}
+// expected-error@+1 {{unsupported 'version' (this reader knows 1 to 3)}}
 module {}
 
 //--- bad_durations.mlir
-// expected-error@+1 {{'durations_ps' must hold 'count' (2 > 0) durations}}
+// expected-error@+1 {{'durations_ps' must hold 'count' (2) durations}}
 module {}

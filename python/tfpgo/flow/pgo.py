@@ -163,8 +163,9 @@ def main(argv: list[str]) -> int:
     options = options_from_args(build_parser().parse_args(argv))
     result = run_flow(options)
     seconds = ", ".join(f"{name} {value:.1f}s" for name, value in result.stage_seconds)
+    time = "device time" if result.attribution.profile_device_ps else "TF op time"
     print(
-        f"pgo: {result.attribution.coverage:.2%} of TF op time attributed; {seconds}",
+        f"pgo: {result.attribution.coverage:.2%} of {time} attributed; {seconds}",
         file=sys.stderr,
     )
     print(f"pgo: report: {result.report_html}")

@@ -236,6 +236,7 @@ def _take(table: EventTable, rows: np.ndarray) -> EventTable:
         stats,
         table.steps,
         table._ops,
+        jax=table.jax,
     )
 
 

@@ -114,6 +114,8 @@ class EventTable:
     hlo_modules: Mapping[str, HloModule] = field(default_factory=dict)
     # every module by (name, XLA's program id): two compilations may share a name
     hlo_programs: Mapping[tuple[str, int], HloModule] = field(default_factory=dict)
+    # JAX recorded it: no TensorFlow executor ran, so no event is a TF op event
+    jax: bool = False
 
     def hlo_module(self, name: str, program_id: int = -1) -> HloModule | None:
         """The module an event names (`hlo_module`, `program_id` stats): the compilation
@@ -129,9 +131,11 @@ class EventTable:
 
     @property
     def op_names(self) -> list[tuple[str, str] | None]:
-        """`parse_op_name` of every unique name, computed once."""
+        """`parse_op_name` of every unique name, computed once. None for all in a JAX
+        trace: there, names of the `node:Type` shape are the runtime's TraceMes
+        (`ThenExecuteCallback:GetEventForComputeStreamSyncPoint`), not ops."""
         if self._ops is None:
-            self._ops = [parse_op_name(name) for name in self.names]
+            self._ops = [None if self.jax else parse_op_name(name) for name in self.names]
         return self._ops
 
     def rows_with_stat(self, name: str) -> np.ndarray:
@@ -208,6 +212,7 @@ class EventTable:
             self._ops,
             self.hlo_modules,
             self.hlo_programs,
+            self.jax,
         )
 
 
@@ -370,6 +375,7 @@ class TableBuilder:
         self.step_events: list[tuple[int, int]] = []  # (event index, step number)
         self.hlo_modules: dict[str, HloModule] = {}
         self.hlo_programs: dict[tuple[str, int], HloModule] = {}
+        self.jax = False  # JAX recorded the trace (EventTable.jax)
 
     def add_hlo_module(self, module: HloModule) -> None:
         self.hlo_modules[module.name] = module
@@ -473,6 +479,7 @@ class TableBuilder:
             [],
             hlo_modules=self.hlo_modules,
             hlo_programs=self.hlo_programs,
+            jax=self.jax,
         )
         _assign_steps(table, self.step_events)
         # last: flows still being paired on a thread (XPlane) had all the above to finish

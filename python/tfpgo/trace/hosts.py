@@ -87,6 +87,7 @@ class HostPart:
     flow_chunks: list[np.ndarray] = field(default_factory=list)
     step_events: list[tuple[int, int]] = field(default_factory=list)
     hlo_modules: list[HloModule] = field(default_factory=list)
+    jax: bool = False
 
 
 def read_host(path: str, source: str) -> HostPart:
@@ -109,6 +110,7 @@ def read_host(path: str, source: str) -> HostPart:
         builder.flow_chunks,
         builder.step_events,
         list(builder.hlo_programs.values()),
+        builder.jax,
     )
 
 
@@ -136,6 +138,7 @@ def merge_parts(parts: Sequence[HostPart], source: str) -> TableBuilder:
         builder.step_events.extend((first + index, step) for index, step in part.step_events)
         for module in part.hlo_modules:
             builder.add_hlo_module(module)
+        builder.jax |= part.jax
     return builder
 
 

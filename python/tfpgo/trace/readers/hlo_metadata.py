@@ -20,6 +20,7 @@ from tfpgo.trace.readers.xplane_proto import hlo_pb2, parse_message
 
 METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"
+JAX_VERSION_STAT = "jax_version"
 # Markers tf2xla puts on the entry parameters and results; no TF node ran them.
 _XLA_ARGUMENT_NAMES = frozenset({"XLA_Args", "XLA_Retvals"})
 # Fused parameters only pass operands in; they do no work of a node.
@@ -81,6 +82,13 @@ class HloModule:
     program_id: int
     instructions: Mapping[str, HloInstruction]
     schedule: tuple[str, ...] = ()
+
+
+def recorded_by_jax(plane: Any) -> bool:
+    """Whether JAX recorded the trace: its metadata plane names `jax_version` (JAX's
+    profiler session sets it; TensorFlow's does not)."""
+    names = {key: value.name for key, value in plane.stat_metadata.items()}
+    return any(names.get(stat.metadata_id) == JAX_VERSION_STAT for stat in plane.stats)
 
 
 def read_metadata_plane(plane: Any, origin: str) -> Iterator[HloModule]:

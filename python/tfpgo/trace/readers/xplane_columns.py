@@ -164,6 +164,7 @@ class _Space:
         plane = parse_message(xplane_pb2().XPlane(), _exact(stream, size), "metadata plane;")
         for module in hlo_metadata.read_metadata_plane(plane, self.builder.source):
             self.builder.add_hlo_module(module)
+        self.builder.jax |= hlo_metadata.recorded_by_jax(plane)
 
     def _line(self, stream: io.BufferedReader, size: int) -> None:
         count, name_size = struct.unpack("<QQ", _exact(stream, 16))

@@ -24,7 +24,10 @@ constexpr llvm::StringLiteral kTs = "ts", kDur = "dur", kCount = "count",
                               kFanout = "fanout",
                               kFusedSources = "fused_sources",
                               kXlaFusion = "xla_fusion",
-                              kXlaModule = "xla_module";
+                              kXlaModule = "xla_module",
+                              kDeviceCount = "device_count",
+                              kDeviceSelf = "device_self",
+                              kDeviceShare = "device_share";
 
 /// Reads `value` as an i64 into `out`; false if it is not one.
 bool ReadInt(Attribute value, int64_t &out) {
@@ -44,6 +47,18 @@ bool ReadOptionalFields(DictionaryAttr attr, ProfilerData &data) {
   if (Attribute fanout = attr.get(kFanout))
     if (!ReadInt(fanout, data.fanout))
       return false;
+  if (Attribute count = attr.get(kDeviceCount))
+    if (!ReadInt(count, data.device_count))
+      return false;
+  if (Attribute self = attr.get(kDeviceSelf))
+    if (!ReadInt(self, data.device_self))
+      return false;
+  if (Attribute share = attr.get(kDeviceShare)) {
+    auto value = llvm::dyn_cast<FloatAttr>(share);
+    if (!value)
+      return false;
+    data.device_share = value.getValueAsDouble();
+  }
   for (auto [key, slot] : {std::pair{kSource, &data.source},
                            std::pair{kXlaModule, &data.xla_module},
                            std::pair{kXlaFusion, &data.xla_fusion}}) {
@@ -90,6 +105,9 @@ Location WithoutOwnProfile(Location loc) {
 ProfilerDataEncoder::ProfilerDataEncoder(MLIRContext *context)
     : attr_name_(StringAttr::get(context, kProfilerDataAttrName)),
       count_(StringAttr::get(context, kCount)),
+      device_count_(StringAttr::get(context, kDeviceCount)),
+      device_self_(StringAttr::get(context, kDeviceSelf)),
+      device_share_(StringAttr::get(context, kDeviceShare)),
       dur_(StringAttr::get(context, kDur)),
       fanout_(StringAttr::get(context, kFanout)),
       fused_into_(StringAttr::get(context, kFusedInto)),
@@ -117,8 +135,14 @@ DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
   // Built in sorted order: skips DictionaryAttr's sort and duplicate check.
   // The optional fields appear only when set, so a plain tf-level record
   // stays the ten documented fields.
-  llvm::SmallVector<NamedAttribute, 14> fields = {{count_, integer(data.count)},
-                                                  {dur_, integer(data.dur)}};
+  llvm::SmallVector<NamedAttribute, 17> fields = {
+      {count_, integer(data.count)}};
+  if (data.device_count > 0)
+    fields.append({{device_count_, integer(data.device_count)},
+                   {device_self_, integer(data.device_self)},
+                   {device_share_, FloatAttr::get(Float64Type::get(context),
+                                                  data.device_share)}});
+  fields.push_back({dur_, integer(data.dur)});
   if (data.fanout > 0)
     fields.push_back({fanout_, integer(data.fanout)});
   if (!data.fused_sources.empty()) {

@@ -84,6 +84,12 @@ struct ProfilerData {
   std::string xla_module;
   /// XLA fusion instruction that did most of the op's work ("" if none).
   std::string xla_fusion;
+  /// Device (GPU) time: kernels and copies attributed to the op, all devices,
+  /// their number, and device_self over all annotated ops' device time.
+  /// Encoded only when device_count > 0.
+  int64_t device_self = 0;
+  int64_t device_count = 0;
+  double device_share = 0.0;
 
   /// Returns true if this records a fused op rather than a measurement.
   bool IsFused() const { return !fused_into.empty(); }
@@ -111,9 +117,9 @@ public:
 private:
   StringAttr attr_name_;
   /// Field names, in the order DictionaryAttr sorts them.
-  StringAttr count_, dur_, fanout_, fused_into_, fused_sources_, max_, merged_,
-      min_, p50_, p95_, self_, share_, source_, total_, ts_, xla_fusion_,
-      xla_module_;
+  StringAttr count_, device_count_, device_self_, device_share_, dur_, fanout_,
+      fused_into_, fused_sources_, max_, merged_, min_, p50_, p95_, self_,
+      share_, source_, total_, ts_, xla_fusion_, xla_module_;
 };
 
 /// Attribute-level helpers shared by the trait, the external models of

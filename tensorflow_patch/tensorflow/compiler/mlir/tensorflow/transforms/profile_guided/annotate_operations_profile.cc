@@ -347,7 +347,7 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
     const OpProfile &profile, llvm::ArrayRef<EntryOutcome> outcomes,
     int64_t annotated_ops, int64_t fused_ops) {
   struct Tally {
-    int64_t entries = 0, self_ps = 0;
+    int64_t entries = 0, self_ps = 0, device_ps = 0;
   };
   // Indexed by MatchKind for attributed entries, then removed, unresolved.
   constexpr size_t kRemoved = 4, kUnresolved = 5;
@@ -359,12 +359,14 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
       return kUnresolved;
     return static_cast<size_t>(outcome.resolution.kind);
   };
-  int64_t all_self = 0;
+  int64_t all_self = 0, all_device = 0;
   for (const auto &[entry, outcome] : llvm::zip_equal(profile.ops, outcomes)) {
     Tally &tally = tallies[slot(outcome)];
     ++tally.entries;
     tally.self_ps += entry.self_ps;
+    tally.device_ps += entry.device_self_ps;
     all_self += entry.self_ps;
+    all_device += entry.device_self_ps;
   }
   const llvm::StringRef slot_names[] = {MatchKindName(MatchKind::kExact),
                                         MatchKindName(MatchKind::kResolved),
@@ -383,6 +385,14 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
       json.attribute("attributed_self_ps", tallies[0].self_ps +
                                                tallies[1].self_ps +
                                                tallies[2].self_ps);
+      // Device time (op profile v3), only when the trace had a device: a
+      // host-only document stays as it was.
+      if (all_device > 0) {
+        json.attribute("profile_device_ps", all_device);
+        json.attribute("attributed_device_ps", tallies[0].device_ps +
+                                                   tallies[1].device_ps +
+                                                   tallies[2].device_ps);
+      }
       json.attribute("annotated_ops", annotated_ops);
       json.attribute("fused_ops", fused_ops);
       json.attributeObject("by_match", [&] {
@@ -512,13 +522,15 @@ void AnnotateOperationsProfilePass::runOnOperation() {
 
   // Mutate only now: drop stale annotations, then attach the new ones.
   module.walk([](Operation *op) { RemoveProfileAnnotations(op); });
-  int64_t all_self = 0;
-  for (auto &entry : timings)
+  int64_t all_self = 0, all_device = 0;
+  for (auto &entry : timings) {
     all_self += entry.second.self;
+    all_device += entry.second.device_self;
+  }
   const size_t measured = timings.size();
   std::vector<ProfilerData> records(measured);
   parallelFor(&getContext(), 0, measured, [&](size_t i) {
-    records[i] = timings.begin()[i].second.ToProfilerData(all_self);
+    records[i] = timings.begin()[i].second.ToProfilerData(all_self, all_device);
   });
   // Uniquing the attributes is most of the pass; MLIR's uniquers are
   // thread-safe and each op is set exactly once, so ops are set in parallel.

@@ -230,6 +230,11 @@ private:
       json.attribute("p95", data.p95);
       json.attribute("share", data.share);
       // Optional fields: only where the annotate or materialize pass set them.
+      if (data.device_count > 0) {
+        json.attribute("device_self", data.device_self);
+        json.attribute("device_count", data.device_count);
+        json.attribute("device_share", data.device_share);
+      }
       if (data.merged > 0)
         json.attribute("merged", data.merged);
       if (!data.source.empty())

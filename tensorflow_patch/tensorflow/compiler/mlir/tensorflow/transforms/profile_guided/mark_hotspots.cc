@@ -27,11 +27,14 @@ namespace TF {
 
 namespace {
 
-/// An annotated op and the figures it is ranked by.
+/// An annotated op and the figures it is ranked by: its self time and share,
+/// or, when the module holds device time, its device time and share.
 struct Candidate {
   Operation *op;
   int64_t self;
   double share;
+  int64_t device_self;
+  double device_share;
 };
 
 /// See passes.td.
@@ -50,13 +53,23 @@ public:
       if (!IsProfileAnnotatableAtAnyLevel(op))
         return;
       std::optional<ProfilerData> data = GetProfilerData(op);
-      if (data && !data->IsFused() && data->share >= minShare)
-        candidates.push_back({op, data->self, data->share});
+      if (data && !data->IsFused())
+        candidates.push_back({op, data->self, data->share, data->device_self,
+                              data->device_share});
     });
-    // Stable: equal self times keep IR order, so ranks are deterministic.
-    std::stable_sort(
-        candidates.begin(), candidates.end(),
-        [](const Candidate &a, const Candidate &b) { return a.self > b.self; });
+    // The host only launched what a device ran: where there is device time,
+    // it decides.
+    const bool device = llvm::any_of(
+        candidates, [](const Candidate &c) { return c.device_self > 0; });
+    llvm::erase_if(candidates, [&](const Candidate &c) {
+      return (device ? c.device_share : c.share) < minShare;
+    });
+    // Stable: equal times keep IR order, so ranks are deterministic.
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [&](const Candidate &a, const Candidate &b) {
+                       return device ? a.device_self > b.device_self
+                                     : a.self > b.self;
+                     });
     if (topK > 0 && candidates.size() > topK)
       candidates.resize(topK);
     Builder builder(module.getContext());

@@ -109,7 +109,8 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
     for (const OpProfileEntry &entry : profile->ops) {
       OpTiming timing;
       timing.Add(entry);
-      by_name[entry.name] = timing.ToProfilerData(/*all_self=*/0);
+      by_name[entry.name] = timing.ToProfilerData(
+          /*all_self=*/0, /*all_device=*/profile->device_attributed_ps);
     }
   }
 
@@ -183,9 +184,11 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
 bool ProfileMaterializeAnnotationsPass::WriteSummary(
     const llvm::MapVector<llvm::StringRef, LevelSource> &level,
     int64_t level_ops) {
-  int64_t self_ps = 0;
-  for (const auto &entry : level)
+  int64_t self_ps = 0, device_ps = 0;
+  for (const auto &entry : level) {
     self_ps += entry.second.data.self;
+    device_ps += entry.second.data.device_self;
+  }
   auto write = [&](llvm::raw_ostream &os) {
     llvm::json::OStream json(os, /*IndentSize=*/1);
     json.object([&] {
@@ -195,6 +198,8 @@ bool ProfileMaterializeAnnotationsPass::WriteSummary(
       json.attribute("level_ops", level_ops);
       json.attribute("annotated_ops", static_cast<int64_t>(numAnnotatedOps));
       json.attribute("source_self_ps", self_ps);
+      if (device_ps > 0) // device time (op profile v3) only where there is some
+        json.attribute("source_device_ps", device_ps);
       json.attributeArray("sources", [&] {
         for (const auto &[name, source] : level)
           json.object([&] {
@@ -202,6 +207,8 @@ bool ProfileMaterializeAnnotationsPass::WriteSummary(
             json.attribute("self_ps", source.data.self);
             json.attribute("total_ps", source.data.total);
             json.attribute("count", source.data.count);
+            if (source.data.device_count > 0)
+              json.attribute("device_ps", source.data.device_self);
             json.attribute("ops", source.ops);
           });
       });

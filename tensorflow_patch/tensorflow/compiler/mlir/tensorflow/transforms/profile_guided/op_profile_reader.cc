@@ -47,6 +47,8 @@ struct RawEntry {
   /// Optional (version 2); a mistyped one is an error.
   bool xla_ok = true;
   llvm::StringRef xla_module, xla_fusion;
+  /// Optional (version 3; 0 when absent); a mistyped one is an error.
+  std::optional<int64_t> device_self_ps = 0, device_count = 0;
 };
 
 class OpProfileParser {
@@ -150,13 +152,23 @@ std::string OpProfileParser::Check(const RawEntry &raw, size_t position) const {
   for (const auto &[key, value] : counts)
     if (!value || *value < 0)
       return where + ": '" + key.str() + "' must be a non-negative integer";
+  for (const auto &[key, value] :
+       {std::pair<llvm::StringRef, const std::optional<int64_t> &>{
+            "device_self_ps", raw.device_self_ps},
+        {"device_count", raw.device_count}})
+    if (!value || *value < 0)
+      return where + ": '" + key.str() + "' must be a non-negative integer";
   if (!raw.durations_is_array)
     return where + ": 'durations_ps' must be an array of integers";
   if (!raw.durations_ok)
     return where + ": 'durations_ps' must hold non-negative integers";
-  if (static_cast<int64_t>(durations_.size()) != *raw.count || !*raw.count)
+  // An entry that ran only on the device has no host executions.
+  if (!*raw.count && !*raw.device_count)
+    return where + ": 'count' and 'device_count' are both 0: an entry must "
+                   "have run on the host or on a device";
+  if (static_cast<int64_t>(durations_.size()) != *raw.count)
     return where + ": 'durations_ps' must hold 'count' (" +
-           std::to_string(*raw.count) + " > 0) durations";
+           std::to_string(*raw.count) + ") durations";
   if (!std::is_sorted(durations_.begin(), durations_.end()))
     return where + ": 'durations_ps' must be sorted ascending";
   if (!raw.xla_ok)
@@ -204,6 +216,10 @@ void OpProfileParser::ReadEntry(size_t position) {
       read_xla(raw.xla_module);
     else if (key == "xla_fusion")
       read_xla(raw.xla_fusion);
+    else if (key == "device_self_ps")
+      raw.device_self_ps = ReadIntegerField();
+    else if (key == "device_count")
+      raw.device_count = ReadIntegerField();
     else
       cursor_.SkipValue();
   }
@@ -223,6 +239,8 @@ void OpProfileParser::ReadEntry(size_t position) {
   entry.first_start_ps = *raw.first_start_ps;
   entry.xla_module = raw.xla_module;
   entry.xla_fusion = raw.xla_fusion;
+  entry.device_self_ps = *raw.device_self_ps;
+  entry.device_count = *raw.device_count;
   int64_t *durations = profile_.storage->Allocate<int64_t>(durations_.size());
   std::copy(durations_.begin(), durations_.end(), durations);
   entry.durations_ps = llvm::ArrayRef<int64_t>(durations, durations_.size());
@@ -238,6 +256,7 @@ void OpProfileParser::ReadOps() {
 
 void OpProfileParser::ReadTotals() {
   profile_.op_self_ps = 0;
+  profile_.device_attributed_ps = 0;
   if (cursor_.Peek() != Kind::kObject) {
     cursor_.SkipValue();
     return;
@@ -246,6 +265,8 @@ void OpProfileParser::ReadTotals() {
   for (llvm::StringRef key; cursor_.NextKey(key);) {
     if (key == "op_self_ps")
       profile_.op_self_ps = ReadIntegerField().value_or(0);
+    else if (key == "device_attributed_ps")
+      profile_.device_attributed_ps = ReadIntegerField().value_or(0);
     else
       cursor_.SkipValue();
   }

@@ -41,11 +41,17 @@ struct OpProfileEntry {
   /// XLA origin (version 2): module and fusion of the entry's largest
   /// part; "" for TF kernels.
   llvm::StringRef xla_module, xla_fusion;
+  /// Device time (version 3): kernels and copies attributed to the entry on
+  /// all devices, and their number. An entry that ran only on the device has
+  /// `count` 0 and no durations.
+  int64_t device_self_ps = 0;
+  int64_t device_count = 0;
 };
 
 /// The parts of `op_profile.json` the passes use.
 struct OpProfile {
-  int64_t op_self_ps = 0; ///< `totals.op_self_ps`.
+  int64_t op_self_ps = 0;           ///< `totals.op_self_ps`.
+  int64_t device_attributed_ps = 0; ///< `totals.device_attributed_ps` (v3).
   std::vector<OpProfileEntry> ops;
   /// Owns the strings and durations of `ops`: one arena instead of three
   /// small heap blocks per entry.
@@ -54,7 +60,7 @@ struct OpProfile {
 };
 
 /// Newest `tfpgo.op_profile` version this reader understands.
-inline constexpr int64_t kOpProfileVersion = 2;
+inline constexpr int64_t kOpProfileVersion = 3;
 
 /// Parses an op profile document in one pass without building a JSON tree.
 /// The error names the offending field; syntax errors (reported first, as

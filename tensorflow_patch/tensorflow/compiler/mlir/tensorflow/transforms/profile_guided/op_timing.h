@@ -53,9 +53,13 @@ struct OpTiming {
   llvm::StringRef xla_module, xla_fusion;
   /// Runtime names the IR pipeline merged into this op (MatchKind::kMerged).
   int64_t merged = 0;
+  /// Device time and executions (kernels) of the merged entries.
+  int64_t device_self = 0;
+  int64_t device_count = 0;
 
   void Add(const OpProfileEntry &entry) {
     AddExecutions(entry, entry.count, entry.total_ps, entry.self_ps);
+    AddDevice(entry.device_self_ps, entry.device_count);
     durations.insert(durations.end(), entry.durations_ps.begin(),
                      entry.durations_ps.end());
     for (llvm::StringRef type : entry.op_types)
@@ -80,15 +84,18 @@ struct OpTiming {
       durations.insert(durations.end(), entry.durations_ps.begin(),
                        entry.durations_ps.end());
       AddExecutions(entry, entry.count, entry.total_ps, entry.self_ps);
+      AddDevice(entry.device_self_ps, entry.device_count);
     } else {
       AddExecutions(entry, share(entry.count), share(entry.total_ps),
                     share(entry.self_ps));
+      AddDevice(share(entry.device_self_ps), share(entry.device_count));
     }
     ++merged;
   }
 
-  /// Returns the documented record; `durations` gets sorted.
-  ProfilerData ToProfilerData(int64_t all_self) {
+  /// Returns the documented record; `durations` gets sorted. `all_self` and
+  /// `all_device` are the sums the shares divide by.
+  ProfilerData ToProfilerData(int64_t all_self, int64_t all_device = 0) {
     // Usually one entry, whose durations are sorted already.
     if (!std::is_sorted(durations.begin(), durations.end()))
       std::sort(durations.begin(), durations.end());
@@ -98,7 +105,7 @@ struct OpTiming {
     data.count = count;
     data.total = total;
     data.self = self;
-    data.min = min;
+    data.min = count ? min : 0; // device-only: no host execution
     data.max = max;
     data.dur = count ? (total + count / 2) / count : 0;
     // Nearest rank: sorted[ceil(q * n) - 1], in integer arithmetic.
@@ -107,16 +114,29 @@ struct OpTiming {
     data.share =
         all_self > 0 ? RoundShare(static_cast<double>(self) / all_self) : 0.0;
     data.merged = merged;
+    data.device_self = device_self;
+    data.device_count = device_count;
+    data.device_share =
+        all_device > 0
+            ? RoundShare(static_cast<double>(device_self) / all_device)
+            : 0.0;
     data.xla_module = xla_module.str();
     data.xla_fusion = xla_fusion.str();
     return data;
   }
 
 private:
+  void AddDevice(int64_t ps, int64_t executions) {
+    device_self += ps;
+    device_count += executions;
+  }
+
   void AddExecutions(const OpProfileEntry &entry, int64_t executions,
                      int64_t total_ps, int64_t self_ps) {
     ts = std::min(ts, entry.first_start_ps);
     count += executions;
+    if (!entry.count) // ran only on the device: no host duration to compare
+      return;
     total += total_ps;
     self += self_ps;
     min = std::min(min, entry.min_ps);
