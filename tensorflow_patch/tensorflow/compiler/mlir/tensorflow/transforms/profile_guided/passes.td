@@ -156,8 +156,10 @@ def ProfileMarkHotspotsPass
   let description = [{
     Ranks annotated ops by `self` (descending; ties keep IR order) and sets
     `profiler_hot = <rank> : i64` (1 = hottest) on the first `top-k` whose
-    `share` is at least `min-share`. Earlier ranks are cleared first. Fused
-    ops and ops without `profiler_data` are never hot.
+    `share` is at least `min-share`. When some op carries device time
+    (`device_self`, a GPU trace), ops are ranked by `device_self` and filtered
+    by `device_share` instead: the host only launched that work. Earlier ranks
+    are cleared first. Fused ops and ops without `profiler_data` are never hot.
 
     ```mlir
     %0 = "tf.MatMul"(...) {profiler_data = {..., share = 8.000000e-01 : f64, ...}}
