@@ -1,13 +1,16 @@
 """`analysis.json` (format `tfpgo.analysis` v1, docs/formats.md): the three
-breakdowns of one op profile in one document."""
+breakdowns of one op profile in one document, and for a trace with device time
+the same three over device time (`device`, `tfpgo.analysis.device`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tfpgo.analysis.device import device_view
 from tfpgo.analysis.op_type import OpTypeRow, op_type_breakdown
 from tfpgo.analysis.phase import PhaseBreakdown, phase_breakdown
 from tfpgo.analysis.scope import ScopeNode, scope_tree
@@ -26,11 +29,18 @@ class Analysis:
     phases: PhaseBreakdown
     op_types: tuple[OpTypeRow, ...]
     scopes: ScopeNode
+    # The same breakdowns over device time (None: the trace has no device planes).
+    device: Analysis | None = None
 
     def to_json(self) -> dict[str, Any]:
+        document = {**new_header(FORMAT, VERSION, self.source), **self._breakdowns()}
+        if self.device is not None:
+            document["device"] = self.device._breakdowns()
+        return document
+
+    def _breakdowns(self) -> dict[str, Any]:
         totals = self.totals
         return {
-            **new_header(FORMAT, VERSION, self.source),
             "totals": {
                 "op_self_ps": totals.op_self_ps,
                 "op_total_ps": totals.op_total_ps,
@@ -80,6 +90,12 @@ def _scope_json(node: ScopeNode) -> dict[str, Any]:
 
 
 def analyse(profile: OpProfile) -> Analysis:
+    """The breakdowns of `profile`, and of its device view when it has device time."""
+    device = _breakdowns(device_view(profile)) if profile.has_device else None
+    return dataclasses.replace(_breakdowns(profile), device=device)
+
+
+def _breakdowns(profile: OpProfile) -> Analysis:
     return Analysis(
         profile.source,
         profile.totals,

@@ -471,6 +471,8 @@ def _render(
     for stem, source in graphs:
         graph = loaded[stem] = load_graph(out / source)
         caption = captions[stem]
+        if graph.device:  # a GPU trace: the op graphs are colored by device time
+            caption = caption.replace("self time", "device time")
         top = None
         if len(graph.nodes) > options.picture_nodes:
             top = options.picture_nodes
@@ -506,7 +508,11 @@ def _report(
 ) -> None:
     analysis = analyse(profile)
     analysis.write(out / "analysis.json")
-    write_scope_chart(analysis, out / "scope_chart.svg")
+    if analysis.device is not None:  # a GPU trace: the chart draws device time
+        title = "device time by layer scope: width = time, color = main phase"
+        write_scope_chart(analysis.device, out / "scope_chart.svg", title)
+    else:
+        write_scope_chart(analysis, out / "scope_chart.svg")
     files = []
     for name, what in OUTPUT_FILES.items():
         if "{fmt}" in name:

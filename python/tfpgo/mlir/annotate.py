@@ -36,6 +36,7 @@ class UnresolvedEntry:
     name: str
     self_ps: int
     reason: str = "matches no op"
+    device_ps: int = 0  # its device time (op profile v3)
 
 
 @dataclass(frozen=True)
@@ -164,13 +165,16 @@ def read_attribution(path: Path) -> Attribution:
     try:
         entries = document["entries"]
         by_match = document["by_match"]
-        unresolved, removed, merged = [], [], []
+        unresolved: list[UnresolvedEntry] = []
+        removed: list[UnresolvedEntry] = []
+        merged: list[MergedEntry] = []
         for entry in entries:
             match = entry["match"]
-            if match == "unresolved":
-                unresolved.append(UnresolvedEntry(entry["name"], entry["self_ps"], entry["reason"]))
-            elif match in ("removed", "folded"):
-                removed.append(UnresolvedEntry(entry["name"], entry["self_ps"], entry["reason"]))
+            if match in ("unresolved", "removed", "folded"):
+                found = UnresolvedEntry(
+                    entry["name"], entry["self_ps"], entry["reason"], entry.get("device_ps", 0)
+                )
+                (unresolved if match == "unresolved" else removed).append(found)
             elif match == "merged":
                 merged.append(
                     MergedEntry(
@@ -194,4 +198,4 @@ def read_attribution(path: Path) -> Attribution:
 
 
 def _hottest_first(entries: list[UnresolvedEntry]) -> tuple[UnresolvedEntry, ...]:
-    return tuple(sorted(entries, key=lambda entry: -entry.self_ps))
+    return tuple(sorted(entries, key=lambda entry: (-entry.device_ps, -entry.self_ps)))

@@ -227,6 +227,7 @@ def annotate_named_stablehlo(
                 "names an argument of the module (XLA's copy of an input), not an op"
                 if op.name in arguments
                 else "no op's location names it",
+                op.device_self_ps,
             )
             for op in sorted(missing, key=lambda op: (-op.device_self_ps, -op.self_ps))
         ),

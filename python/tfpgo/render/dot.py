@@ -188,6 +188,8 @@ def legend_html(graph: RenderGraph, metric: Metric, scale: ColorScale) -> str:
     """The color scale in human units plus a key to the marks, as an HTML label."""
     magnify = legend_size(graph)
     title = _METRIC_TITLE[metric] + (" (log scale)" if scale.log else "")
+    if graph.device:
+        title = "device " + title
     if graph.critical_path_ps:
         title += f" · critical path {format_ps(graph.critical_path_ps)}"
     cells, ticks = [], []

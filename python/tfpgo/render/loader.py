@@ -180,11 +180,24 @@ def _load_event_dag(path: Path, document: dict) -> RenderGraph:
 _PROFILE_KEYS = ("ts", "dur", "count", "total", "self", "min", "max", "p50", "p95")
 
 
-def _op_timing(path: Path, where: str, data: Any) -> Timing | None:
+def _op_timing(path: Path, where: str, data: Any, device: bool) -> Timing | None:
+    """A node's timing: its host figures, or with `device` its device time."""
     if data is None:
         return None
     where = f"{where}.profiler_data"
     values = {key: field(path, where, data, key, (int,)) for key in _PROFILE_KEYS}
+    if device:
+        device_ps = field(path, where, data, "device_self", (int,), optional=True) or 0
+        count = field(path, where, data, "device_count", (int,), optional=True) or 0
+        share = field(path, where, data, "device_share", (int, float), optional=True) or 0.0
+        return Timing(
+            self_ps=device_ps,
+            total_ps=device_ps,
+            mean_ps=device_ps // count if count else 0,
+            count=count,
+            share=float(share),
+            first_start_ps=values["ts"],
+        )
     share = field(path, where, data, "share", (int, float))
     return Timing(
         self_ps=values["self"],
@@ -206,11 +219,16 @@ def _load_op_graph(path: Path, document: dict) -> RenderGraph:
         for index, raw in enumerate(list_field(path, document, "functions"))
     ]
     nodes = []
-    for index, raw in enumerate(list_field(path, document, "nodes")):
+    raw_nodes = list_field(path, document, "nodes")
+    device = any(
+        isinstance(raw, dict) and (raw.get("profiler_data") or {}).get("device_count")
+        for raw in raw_nodes
+    )
+    for index, raw in enumerate(raw_nodes):
         where = f"nodes[{index}]"
         node_id = field(path, where, raw, "id", (int,))
         op = field(path, where, raw, "op", (str,))
-        timing = _op_timing(path, where, raw.get("profiler_data"))
+        timing = _op_timing(path, where, raw.get("profiler_data"), device)
         fused_into = field(path, where, raw, "fused_into", (str,), optional=True)
         xla = raw.get("profiler_data") or {}
         xla_where = f"{where}.profiler_data"
@@ -259,5 +277,10 @@ def _load_op_graph(path: Path, document: dict) -> RenderGraph:
             raise UserError(f"{path}: node {node.id} has parent {node.parent}, not in nodes")
     groups = tuple(dict.fromkeys([*functions, *(n.group for n in nodes if n.group)]))
     return RenderGraph(
-        kind=GraphKind.OP_GRAPH, source=path, nodes=tuple(nodes), edges=tuple(edges), groups=groups
+        kind=GraphKind.OP_GRAPH,
+        source=path,
+        nodes=tuple(nodes),
+        edges=tuple(edges),
+        groups=groups,
+        device=device,
     )

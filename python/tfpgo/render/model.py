@@ -99,6 +99,9 @@ class RenderGraph:
     critical_path: tuple[int, ...] = ()
     critical_path_ps: int | None = None
     groups: tuple[str, ...] = ()  # cluster names in document order
+    # The timings are device (GPU) time: some op of the graph ran on a device, so every
+    # op is timed by its `device_self` (0 for host-only ops), the time that matters there.
+    device: bool = False
 
     def node_by_id(self) -> dict[int, RenderNode]:
         return {node.id: node for node in self.nodes}

@@ -4,7 +4,9 @@ MLIR carries, and the pictures.
 Presentation only: every number comes from records other stages produced (the
 op profile, the annotated op graph, the attribution of the annotate pass, and
 for XLA-compiled steps the HLO profile: its modules, top fusions and the tf ops
-each covers, and the XLA-inserted instructions).
+each covers, and the XLA-inserted instructions). A trace with device time gets a
+device section (`tfpgo.report.device_tables`), its breakdowns over device time,
+and its op tables ranked by device time.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from typing import TYPE_CHECKING
 
 from tfpgo.analysis import Analysis
 from tfpgo.atomic import atomic_output_file
-from tfpgo.mlir.annotate import Attribution, xla_annotated_ps
+from tfpgo.mlir.annotate import Attribution, UnresolvedEntry, xla_annotated_ps
 from tfpgo.mlir.lowering import LevelCoverage
 from tfpgo.render import RenderGraph, RenderNode
 from tfpgo.render.metrics import format_ps
 from tfpgo.render.model import Timing
 from tfpgo.report.analysis_tables import analysis_tables
+from tfpgo.report.device_tables import device_summary, device_tables
 from tfpgo.report.tables import PAGE_STYLE, figure, html_table, markdown_table
 from tfpgo.trace.hlo_profile import HloProfile
 from tfpgo.trace.op_profile import OpProfile
@@ -86,14 +89,16 @@ def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
     elif profile.step_wall_ps:  # an existing trace: its step markers
         median = statistics.median(profile.step_wall_ps)
         rows.append(("step time", f"median {format_ps(median)} (the trace's step markers)"))
+    rows += [("trace", run.trace_source), ("module", run.module)]
+    if profile.has_device:
+        rows.append(("device time", device_summary(profile)))
+    time = "device time" if attribution.profile_device_ps else "TF op self time"
     rows += [
-        ("trace", run.trace_source),
-        ("module", run.module),
         ("TF op self time", _op_self_time(profile)),
         ("time on no TF op", format_ps(profile.totals.non_op_ps)),
         (
             "attribution",
-            f"{attribution.coverage:.2%} of TF op self time on module ops "
+            f"{attribution.coverage:.2%} of {time} on module ops "
             f"({attribution.annotated_ops} ops annotated, {attribution.fused_ops} fused, "
             f"{len(attribution.merged)} runtime names merged, {len(attribution.removed)} removed "
             f"by the IR pipeline, {len(attribution.unresolved)} of "
@@ -130,7 +135,22 @@ def _op_rows(inputs: ReportInputs) -> list[list[str]]:
 
 
 def _runtime_rows(inputs: ReportInputs) -> list[list[str]]:
-    total = inputs.profile.totals.op_self_ps or 1
+    """The op profile's top entries (it ranks device time first where there is any)."""
+    profile = inputs.profile
+    if profile.has_device:
+        whole = profile.totals.device_attributed_ps or 1
+        return [
+            [
+                stats.name,
+                ", ".join(stats.op_types),
+                format_ps(stats.device_self_ps),
+                f"{stats.device_self_ps / whole:.1%}",
+                str(stats.device_count),
+                format_ps(stats.self_ps),
+            ]
+            for stats in profile.ops[: inputs.top_n]
+        ]
+    total = profile.totals.op_self_ps or 1
     return [
         [
             stats.name,
@@ -139,8 +159,59 @@ def _runtime_rows(inputs: ReportInputs) -> list[list[str]]:
             f"{stats.self_ps / total:.1%}",
             str(stats.count),
         ]
-        for stats in inputs.profile.ops[: inputs.top_n]
+        for stats in profile.ops[: inputs.top_n]
     ]
+
+
+def _runtime_header(inputs: ReportInputs) -> list[str]:
+    if inputs.profile.has_device:
+        return ["runtime name", "type", "device self", "share", "kernels", "host self"]
+    return _RUNTIME_HEADER
+
+
+def _op_header(inputs: ReportInputs) -> list[str]:
+    """The hottest-ops header: the op graph's timings are device time on a GPU."""
+    if inputs.op_graph.device:
+        return ["hot", "node", "op", "device self", "device total", "share", "kernels"]
+    return _OP_HEADER
+
+
+def _device_parts(inputs: ReportInputs, markdown: bool) -> list[str]:
+    """The device section (empty without device time)."""
+    profile = inputs.profile
+    if not profile.has_device:
+        return []
+    tables = device_tables(profile, inputs.top_n)
+    if markdown:
+        parts = ["", "## Device time", "", device_summary(profile)]
+        for title, header, rows in tables:
+            parts += ["", f"### {title}", "", markdown_table(header, rows)]
+        return parts
+    parts = ["<h2>Device time</h2>", f"<p>{html.escape(device_summary(profile))}</p>"]
+    for title, header, rows in tables:
+        parts += [f"<h3>{html.escape(title)}</h3>", html_table(header, rows)]
+    return parts
+
+
+def _entry_time(inputs: ReportInputs, entry: UnresolvedEntry) -> str:
+    """An unresolved entry's time: device time on a GPU trace, else its host self."""
+    if inputs.profile.has_device:
+        return f"{format_ps(entry.device_ps)} device, {format_ps(entry.self_ps)} host self"
+    return f"{format_ps(entry.self_ps)} self"
+
+
+def _analyses(inputs: ReportInputs) -> list[tuple[str, Analysis]]:
+    """(heading, analysis) to show: device time first where there is any, host op time
+    only where some was measured."""
+    analysis = inputs.analysis
+    if analysis is None:
+        return []
+    if analysis.device is None:
+        return [("Where the time goes", analysis)]
+    found = [("Where the device time goes", analysis.device)]
+    if analysis.totals.op_self_ps:
+        found.append(("Where the host op time goes", analysis))
+    return found
 
 
 def _sections(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]]]]:
@@ -202,6 +273,14 @@ _COVERED_SHOWN = 6
 
 
 def _xla_summary(inputs: ReportInputs, hlo: HloProfile) -> str:
+    if not hlo.hlo_ps and hlo.device_ps:  # XLA on a GPU: the instructions ran as kernels
+        return (
+            f"{len(hlo.modules)} XLA modules, {format_ps(hlo.device_ps)} of device time in "
+            f"their instructions' kernels: {hlo.device_attributed_ps / hlo.device_ps:.2%} "
+            "split onto the ops XLA's metadata names (a fusion in equal parts per op it "
+            "covers); command-buffer kernels under the instruction each was resolved to."
+        )
+
     def share(ps: int) -> str:
         return f"{ps / hlo.hlo_ps:.2%}" if hlo.hlo_ps else "100%"
 
@@ -219,12 +298,13 @@ def _xla_tables(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[st
     hlo = inputs.hlo
     if hlo is None:
         return []
+    on_device = not hlo.hlo_ps and hlo.device_ps > 0  # the instructions ran as kernels
     modules = [
         [
             m.name,
             ", ".join(c or "(the step)" for c in m.calls),
-            str(m.events),
-            format_ps(m.total_ps),
+            str(sum(i.device_count for i in m.instructions) if on_device else m.events),
+            format_ps(sum(i.device_ps for i in m.instructions) if on_device else m.total_ps),
         ]
         for m in hlo.modules
     ]
@@ -234,15 +314,22 @@ def _xla_tables(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[st
         covered = ", ".join(names[:_COVERED_SHOWN])
         if len(names) > _COVERED_SHOWN:
             covered += f", +{len(names) - _COVERED_SHOWN} more"
-        fusions.append(
-            [fusion.name, module, format_ps(fusion.total_ps), str(fusion.count), covered]
+        time, count = (
+            (fusion.device_ps, fusion.device_count)
+            if on_device
+            else (fusion.total_ps, fusion.count)
         )
+        fusions.append([fusion.name, module, format_ps(time), str(count), covered])
     inserted = [
         [e.instruction, e.opcode, e.module, format_ps(e.total_ps), str(e.count), e.reason]
         for e in inputs.profile.xla_inserted[: inputs.top_n]
     ]
     return [
-        ("XLA modules", ["module", "called as", "HLO events", "time"], modules),
+        (
+            "XLA modules",
+            ["module", "called as", "kernels" if on_device else "HLO events", "time"],
+            modules,
+        ),
         ("Top XLA fusions", ["fusion", "module", "time", "count", "tf ops covered"], fusions),
         (
             "XLA-inserted instructions (no tf op)",
@@ -260,10 +347,11 @@ def to_markdown(inputs: ReportInputs) -> str:
     parts = [f"# tfpgo report: {inputs.run.model}", ""]
     parts += [f"- **{key}**: {value}" for key, value in _summary_rows(inputs)]
     parts += _analysis_markdown(inputs)
+    parts += _device_parts(inputs, markdown=True)
     parts += _optimize_markdown(inputs)
-    parts += ["", "## Hottest MLIR ops", "", markdown_table(_OP_HEADER, _op_rows(inputs))]
+    parts += ["", "## Hottest MLIR ops", "", markdown_table(_op_header(inputs), _op_rows(inputs))]
     parts += ["", "## Hottest runtime ops (op profile)", ""]
-    parts += [markdown_table(_RUNTIME_HEADER, _runtime_rows(inputs))]
+    parts += [markdown_table(_runtime_header(inputs), _runtime_rows(inputs))]
     for title, header, rows in _sections(inputs):
         parts += ["", f"## {title}", "", markdown_table(header, rows)]
     if inputs.hlo is not None:
@@ -273,7 +361,7 @@ def to_markdown(inputs: ReportInputs) -> str:
     if inputs.attribution.unresolved:
         parts += ["", "## Unresolved runtime names", ""]
         parts += [
-            f"- `{entry.name}` ({format_ps(entry.self_ps)} self)"
+            f"- `{entry.name}` ({_entry_time(inputs, entry)}): {entry.reason}"
             for entry in inputs.attribution.unresolved[: inputs.top_n]
         ]
     parts += ["", "## Pictures", ""]
@@ -284,25 +372,26 @@ def to_markdown(inputs: ReportInputs) -> str:
 
 
 def _analysis_markdown(inputs: ReportInputs) -> list[str]:
-    if inputs.analysis is None:
-        return []
-    parts = ["", "## Where the time goes", ""]
-    if inputs.analysis_chart:
-        parts += [f"![time by layer scope]({inputs.analysis_chart})", ""]
-    for title, header, rows in analysis_tables(inputs.analysis, inputs.top_n):
-        parts += [f"### {title}", "", markdown_table(header, rows), ""]
-    return parts[:-1]
+    parts = []
+    for at, (heading, analysis) in enumerate(_analyses(inputs)):
+        parts += ["", f"## {heading}", ""]
+        if inputs.analysis_chart and at == 0:  # the chart draws the first
+            parts += [f"![time by layer scope]({inputs.analysis_chart})", ""]
+        for title, header, rows in analysis_tables(analysis, inputs.top_n):
+            parts += [f"### {title}", "", markdown_table(header, rows), ""]
+        parts.pop()
+    return parts
 
 
 def _analysis_html(inputs: ReportInputs, svgs: dict[str, str]) -> list[str]:
-    if inputs.analysis is None:
-        return []
-    parts = ["<h2>Where the time goes</h2>"]
-    if inputs.analysis_chart:
-        chart = inputs.analysis_chart
-        parts.append(figure("time by layer scope", chart, svgs.get(chart)))
-    for title, header, rows in analysis_tables(inputs.analysis, inputs.top_n):
-        parts += [f"<h3>{html.escape(title)}</h3>", html_table(header, rows)]
+    parts = []
+    for at, (heading, analysis) in enumerate(_analyses(inputs)):
+        parts.append(f"<h2>{html.escape(heading)}</h2>")
+        if inputs.analysis_chart and at == 0:
+            chart = inputs.analysis_chart
+            parts.append(figure("time by layer scope", chart, svgs.get(chart)))
+        for title, header, rows in analysis_tables(analysis, inputs.top_n):
+            parts += [f"<h3>{html.escape(title)}</h3>", html_table(header, rows)]
     return parts
 
 
@@ -356,11 +445,12 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         f"<style>{PAGE_STYLE}</style></head><body>",
         f"<h1>tfpgo report: {esc(inputs.run.model)}</h1><ul>{summary}</ul>",
         *_analysis_html(inputs, svgs),
+        *_device_parts(inputs, markdown=False),
         *_optimize_html(inputs),
         "<h2>Hottest MLIR ops</h2>",
-        html_table(_OP_HEADER, _op_rows(inputs)),
+        html_table(_op_header(inputs), _op_rows(inputs)),
         "<h2>Hottest runtime ops (op profile)</h2>",
-        html_table(_RUNTIME_HEADER, _runtime_rows(inputs)),
+        html_table(_runtime_header(inputs), _runtime_rows(inputs)),
     ]
     for title, header, rows in _sections(inputs):
         parts += [f"<h2>{esc(title)}</h2>", html_table(header, rows)]
@@ -370,7 +460,8 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
             parts += [f"<h3>{esc(title)}</h3>", html_table(header, rows)]
     if inputs.attribution.unresolved:
         items = "".join(
-            f"<li><code>{esc(entry.name)}</code> ({esc(format_ps(entry.self_ps))} self)</li>"
+            f"<li><code>{esc(entry.name)}</code> ({esc(_entry_time(inputs, entry))}): "
+            f"{esc(entry.reason)}</li>"
             for entry in inputs.attribution.unresolved[: inputs.top_n]
         )
         parts.append(f"<h2>Unresolved runtime names</h2><ul>{items}</ul>")

@@ -80,7 +80,9 @@ class HloProfile:
     def fusions(self) -> list[tuple[str, InstructionTime]]:
         """(module, fusion) pairs over all modules, largest first."""
         found = [(m.name, i) for m in self.modules for i in m.instructions if i.fusion]
-        return sorted(found, key=lambda pair: (-pair[1].total_ps, pair[0], pair[1].name))
+        return sorted(
+            found, key=lambda pair: (-pair[1].device_ps, -pair[1].total_ps, pair[0], pair[1].name)
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

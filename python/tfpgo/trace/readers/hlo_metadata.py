@@ -21,7 +21,8 @@ from tfpgo.trace.readers.xplane_proto import hlo_pb2, parse_message
 METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"
 JAX_VERSION_STAT = "jax_version"
-# Markers tf2xla puts on the entry parameters and results; no TF node ran them.
+# Markers tf2xla puts on the entry parameters and results; no TF node ran them
+# (JAX names its parameters by their argument: see _argument_names).
 _XLA_ARGUMENT_NAMES = frozenset({"XLA_Args", "XLA_Retvals"})
 # Fused parameters only pass operands in; they do no work of a node.
 _PASS_THROUGH = frozenset({"parameter"})
@@ -113,13 +114,16 @@ def parse_hlo_proto(data: bytes, origin: str) -> HloModule:
 
 def _module(module: Any) -> HloModule:
     computations = {computation.id: computation for computation in module.computations}
+    arguments = _argument_names(module, computations)
     instructions: dict[str, HloInstruction] = {}
     for computation in module.computations:
         for instruction in computation.instructions:
             if instruction.opcode == "fusion":
-                nodes = _covered_nodes(instruction, computations) or _own_node(instruction)
+                nodes = _covered_nodes(instruction, computations, arguments) or _own_node(
+                    instruction, arguments
+                )
             else:
-                nodes = _own_node(instruction)
+                nodes = _own_node(instruction, arguments)
             instructions[instruction.name] = HloInstruction(
                 instruction.name, instruction.opcode, nodes, instruction.custom_call_target
             )
@@ -138,14 +142,33 @@ def _entry_schedule(module: Any) -> tuple[str, ...]:
     return tuple(names[i] for i in sequence.instruction_ids if i in names)
 
 
-def _own_node(instruction: Any) -> tuple[TfNode, ...]:
+def _argument_names(module: Any, computations: Mapping[int, Any]) -> frozenset[str]:
+    """The `op_name`s of the entry computation's parameters: the step's arguments
+    (`XLA_Args` from tf2xla; JAX names them by their path, `p['w1']`, `x`). An
+    instruction named after one only moves an argument in (a transpose or copy of
+    it): it ran for no op."""
+    entry = computations.get(module.entry_computation_id)
+    found = {
+        i.metadata.op_name
+        for i in (entry.instructions if entry is not None else ())
+        if i.opcode == "parameter" and i.metadata.op_name
+    }
+    return frozenset(found | _XLA_ARGUMENT_NAMES)
+
+
+def _own_node(instruction: Any, arguments: frozenset[str]) -> tuple[TfNode, ...]:
+    """The instruction's node, none for an argument's name. JAX leaves `op_type`
+    empty: its type is then the last component of `op_name` (`jit(step)/jvp(dense)/
+    dot_general`: `dot_general`, the JAX primitive; xprof types JAX ops the same way)."""
     name = instruction.metadata.op_name
-    if not name or name in _XLA_ARGUMENT_NAMES:
+    if not name or name in arguments:
         return ()
-    return (TfNode(name, instruction.metadata.op_type),)
+    return (TfNode(name, instruction.metadata.op_type or name.rsplit("/", 1)[-1]),)
 
 
-def _covered_nodes(fusion: Any, computations: Mapping[int, Any]) -> tuple[TfNode, ...]:
+def _covered_nodes(
+    fusion: Any, computations: Mapping[int, Any], arguments: frozenset[str]
+) -> tuple[TfNode, ...]:
     """Distinct nodes of every instruction the fusion's computations hold."""
     nodes: dict[str, TfNode] = {}
     pending = list(fusion.called_computation_ids)
@@ -159,6 +182,6 @@ def _covered_nodes(fusion: Any, computations: Mapping[int, Any]) -> tuple[TfNode
             pending.extend(instruction.called_computation_ids)
             if instruction.opcode in _PASS_THROUGH:
                 continue
-            for node in _own_node(instruction):
+            for node in _own_node(instruction, arguments):
                 nodes.setdefault(node.name, node)
     return tuple(nodes.values())

@@ -412,6 +412,8 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
           json.object([&] {
             json.attribute("name", entry.name);
             json.attribute("self_ps", entry.self_ps);
+            if (all_device > 0)
+              json.attribute("device_ps", entry.device_self_ps);
             json.attribute("match",
                            kind == kRemoved &&
                                    outcome.resolution.kind == MatchKind::kFolded
