@@ -1,0 +1,118 @@
+"""`pgo --from-trace` on the real H100 traces (tests/data/gpu): a StableHLO module of
+the same run annotated with the device time, the report's device section, the op
+graph colored by device time, and the errors a mismatched module gets."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tfpgo import cli
+from tfpgo.flow import pgo
+from tfpgo.trace.op_profile import OpProfile
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
+
+
+def _pgo(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    status = cli.run_main(pgo.main, args, prog="pgo")
+    return status, capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def flows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    found = {}
+    for model in ("mlp", "conv"):
+        out = tmp_path_factory.mktemp(model) / "out"
+        status = cli.run_main(
+            pgo.main,
+            [
+                "--from-trace",
+                str(DATA / f"jax_gpu_{model}.xplane.pb"),
+                "--mlir",
+                str(DATA / f"jax_gpu_{model}.stablehlo.mlir"),
+                "--output-dir",
+                str(out),
+            ],
+            prog="pgo",
+        )
+        assert status == 0
+        found[model] = out
+    return found
+
+
+@pytest.mark.parametrize("model", ["mlp", "conv"])
+def test_stablehlo_of_the_run_holds_all_its_kernel_time(flows, model):
+    out = flows[model]
+    profile = OpProfile.read(out / "op_profile.json")
+    annotated = (out / "model.annotated.mlir").read_text()
+    # every entry with device time is some op's source, so all of it is reachable
+    sources = set(re.findall(r'source = "((?:[^"\\]|\\.)*)"', annotated))
+    sources = {json.loads(f'"{name}"') for name in sources}
+    reached = sum(op.device_self_ps for op in profile.ops if op.name in sources)
+    assert reached / profile.totals.device_attributed_ps >= 0.99
+    assert profile.totals.device_kernel_ps <= profile.totals.device_attributed_ps
+    assert "device_self = " in annotated and "profiler_hot = 1" in annotated
+    graph = json.loads((out / "op_graph.json").read_text())
+    hot = next(n for n in graph["nodes"] if n.get("hot_rank") == 1)
+    assert hot["profiler_data"]["device_self"] == max(
+        (n.get("profiler_data") or {}).get("device_self", 0) for n in graph["nodes"]
+    )
+
+
+def test_report_has_the_device_section(flows):
+    report = (flows["conv"] / "report.md").read_text()
+    assert "## Where the device time goes" in report
+    assert "## Device time" in report and "### Top kernels and the ops they ran for" in report
+    assert "| memcpy_h2d | 16 | 566 µs | 0 ps |" in report  # the input copies, listed
+    assert "no_framework_op" in report
+    assert "### Device busy and idle per step" in report
+    assert "op graph, colored by device time" in report
+    mlp = (flows["mlp"] / "report.md").read_text()
+    assert "command_buffer_schedule" in mlp and "command_buffer_kernel_name" in mlp
+    analysis = json.loads((flows["conv"] / "analysis.json").read_text())
+    profile = OpProfile.read(flows["conv"] / "op_profile.json")
+    device = analysis["device"]
+    assert device["totals"]["op_self_ps"] == profile.totals.device_attributed_ps
+    assert sum(row["self_ps"] for row in device["phases"]) == profile.totals.device_attributed_ps
+    assert sum(row["self_ps"] for row in device["op_types"]) == profile.totals.device_attributed_ps
+    types = {row["op_type"] for row in device["op_types"]}
+    assert "conv_general_dilated" in types  # JAX ops typed by their primitive
+
+
+def test_a_stablehlo_module_cannot_be_lowered_again(tmp_path, capsys):
+    status, err = _pgo(
+        [
+            "--from-trace",
+            str(DATA / "jax_gpu_mlp.xplane.pb"),
+            "--mlir",
+            str(DATA / "jax_gpu_mlp.stablehlo.mlir"),
+            "--lower",
+            "linalg",
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
+        capsys,
+    )
+    assert status == 1 and "is StableHLO already; drop --lower" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_the_module_of_another_run_fails_on_device_coverage(tmp_path, capsys):
+    status, err = _pgo(
+        [
+            "--from-trace",
+            str(DATA / "jax_gpu_mlp.xplane.pb"),
+            "--mlir",
+            str(DATA / "jax_gpu_conv.stablehlo.mlir"),
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
+        capsys,
+    )
+    assert status == 1 and "of the device time resolves to ops of" in err
+    assert err.strip().splitlines()[-1].startswith("pgo: error:")
+    assert not (tmp_path / "out").exists()
