@@ -116,3 +116,26 @@ def test_the_module_of_another_run_fails_on_device_coverage(tmp_path, capsys):
     assert status == 1 and "of the device time resolves to ops of" in err
     assert err.strip().splitlines()[-1].startswith("pgo: error:")
     assert not (tmp_path / "out").exists()
+
+
+def test_profile_diff_compares_device_time(flows, tmp_path):
+    from tfpgo.diff.compare import compare
+    from tfpgo.diff.output import write_outputs
+    from tfpgo.trace.op_profile import build_op_profile
+    from tfpgo.trace.readers import read_trace
+
+    graph = OpProfile.read(flows["mlp"] / "op_profile.json")
+    plain = build_op_profile(read_trace(DATA / "jax_gpu_mlp_nograph.xplane.pb"))
+    diff = compare(graph, plain, "graph", "nograph")
+    assert diff.device is not None
+    assert diff.device.op_self_a_ps == graph.totals.device_attributed_ps
+    assert diff.device.op_self_b_ps == plain.totals.device_attributed_ps
+    deltas = {d.name: d for d in diff.device.ops}
+    matmul = deltas["jit(step)/jvp(dense_2)/dot_general"]  # PDL: 4 µs -> 11 µs a kernel
+    assert matmul.self_ps == plain.by_name()[matmul.name].device_self_ps - (
+        graph.by_name()[matmul.name].device_self_ps
+    )
+    assert matmul.self_ps > 0
+    markdown = write_outputs(diff, tmp_path)[0].read_text()
+    assert "## Device time: ops with the largest change" in markdown
+    assert "- **device time**: 964 µs → 1.05 ms on ops" in markdown

@@ -3,7 +3,9 @@ ops, the overlap score, and the step-time change.
 
 Ops are matched by runtime node name. Scopes are the layer scopes of
 `tfpgo.analysis.scope` (gradients folded onto their forward scope), matched by
-path. The overlap score is `llvm-profdata overlap`'s: each profile's self times
+path. Profiles that both hold device time are also compared on it (`device`: the
+same comparison of their device views, `tfpgo.analysis.device`). The overlap
+score is `llvm-profdata overlap`'s: each profile's self times
 normalized to shares of its op self time, and the overlap Σ over ops of the
 smaller of the two shares; 1 for identical distributions, 0 for disjoint ones.
 It is computed in exact rational arithmetic, so a profile compared with itself
@@ -15,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from tfpgo.analysis.device import device_view
 from tfpgo.analysis.scope import ScopeNode, scope_tree, walk
 from tfpgo.diff.step_time import StepTimeChange, step_time_change
 from tfpgo.trace.op_profile import OpProfile
@@ -65,6 +68,7 @@ class ProfileDiff:
     overlap: Fraction
     step_time: StepTimeChange | None
     tree_b: ScopeNode  # B's scope tree, the picture's layout
+    device: ProfileDiff | None = None  # the same over device time, when both have it
 
     @property
     def added(self) -> tuple[Delta, ...]:
@@ -80,6 +84,9 @@ class ProfileDiff:
 
 
 def compare(profile_a: OpProfile, profile_b: OpProfile, name_a: str, name_b: str) -> ProfileDiff:
+    device = None
+    if profile_a.has_device and profile_b.has_device:
+        device = compare(device_view(profile_a), device_view(profile_b), name_a, name_b)
     ops_a = {op.name: Measure(op.self_ps, op.total_ps, op.count) for op in profile_a.ops}
     ops_b = {op.name: Measure(op.self_ps, op.total_ps, op.count) for op in profile_b.ops}
     tree_a, tree_b = scope_tree(profile_a), scope_tree(profile_b)
@@ -95,6 +102,7 @@ def compare(profile_a: OpProfile, profile_b: OpProfile, name_a: str, name_b: str
         overlap(ops_a, ops_b),
         step_time_change(profile_a.step_wall_ps, profile_b.step_wall_ps),
         tree_b,
+        device,
     )
 
 

@@ -39,7 +39,27 @@ def summary_rows(diff: ProfileDiff) -> list[tuple[str, str]]:
             f"{len(diff.added)} added in B, {len(diff.removed)} removed from A",
         ),
     ]
+    if diff.device is not None:
+        device = diff.device
+        change = device.op_self_b_ps - device.op_self_a_ps
+        relative = f" ({change / device.op_self_a_ps:+.1%})" if device.op_self_a_ps else ""
+        rows.append(
+            (
+                "device time",
+                f"{format_ps(device.op_self_a_ps)} → {format_ps(device.op_self_b_ps)} on ops: "
+                f"{signed_ps(change)}{relative}; {float(device.overlap):.2%} distributed alike",
+            )
+        )
     return rows
+
+
+def all_tables(diff: ProfileDiff, top_n: int) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The device time's tables first where both profiles have it, then the host's."""
+    if diff.device is None:
+        return tables(diff, top_n)
+    device = [(f"Device time: {t[0].lower()}", t[1], t[2]) for t in tables(diff.device, top_n)]
+    host = [(f"Host op time: {t[0].lower()}", t[1], t[2]) for t in tables(diff, top_n)]
+    return device + host
 
 
 def _step_time_text(diff: ProfileDiff) -> str:
@@ -115,6 +135,8 @@ def delta_svg(diff: ProfileDiff) -> str:
     self time relative to the larger of A and B: (B − A) / max(A, B), from −1
     (gone: full blue) through 0 (unchanged: white) to +1 (new: full red).
     Relative, so that a layer that got 30% slower looks it at every depth."""
+    what = "device time" if diff.device is not None else "op self time"
+    diff = diff.device or diff  # the time that matters: the device's where there is some
     by_path = {delta.name: delta for delta in diff.scopes}
     root = _delta_icicle(diff.tree_b, by_path, diff.op_self_a_ps)
     legend = (
@@ -125,7 +147,7 @@ def delta_svg(diff: ProfileDiff) -> str:
         ("#ffffff", "unchanged"),
     )
     title = (
-        f"op self time by scope in B, colored by change from A "
+        f"{what} by scope in B, colored by change from A "
         f"(overlap {float(diff.overlap):.1%}; scopes only in A are listed in the tables)"
     )
     return to_svg(root, IcicleStyle(title=title, legend=legend))
@@ -163,7 +185,7 @@ def to_markdown(diff: ProfileDiff, picture: str, top_n: int) -> str:
     parts = ["# tfpgo profile diff: A → B", ""]
     parts += [f"- **{key}**: {value}" for key, value in summary_rows(diff)]
     parts += ["", f"![op self time by scope, colored by change]({picture})", ""]
-    for title, header, rows in tables(diff, top_n):
+    for title, header, rows in all_tables(diff, top_n):
         parts += [f"## {title}", ""]
         parts += [markdown_table(header, rows) if rows else "none", ""]
     return "\n".join(parts)
@@ -179,7 +201,7 @@ def to_html(diff: ProfileDiff, svg: str, top_n: int) -> str:
         f"<h1>tfpgo profile diff: A → B</h1><ul>{summary}</ul>",
         f"<figure>{svg[svg.index('<svg') :]}</figure>",
     ]
-    for title, header, rows in tables(diff, top_n):
+    for title, header, rows in all_tables(diff, top_n):
         parts.append(f"<h2>{esc(title)}</h2>")
         parts.append(html_table(header, rows) if rows else "<p>none</p>")
     parts.append("</body></html>")
