@@ -5,8 +5,9 @@
     bazel run //bench:bench_scaling -- --only events --min-events 10000000 \
         --max-events 40000000 --repeat 1 --max-chrome-events 0 --max-xprof-events 0
 
-Events (bench/synth_xplane.py, ResNet50-shaped host traces at sizes 100k, 300k,
-1M, 3M, 10M, 40M (~0.9 GB)): per size, each in a fresh process, median of --repeat runs and
+Events (bench/synth_xplane.py, ResNet50-shaped traces at sizes 100k, 300k,
+1M, 3M, 10M, 40M (~0.9 GB), with a GPU's kernels, copies and their launches
+unless --no-device): per size, each in a fresh process, median of --repeat runs and
 peak RSS:
   * trace_reader on the .xplane.pb and on the same events as Chrome JSON
     (event DAG of the op events + op profile, both JSON files written);
@@ -110,7 +111,7 @@ def events_point(size: int, scratch: Path, args: argparse.Namespace) -> Point:
     """
     xplane = scratch / "synth.xplane.pb"
     chrome = scratch / "synth.trace.json" if size <= args.max_chrome_events else None
-    count = synth_xplane.generate(size, xplane, chrome)
+    count = synth_xplane.generate(size, xplane, chrome, device=not args.no_device)
     xprof = not args.no_xprof and size <= args.max_xprof_events
     results = compare(xplane, chrome, scratch, args.repeat, xprof)
     if chrome:
@@ -212,6 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-ops", type=int, default=100_000, help="up to 1000000")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-xprof", action="store_true", help="time trace_reader alone")
+    parser.add_argument(
+        "--no-device", action="store_true", help="host-only traces (no GPU plane, no launches)"
+    )
     parser.add_argument("--only", choices=("events", "ops"), help="run one of the two curves")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
     return parser

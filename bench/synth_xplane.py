@@ -16,7 +16,15 @@ list:
   * two `tf_numa_-1_Eigen/<id>` lines running the shards of heavy kernels
     (fused convolutions, MatMul), each shard a StartRegion/StopRegion pair whose
     Record sits inside the op on the compute line;
-  * a `Task Environment` plane, as the profiler writes it.
+  * a `Task Environment` plane, as the profiler writes it;
+  * with `device=True` (the default), a GPU in the schema of real traces
+    (../shared/fixtures/gpu, tests/data/gpu): every op but a variable read
+    launches one kernel (a `cuLaunchKernel` event nested in the op, stats
+    `correlation_id`, `device_id`) that runs on the `/device:GPU:0` plane's
+    `Stream #7(Compute)` line after its launch (stats `correlation_id`, `tf_op` =
+    `node:Type` and `kernel_details`, both refs as real traces have them), and each
+    step copies its input on `Stream #8(MemcpyH2D)` (`memcpy_details`; `tf_op`
+    every other step, so half the copies name no op).
 
 The Chrome JSON holds exactly the XPlane's events in the form xprof's trace
 viewer writes them (op events named by type with `long_name`, `args.flow` on
@@ -39,6 +47,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from tfpgo.trace.readers.xplane_proto import xplane_pb2
 
@@ -48,8 +57,13 @@ LINES = (
     "tf_Compute/8338811177612966659",
     "tf_numa_-1_Eigen/-3780829903098109586",
     "tf_numa_-1_Eigen/2081044099190026136",
+    "Stream #7(Compute)",
+    "Stream #8(MemcpyH2D)",
 )
-PYTHON, COMPUTE, EIGEN = 0, (1, 2), (3, 4)
+PYTHON, COMPUTE, EIGEN, KERNELS, COPIES = 0, (1, 2), (3, 4), 5, 6
+PLANES = ("/host:CPU", "/device:GPU:0")
+PLANE_OF_LINE = (0, 0, 0, 0, 0, 1, 1)
+INPUT_OP = "IteratorGetNext:IteratorGetNext"
 BASE_NS = 1_795_300_000_000_000_000  # absolute line timestamps, as real profiles have
 FUNCTION = "__inference_infer_91"
 US = 1_000_000  # ps per microsecond
@@ -111,10 +125,14 @@ def resnet50_ops() -> list[Op]:
 
 
 class _Clock:
-    """Deterministic durations: each op keeps its own mean, each run varies by ±30%."""
+    """Deterministic durations: each op keeps its own mean, each run varies by ±30%.
+    `device_ps` is when the GPU's compute stream is next free; `device` whether
+    there is a GPU."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, device: bool = True) -> None:
         self.rng = random.Random(seed)
+        self.device = device
+        self.device_ps = 0
 
     def ps(self, mean_us: float) -> int:
         return max(1000, int(mean_us * US * self.rng.uniform(0.7, 1.3)))
@@ -182,6 +200,8 @@ def step_events(
         batch += 1
     run_end = t + clock.ps(5)
     end = run_end + clock.ps(60)
+    if clock.device:
+        events += _input_copy(step, start_ps, clock, ids)
     events += _python_events(
         step,
         start_ps,
@@ -200,9 +220,12 @@ def step_events(
 def _op_events(
     events: list[SynthEvent], line: int, op: Op, t: int, clock: _Clock, ids: Iterator[int]
 ) -> int:
-    """The op on its compute line, its shards on the Eigen lines; returns its end."""
+    """The op on its compute line, its shards on the Eigen lines, its kernel on the
+    GPU; returns its end."""
     duration = clock.ps(_op_mean(op))
     events.append((line, f"{op.node}:{op.kernel}", t, duration, ()))
+    if clock.device and op.kernel != "ReadVariableOp":
+        events += _kernel_launch(line, op, t + duration // 4, clock, next(ids))
     if op.shards:
         slot = duration // (op.shards + 1)
         for shard in range(op.shards):
@@ -230,6 +253,51 @@ def _op_events(
             )
             events.append((eigen, "ThreadpoolListener::StopRegion", begin + slot, 0, ()))
     return t + duration + clock.ps(1)
+
+
+def _kernel_launch(
+    line: int, op: Op, at: int, clock: _Clock, correlation: int
+) -> list[SynthEvent]:
+    """A `cuLaunchKernel` inside the op and its kernel on the compute stream."""
+    launch = clock.ps(3)
+    start = max(clock.device_ps, at + launch + clock.ps(4))
+    duration = clock.ps(_op_mean(op) / 3)
+    clock.device_ps = start + duration + clock.ps(1)
+    kernel = f"volta_{op.kernel.lower().lstrip('_')}_kernel"
+    details = Ref(f"regs:64 static_shared:0 dynamic_shared:{1024 * (len(op.node) % 7)}")
+    return [
+        (line, "cuLaunchKernel", at, launch, (("correlation_id", correlation), ("device_id", 0))),
+        (
+            KERNELS,
+            kernel,
+            start,
+            duration,
+            (
+                ("correlation_id", correlation),
+                ("tf_op", Ref(f"{op.node}:{op.kernel}")),
+                ("kernel_details", details),
+            ),
+        ),
+    ]
+
+
+def _input_copy(step: int, start: int, clock: _Clock, ids: Iterator[int]) -> list[SynthEvent]:
+    """The step's input copied host to device, launched from the python thread; every
+    other step's copy names the input op, the rest name none (as the runtime's own)."""
+    correlation = next(ids)
+    at = start + clock.ps(20)
+    copy_start = at + clock.ps(6)
+    stats: tuple[tuple[str, object], ...] = (
+        ("correlation_id", correlation),
+        ("memcpy_details", Ref("kind_src:pinned kind_dst:device size:602112 async:1")),
+    )
+    if step % 2 == 0:
+        stats += (("tf_op", Ref(INPUT_OP)),)
+    launch = (("correlation_id", correlation), ("device_id", 0))
+    return [
+        (PYTHON, "cuMemcpyHtoDAsync_v2", at, clock.ps(4), launch),
+        (COPIES, "MemcpyH2D", copy_start, clock.ps(50), stats),
+    ]
 
 
 def _python_events(
@@ -282,9 +350,9 @@ def _python_events(
     return [(PYTHON, name, s, d, stats) for name, s, d, stats in nested]
 
 
-def steps(target_events: int, seed: int = 1) -> Iterator[list[SynthEvent]]:
+def steps(target_events: int, seed: int = 1, device: bool = True) -> Iterator[list[SynthEvent]]:
     """Steps of events until at least `target_events` were produced."""
-    ops, clock = resnet50_ops(), _Clock(seed)
+    ops, clock = resnet50_ops(), _Clock(seed, device)
     ids = iter(range(1, 1 << 62))
     produced, step, t = 0, 0, 5 * US
     while produced < target_events:
@@ -305,39 +373,45 @@ class XPlaneWriter:
     def __init__(self, scratch: Path) -> None:
         self.pb = xplane_pb2()
         self.scratch = scratch
-        self.metadata = self.pb.XPlane()  # event and stat metadata only
+        self.metadata = [self.pb.XPlane() for _ in PLANES]  # event and stat metadata only
         self.buffers = [self.pb.XLine() for _ in LINES]  # events only, flushed
         self.files = [(scratch / f"line{number}.bin").open("wb") for number in range(len(LINES))]
-        self.names: dict[str, int] = {}
-        self.stats: dict[str, int] = {}
+        self.names: list[dict[str, int]] = [{} for _ in PLANES]
+        self.stats: list[dict[str, int]] = [{} for _ in PLANES]
         self.count = 0
+        self.device_events = 0
 
-    def _name(self, name: str) -> int:
-        if (key := self.names.get(name)) is None:
-            key = self.names[name] = len(self.names) + 1
-            self.metadata.event_metadata[key].id = key
-            self.metadata.event_metadata[key].name = name
+    def _name(self, name: str, plane: int) -> int:
+        names, metadata = self.names[plane], self.metadata[plane]
+        if (key := names.get(name)) is None:
+            key = names[name] = len(names) + 1
+            metadata.event_metadata[key].id = key
+            metadata.event_metadata[key].name = name
             if ":" in name and "::" not in name:
-                self.metadata.event_metadata[key].display_name = name.rsplit(":", 1)[1]
+                metadata.event_metadata[key].display_name = name.rsplit(":", 1)[1]
         return key
 
-    def _stat(self, name: str) -> int:
-        if (key := self.stats.get(name)) is None:
-            key = self.stats[name] = len(self.stats) + 1
-            self.metadata.stat_metadata[key].id = key
-            self.metadata.stat_metadata[key].name = name
+    def _stat(self, name: str, plane: int) -> int:
+        stats, metadata = self.stats[plane], self.metadata[plane]
+        if (key := stats.get(name)) is None:
+            key = stats[name] = len(stats) + 1
+            metadata.stat_metadata[key].id = key
+            metadata.stat_metadata[key].name = name
         return key
 
     def add(self, events: list[SynthEvent]) -> None:
         for line, name, start, duration, stats in sorted(events, key=lambda e: (e[0], e[2], -e[3])):
+            plane = PLANE_OF_LINE[line]
+            self.device_events += plane
             event = self.buffers[line].events.add(
-                metadata_id=self._name(name), offset_ps=start, duration_ps=duration
+                metadata_id=self._name(name, plane), offset_ps=start, duration_ps=duration
             )
             for stat_name, value in stats:
+                key = self._stat(stat_name, plane)
                 if isinstance(value, Ref):
-                    event.stats.add(metadata_id=self._stat(stat_name), ref_value=self._stat(value))
+                    event.stats.add(metadata_id=key, ref_value=self._stat(value, plane))
                 else:
-                    event.stats.add(metadata_id=self._stat(stat_name), int64_value=value)
+                    event.stats.add(metadata_id=key, int64_value=value)
         self.count += len(events)
         for line, file in enumerate(self.files):
             if len(self.buffers[line].events) >= self._FLUSH_EVENTS:
@@ -348,17 +422,38 @@ class XPlaneWriter:
         for buffer, file in zip(self.buffers, self.files, strict=True):
             file.write(buffer.SerializeToString())
             file.close()
+        with path.open("wb") as out:
+            for plane, name in enumerate(PLANES):
+                if plane == 0 or self.device_events:  # no GPU plane without a GPU
+                    self._write_plane(out, plane, name)
+            out.write(self._environment().SerializeToString())  # a last plane, hostnames
+
+    def _write_plane(self, out: BinaryIO, plane: int, name: str) -> None:
+        """XSpace.planes[i]: the plane's lines (spliced from the scratch files), then
+        its metadata."""
         lines = []
-        for number, name in enumerate(LINES):
-            head = self.pb.XLine(id=number + 1, name=name, timestamp_ns=BASE_NS)
-            tail = self.pb.XLine(display_name=name)
+        for number, line_name in enumerate(LINES):
+            if PLANE_OF_LINE[number] != plane:
+                continue
+            head = self.pb.XLine(id=number + 1, name=line_name, timestamp_ns=BASE_NS)
+            tail = self.pb.XLine(display_name=line_name)
             body = self.scratch / f"line{number}.bin"
             lines.append((head.SerializeToString(), body, tail.SerializeToString()))
-        head = self.pb.XPlane(id=0, name="/host:CPU").SerializeToString()
-        metadata = self.metadata.SerializeToString()
+        head = self.pb.XPlane(id=plane, name=name).SerializeToString()
+        metadata = self.metadata[plane].SerializeToString()
         line_sizes = [len(h) + b.stat().st_size + len(t) for h, b, t in lines]
         plane_size = len(head) + len(metadata)
         plane_size += sum(1 + len(_varint(size)) + size for size in line_sizes)
+        out.write(b"\x0a" + _varint(plane_size) + head)
+        for (line_head, body, line_tail), size in zip(lines, line_sizes, strict=True):
+            out.write(b"\x1a" + _varint(size) + line_head)  # XPlane.lines
+            with body.open("rb") as events:
+                shutil.copyfileobj(events, out, 1 << 22)
+            out.write(line_tail)
+            body.unlink()
+        out.write(metadata)
+
+    def _environment(self) -> Any:
         environment = self.pb.XSpace()
         plane = environment.planes.add(id=1, name="Task Environment")
         for key, name in enumerate(("profile_start_time", "profile_stop_time"), start=1):
@@ -366,16 +461,7 @@ class XPlaneWriter:
             plane.stat_metadata[key].name = name
             plane.stats.add(metadata_id=key, uint64_value=BASE_NS + key)
         environment.hostnames.append("vm")
-        with path.open("wb") as out:
-            out.write(b"\x0a" + _varint(plane_size) + head)  # XSpace.planes[0]
-            for (line_head, body, line_tail), size in zip(lines, line_sizes, strict=True):
-                out.write(b"\x1a" + _varint(size) + line_head)  # XPlane.lines
-                with body.open("rb") as events:
-                    shutil.copyfileobj(events, out, 1 << 22)
-                out.write(line_tail)
-                body.unlink()
-            out.write(metadata)
-            out.write(environment.SerializeToString())  # the second plane, hostnames
+        return environment
 
 
 def _varint(value: int) -> bytes:
@@ -396,10 +482,13 @@ class ChromeWriter:
             '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},"traceEvents":[\n'
         )
         self.file.write('{"args":{"name":"/host:CPU"},"name":"process_name","ph":"M","pid":701}')
+        self.file.write(
+            ',\n{"args":{"name":"/device:GPU:0"},"name":"process_name","ph":"M","pid":702}'
+        )
         for line, name in enumerate(LINES):
             self.file.write(
                 f',\n{{"args":{{"name":"{name}"}},"name":"thread_name","ph":"M",'
-                f'"pid":701,"tid":{line + 1}}}'
+                f'"pid":{701 + PLANE_OF_LINE[line]},"tid":{line + 1}}}'
             )
         self.count = 0
 
@@ -422,7 +511,7 @@ class ChromeWriter:
             shape = f'"ph":"X","dur":{duration // 1000 / 1000}' if duration else '"ph":"i","s":"t"'
             out.append(
                 f',\n{{"args":{json.dumps(args)},"name":{json.dumps(shown)},{shape},'
-                f'"pid":701,"tid":{line + 1},{time}}}'
+                f'"pid":{701 + PLANE_OF_LINE[line]},"tid":{line + 1},{time}}}'
             )
         self.file.write("".join(out))
         self.count += len(events)
@@ -433,16 +522,21 @@ class ChromeWriter:
 
 
 def generate(
-    target_events: int, xplane: Path | None = None, chrome: Path | None = None, seed: int = 1
+    target_events: int,
+    xplane: Path | None = None,
+    chrome: Path | None = None,
+    seed: int = 1,
+    device: bool = True,
 ) -> int:
-    """Writes the trace in the asked formats; returns its event count (>= target)."""
+    """Writes the trace in the asked formats; returns its event count (>= target).
+    `device`: with the GPU's events (see the module doc)."""
     with tempfile.TemporaryDirectory(
         prefix="synth_xplane_", dir=xplane.parent if xplane else None
     ) as scratch:
         xplane_writer = XPlaneWriter(Path(scratch)) if xplane else None
         chrome_writer = ChromeWriter(chrome) if chrome else None
         count = 0
-        for step, events in enumerate(steps(target_events, seed)):
+        for step, events in enumerate(steps(target_events, seed, device)):
             if xplane_writer:
                 xplane_writer.add(events)
             if chrome_writer:
@@ -461,10 +555,11 @@ def main() -> int:
     parser.add_argument("--xplane", type=Path, help="write the XSpace here (.xplane.pb)")
     parser.add_argument("--chrome", type=Path, help="write the Chrome trace JSON here")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-device", action="store_true", help="a host trace, no GPU")
     args = parser.parse_args()
     if not (args.xplane or args.chrome):
         parser.error("give --xplane and/or --chrome")
-    count = generate(args.events, args.xplane, args.chrome, args.seed)
+    count = generate(args.events, args.xplane, args.chrome, args.seed, not args.no_device)
     print(f"{count:,} events")
     return 0
 
