@@ -53,7 +53,7 @@ OPS = (
         5.0,
         (
             (
-                "void tensorflow::BiasNHWCKernel<float>(int, float const*, float const*, float*, int)",
+                "void tensorflow::BiasNHWCKernel<float>(int, float const*, float*, int)",
                 3.5,
             ),
         ),
@@ -66,6 +66,7 @@ OPS = (
         0.0,
     ),
 )
+KERNEL_DETAILS = "regs:64 static_shared:0 dynamic_shared:8192 grid:128,1,1 block:256,1,1"
 INPUT_COPY_US = 12.25
 RUNTIME_COPY_US = 4.5
 
@@ -154,7 +155,7 @@ def build() -> bytes:
                     start,
                     int(kernel_us * US),
                     correlation_id=correlation,
-                    kernel_details="regs:64 static_shared:0 dynamic_shared:8192 grid:128,1,1 block:256,1,1",
+                    kernel_details=KERNEL_DETAILS,
                     tf_op=op,
                 )
                 gpu = start + int(kernel_us * US) + US // 2
