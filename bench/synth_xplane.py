@@ -255,9 +255,7 @@ def _op_events(
     return t + duration + clock.ps(1)
 
 
-def _kernel_launch(
-    line: int, op: Op, at: int, clock: _Clock, correlation: int
-) -> list[SynthEvent]:
+def _kernel_launch(line: int, op: Op, at: int, clock: _Clock, correlation: int) -> list[SynthEvent]:
     """A `cuLaunchKernel` inside the op and its kernel on the compute stream."""
     launch = clock.ps(3)
     start = max(clock.device_ps, at + launch + clock.ps(4))
