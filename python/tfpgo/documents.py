@@ -8,6 +8,7 @@ different document or a newer version give the same one-line errors everywhere.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,14 @@ def read_json(path: Path) -> Any:
         raise UserError(f"{path}: not valid JSON (nested too deeply)") from None
 
 
-def write_compact_json(path: Path, document: Any) -> None:
-    """Writes `document` as one compact JSON line, atomically (no half-written file)."""
+def write_compact_json(
+    path: Path, document: Any, default: Callable[[Any], Any] | None = None
+) -> None:
+    """Writes `document` as one compact JSON line, atomically (no half-written file);
+    `default` encodes what json cannot (see json.dumps)."""
     with atomic_output_file(path) as handle:
         # one dumps call: json.dump would issue a write per token
-        handle.write(json.dumps(document, separators=(",", ":")) + "\n")
+        handle.write(json.dumps(document, separators=(",", ":"), default=default) + "\n")
 
 
 def new_header(fmt: str, version: int, source: str) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Trace readers: formats detected by content, the same events from every form."""
 
 import gzip
+import json
 import shutil
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 import trace_fixtures as fx
 
 from tfpgo.errors import UserError
-from tfpgo.trace.events import parse_op_name
+from tfpgo.trace.events import ColumnStats, parse_op_name
 from tfpgo.trace.readers import read_trace
 
 
@@ -256,3 +257,40 @@ def test_rows_with_a_stat_are_those_whose_stats_hold_it(step):
         scanned = sorted(row for row, stats in table.stats.items() if name in stats)
         assert table.rows_with_stat(name).tolist() == scanned, name
     assert table.rows_with_stat("hlo_op").size > 0
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(fx.DATA.parent.rglob("*.xplane.pb")),
+    ids=lambda p: str(p.relative_to(p.parents[2])),
+)
+def test_stats_json_rendered_from_columns_equals_json_dumps(path):
+    """The event DAG's stats text, rendered from the columns in chunks, is exactly
+    what json.dumps gives for each event's stats dict."""
+    stats = read_trace(path).stats
+    assert isinstance(stats, ColumnStats)
+    rendered = {}
+    for begin in range(0, max(stats) + 1, 97):
+        rows, texts = stats.json_texts(begin, begin + 97)
+        rendered.update(zip(rows.tolist(), texts, strict=True))
+    assert rendered == {row: json.dumps(s, separators=(",", ":")) for row, s in stats.items()}
+
+
+def test_stats_json_of_strings_doubles_and_a_stat_given_twice():
+    stats = ColumnStats()
+    name, text, ratio = stats.name_id("name"), stats.name_id('q"uote'), stats.name_id("ratio")
+    rows = np.array([0, 0, 2, 2, 2, 5])
+    keys = np.array([name, ratio, text, name, text])
+    keys = np.append(keys, name)
+    values = np.array([stats.string_id("a\\b"), 0, 7, stats.string_id("é\n"), 8, -3])
+    strings = np.array([True, False, False, True, False, False])
+    stats.add(rows, keys, values, {1: 0.25}, strings)
+    rows_out, texts = stats.json_texts(0, 6)
+    assert rows_out.tolist() == [0, 2, 5]
+    assert [json.loads(t) for t in texts] == [
+        {"name": "a\\b", "ratio": 0.25},
+        {'q"uote': 8, "name": "é\n"},
+        {"name": -3},
+    ]
+    assert texts == [json.dumps(stats[r], separators=(",", ":")) for r in (0, 2, 5)]
+    assert stats.json_texts(3, 5)[1] == []

@@ -213,3 +213,18 @@ def test_a_trace_without_op_events_still_gets_both_documents(tmp_path):
     assert len(read_dag(tmp_path / "mlir_graph.json")) == 0
     assert OpProfile.read(tmp_path / "op_profile.json").ops == ()
     assert result.empty_reason and any("the op profile is empty" in m for m in messages)
+
+
+def test_huge_traces_only_tune_the_allocator(tmp_path):
+    """The allocator setting (process-wide) is made from HUGE_TRACE_BYTES of input
+    on, a file's or a logdir's, and glibc takes it."""
+    from tfpgo.trace.allocator import HUGE_TRACE_BYTES, return_freed_memory_early
+
+    assert not trace_reader._is_huge(fx.DATA / "mlp_infer.xplane.pb")
+    big = tmp_path / "logdir" / "plugins" / "profile" / "run" / "host.xplane.pb"
+    big.parent.mkdir(parents=True)
+    with big.open("wb") as handle:
+        handle.truncate(HUGE_TRACE_BYTES)  # sparse: no disk used
+    assert trace_reader._is_huge(big) and trace_reader._is_huge(tmp_path / "logdir")
+    assert not trace_reader._is_huge(tmp_path / "missing.xplane.pb")
+    assert return_freed_memory_early()  # glibc (Debian): mallopt accepted

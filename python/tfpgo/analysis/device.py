@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfpgo.trace.op_profile import OpProfile, OpStats, Totals
+from tfpgo.trace.op_profile import Durations, OpProfile, OpStats, Totals
 
 _DEVICE_TOTALS = tuple(f.name for f in dataclasses.fields(Totals) if f.name.startswith("device_"))
 
@@ -47,7 +47,7 @@ def _device_entry(op: OpStats) -> OpStats:
         total_ps=op.device_self_ps,
         self_ps=op.device_self_ps,
         mean_ps=op.device_self_ps // op.device_count,
-        durations_ps=(),
+        durations_ps=Durations(),
         device_self_ps=0,
         device_count=0,
         devices=(),

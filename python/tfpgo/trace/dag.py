@@ -44,6 +44,7 @@ its nodes are marked `critical`.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -51,7 +52,7 @@ import numpy as np
 
 from tfpgo import kernels
 from tfpgo.trace.device import device_rows
-from tfpgo.trace.events import Event, EventTable
+from tfpgo.trace.events import ColumnStats, Event, EventTable
 from tfpgo.trace.ordering import lexsort
 from tfpgo.trace.xla_attribution import hlo_event_rows
 
@@ -195,11 +196,12 @@ def build_dag(table: EventTable, events: DagEvents = DagEvents.OPS) -> EventDag:
     rows = rows[order]
     node_of_row = np.full(len(table), -1, dtype=np.int32 if rows.size < 2**31 else np.int64)
     node_of_row[rows] = np.arange(rows.size)
-    nodes = _take(table, rows)
+    nodes = _take(table, rows, node_of_row)
     level = assign_levels(nodes.start_ps, nodes.end_ps)
-    time_edges = level_edges(level, nodes.duration_ps)
     flow_edges = lift_flows(table, rows, node_of_row)
-    edges, kinds = _merge_edges(time_edges, flow_edges)
+    del node_of_row
+    edges, kinds = _merge_edges(level_edges(level, nodes.duration_ps), flow_edges)
+    del flow_edges
     path, length = kernels.critical_path(nodes.duration_ps, edges)
     return EventDag(
         nodes,
@@ -212,16 +214,22 @@ def build_dag(table: EventTable, events: DagEvents = DagEvents.OPS) -> EventDag:
     )
 
 
-def _take(table: EventTable, rows: np.ndarray) -> EventTable:
-    """Rows of `table` in the given order, flows dropped (they become edges)."""
-    stats = {}
-    if table.stats:
-        has_stats = np.zeros(len(table), dtype=bool)
-        has_stats[np.fromiter(table.stats, np.int64, len(table.stats))] = True
-        for new in np.flatnonzero(has_stats[rows]).tolist():
-            found = table.stats[int(rows[new])]
-            if found:
-                stats[new] = found
+def _take(table: EventTable, rows: np.ndarray, node_of_row: np.ndarray) -> EventTable:
+    """Rows of `table` in the given order (`node_of_row` its inverse, -1 elsewhere),
+    flows dropped (they become edges)."""
+    stats: Mapping[int, dict[str, Any]]
+    if isinstance(table.stats, ColumnStats):
+        stats = table.stats.take(rows, node_of_row)  # vectorized: millions of device events
+    else:
+        by_node: dict[int, dict[str, Any]] = {}
+        if table.stats:
+            has_stats = np.zeros(len(table), dtype=bool)
+            has_stats[np.fromiter(table.stats, np.int64, len(table.stats))] = True
+            for new in np.flatnonzero(has_stats[rows]).tolist():
+                found = table.stats[int(rows[new])]
+                if found:
+                    by_node[new] = found
+        stats = by_node
     return EventTable(
         table.source,
         table.source_kind,
@@ -274,7 +282,8 @@ def level_edges(level: np.ndarray, durations: np.ndarray) -> np.ndarray:
     within = np.arange(edge_sources.size) - np.repeat(np.cumsum(fanout) - fanout, fanout)
     next_level = source_level[edge_sources] + 1
     targets = np.where(is_head[edge_sources], starts[next_level] + within, head[next_level])
-    return np.stack([edge_sources, targets], axis=1).astype(np.int64)
+    del within, next_level
+    return np.stack([edge_sources, targets], axis=1).astype(np.int64, copy=False)
 
 
 def lift_flows(table: EventTable, rows: np.ndarray, node_of_row: np.ndarray) -> np.ndarray:
@@ -336,24 +345,30 @@ class _NodesByTrack:
 
 def _merge_edges(time_edges: np.ndarray, flow_edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One edge per (source, target), sorted; a flow wins over a time edge on the same
-    pair. Both inputs are sorted and distinct: a merge by insertion, no sort."""
-    time_edges = time_edges.astype(np.int64).reshape(-1, 2)
-    flow_edges = flow_edges.astype(np.int64).reshape(-1, 2)
+    pair. Both inputs are sorted and distinct: a merge by insertion of one int64 key
+    per pair, no sort and no copy of the pairs until the result."""
     if flow_edges.size == 0:
-        return time_edges, np.full(len(time_edges), EdgeKind.TIME, np.int8)
-    time_keys, flow_keys = _pair_keys(time_edges), _pair_keys(flow_edges)
+        edges = time_edges.astype(np.int64, copy=False).reshape(-1, 2)
+        return edges, np.full(len(edges), EdgeKind.TIME, np.int8)
+    time_keys, flow_keys = _pair_keys(time_edges.reshape(-1, 2)), _pair_keys(flow_edges)
+    del time_edges  # the caller's copy goes too when it passes its last reference
     slot = np.minimum(np.searchsorted(time_keys, flow_keys), max(time_keys.size - 1, 0))
     replaced = np.zeros(time_keys.size, dtype=bool)
     if time_keys.size:
         replaced[slot[time_keys[slot] == flow_keys]] = True
-    kept = time_edges[~replaced]
-    at = np.searchsorted(_pair_keys(kept), flow_keys)
-    edges = np.insert(kept, at, flow_edges, axis=0)
+    kept = time_keys[~replaced]
+    del time_keys, slot, replaced
+    at = np.searchsorted(kept, flow_keys)
+    keys = np.insert(kept, at, flow_keys)
     kinds = np.insert(
         np.full(len(kept), EdgeKind.TIME, np.int8),
         at,
-        np.full(len(flow_edges), EdgeKind.FLOW, np.int8),
+        np.full(len(flow_keys), EdgeKind.FLOW, np.int8),
     )
+    del kept, at
+    edges = np.empty((keys.size, 2), np.int64)
+    np.right_shift(keys, 32, out=edges[:, 0])
+    np.bitwise_and(keys, 0xFFFFFFFF, out=edges[:, 1])
     return edges, kinds
 
 

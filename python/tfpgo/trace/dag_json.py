@@ -28,7 +28,7 @@ from tfpgo.documents import new_header, read_document
 from tfpgo.errors import UserError
 from tfpgo.kernels import IntLists, Ints, Lookup, Segment, StringTable, render_rows
 from tfpgo.trace.dag import EdgeKind, EventDag
-from tfpgo.trace.events import NO_STEP, EventTable, StepMarker, Track
+from tfpgo.trace.events import NO_STEP, ColumnStats, EventTable, StepMarker, Track
 
 FORMAT = "tfpgo.event_dag"
 VERSION = 1
@@ -85,19 +85,25 @@ def write_dag(dag: EventDag, path: Path) -> None:
     kinds = StringTable([f',"kind":"{kind.label}"}}' for kind in sorted(EdgeKind)])
     indptr, targets = dag.adjacency()
     critical = dag.critical_mask()
-    stats_rows = np.array(sorted(table.stats), dtype=np.int64)
+    column_stats = table.stats if isinstance(table.stats, ColumnStats) else None
+    ordered = iter(sorted(table.stats.items()) if column_stats is None else ())
+    pending = next(ordered, None)
     with atomic_output_file(path, "wb") as file, _BackgroundWriter(file) as handle:
         handle.write(b'{"meta":' + _meta_json(dag) + b',\n"nodes":[')
         count = len(dag)
         for begin in range(0, count, _CHUNK):
             end = min(begin + _CHUNK, count)
             rows = slice(begin, end)
-            chunk_stats = stats_rows[
-                np.searchsorted(stats_rows, begin) : np.searchsorted(stats_rows, end)
-            ]
-            stats = StringTable(
-                ["{}", *(dumps(table.stats[row], separators=(",", ":")) for row in chunk_stats)]
-            )
+            if column_stats is not None:  # rendered from the columns
+                chunk_stats, texts = column_stats.json_texts(begin, end)
+            else:  # a dict of stats, read once in row order
+                chunk_rows, texts = [], []
+                while pending is not None and pending[0] < end:
+                    chunk_rows.append(pending[0])
+                    texts.append(dumps(pending[1], separators=(",", ":")))
+                    pending = next(ordered, None)
+                chunk_stats = np.array(chunk_rows, dtype=np.int64)
+            stats = StringTable(["{}", *texts])
             stats_index = np.zeros(end - begin, np.int64)
             stats_index[chunk_stats - begin] = np.arange(1, chunk_stats.size + 1)
             low = indptr[begin]

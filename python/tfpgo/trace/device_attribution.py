@@ -25,6 +25,7 @@ distinct command-buffer execution, so millions of kernels cost numpy passes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -102,31 +103,22 @@ def attribute_device(table: EventTable) -> DeviceAttribution:
     devices = tuple(sorted({plane_of_track[t] for t in np.unique(table.track_id[rows]).tolist()}))
     device_index = {name: i for i, name in enumerate(devices)}
     track_device = np.array([device_index.get(p, -1) for p in plane_of_track] or [-1], np.int32)
-    stats = {name: _on_rows(table, name, rows) for name in (*_STATS, CORRELATION_STAT)}
+    stats = {name: _StatOnRows(table, name, rows) for name in (*_STATS, CORRELATION_STAT)}
     interned = _Resolutions()
-    signature = (
-        np.stack(
-            [table.name_id[rows].astype(np.int64), *(_codes(stats[name]) for name in _STATS)], 1
-        )
-        if rows.size
-        else np.zeros((0, 5), np.int64)
+    first, inverse = distinct_rows(
+        [table.name_id[rows].astype(np.int64), *(stats[name].codes for name in _STATS)]
     )
-    unique, first, inverse = (
-        np.unique(signature, axis=0, return_index=True, return_inverse=True)
-        if rows.size
-        else (signature, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    )
-    per_signature = np.zeros(unique.shape[0], np.int64)
-    buffered = np.zeros(unique.shape[0], bool)  # command-buffer kernels: per execution
+    per_signature = np.zeros(first.shape[0], np.int64)
+    buffered = np.zeros(first.shape[0], bool)  # command-buffer kernels: per execution
     for at, row_at in enumerate(first.tolist()):
-        values = {name: stats[name][row_at] for name in _STATS}
+        values = {name: stats[name].value(row_at) for name in _STATS}
         found = _resolve(table, values)
         if found is None:
             buffered[at] = True
         else:
             per_signature[at] = interned.id(found)
-    resolution = per_signature[inverse.ravel()] if rows.size else per_signature
-    in_buffer = buffered[inverse.ravel()] if rows.size else buffered
+    resolution = per_signature[inverse]
+    in_buffer = buffered[inverse]
     if in_buffer.any():
         _resolve_command_buffers(table, rows, stats, in_buffer, resolution, interned)
     resolutions = interned.all
@@ -159,23 +151,39 @@ class _Resolutions:
         return found
 
 
-def _on_rows(table: EventTable, name: str, rows: np.ndarray) -> np.ndarray:
-    """The stat's value on each of `rows` (None where it is absent)."""
-    values = np.full(rows.shape[0], None, dtype=object)
-    stat_rows, stat_values = table.stat_column(name)
-    if stat_rows.size and rows.size:
-        slot = np.minimum(np.searchsorted(rows, stat_rows), rows.size - 1)
-        hit = rows[slot] == stat_rows
-        values[slot[hit]] = stat_values[hit]
-    return values
+class _StatOnRows:
+    """One stat over the device events: a code per event (-1: absent) into its
+    distinct values, so that no Python object is made per event."""
+
+    def __init__(self, table: EventTable, name: str, rows: np.ndarray) -> None:
+        self.codes = np.full(rows.shape[0], -1, np.int64)
+        stat_rows, codes, self.distinct = table.stat_codes(name)
+        if stat_rows.size and rows.size:
+            slot = np.minimum(np.searchsorted(rows, stat_rows), rows.size - 1)
+            hit = rows[slot] == stat_rows
+            self.codes[slot[hit]] = codes[hit]
+
+    def value(self, at: int) -> Any:
+        code = int(self.codes[at])
+        return None if code < 0 else self.distinct[code]
 
 
-def _codes(values: np.ndarray) -> np.ndarray:
-    """Distinct values numbered in order of appearance (None included)."""
-    numbers: dict[object, int] = {}
-    return np.fromiter(
-        (numbers.setdefault(v, len(numbers)) for v in values.tolist()), np.int64, values.size
-    )
+def distinct_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(first index of each distinct row, each row's distinct index) of small
+    non-negative-or--1 integer columns: packed into one int64 key when they fit."""
+    if not columns[0].size:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    spans = [int(column.max()) + 2 for column in columns]  # codes -1.. max
+    if np.prod(np.array(spans, dtype=float)) < 2.0**62:
+        key = np.zeros(columns[0].shape[0], np.int64)
+        for column, span in zip(columns, spans, strict=True):
+            key = key * span + (column + 1)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(
+            np.stack(columns, 1), axis=0, return_index=True, return_inverse=True
+        )
+    return first, inverse.ravel()
 
 
 def _resolve(table: EventTable, stats: dict[str, object]) -> Resolution | None:
@@ -206,34 +214,43 @@ def _of_instruction(module: str, instruction: HloInstruction, rule: str) -> Reso
 def _resolve_command_buffers(
     table: EventTable,
     rows: np.ndarray,
-    stats: dict[str, np.ndarray],
+    stats: dict[str, _StatOnRows],
     in_buffer: np.ndarray,
     resolution: np.ndarray,
     interned: _Resolutions,
 ) -> None:
-    """Resolves the command-buffer kernels execution by execution (in place)."""
-    correlation = stats[CORRELATION_STAT]
-    host_of_track = [t.host for t in table.tracks]
-    executions: dict[tuple[str, object], list[int]] = {}
-    has_correlation = np.array([value is not None for value in correlation.tolist()], bool)
-    for at in np.flatnonzero(has_correlation).tolist():
-        key = (host_of_track[int(table.track_id[rows[at]])], correlation[at])
-        executions.setdefault(key, []).append(at)
+    """Resolves the command-buffer kernels execution by execution (in place): an
+    execution is the device events of one launch (host, `correlation_id`)."""
+    correlation = stats[CORRELATION_STAT].codes
+    has_correlation = correlation >= 0
     no_correlation = interned.id(Resolution("", (), reason="command_buffer_no_correlation"))
     resolution[in_buffer & ~has_correlation] = no_correlation
+    hosts = np.unique(np.array([t.host for t in table.tracks], dtype=object), return_inverse=True)
+    host = hosts[1].ravel()[table.track_id[rows]].astype(np.int64)
+    launched = np.flatnonzero(has_correlation)
+    _, execution = distinct_rows([host[launched], correlation[launched]])
+    # executions holding a command-buffer kernel, each in start order
+    wanted = np.zeros(execution.max() + 1 if execution.size else 0, bool)
+    wanted[execution[in_buffer[launched]]] = True
+    members = launched[wanted[execution]]
+    member_execution = execution[wanted[execution]]
+    order = np.lexsort((table.start_ps[rows[members]], member_execution))
+    members, member_execution = members[order], member_execution[order]
+    bounds = np.flatnonzero(np.diff(member_execution, prepend=-1, append=-2))
     cache: dict[tuple[object, ...], list[int]] = {}
-    for members in executions.values():
-        if not in_buffer[members].any():
-            continue
-        order = sorted(members, key=lambda at: int(table.start_ps[rows[at]]))
-        names = tuple(table.names[int(table.name_id[rows[at]])] for at in order)
+    for low, high in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        order_list = members[low:high].tolist()
+        names = tuple(table.names[int(table.name_id[rows[at]])] for at in order_list)
         annotated = tuple(
-            None if in_buffer[at] or stats["hlo_op"][at] is None else str(stats["hlo_op"][at])
-            for at in order
+            None
+            if in_buffer[at] or stats["hlo_op"].value(at) is None
+            else str(stats["hlo_op"].value(at))
+            for at in order_list
         )
-        buffered = next(at for at in order if in_buffer[at])
+        buffered = next(at for at in order_list if in_buffer[at])
         module = table.hlo_module(
-            str(stats["hlo_module"][buffered] or ""), int(stats["program_id"][buffered] or -1)
+            str(stats["hlo_module"].value(buffered) or ""),
+            int(stats["program_id"].value(buffered) or -1),
         )
         signature = (id(module), names, annotated)
         if signature not in cache:
@@ -247,7 +264,7 @@ def _resolve_command_buffers(
                 )
                 for m in matches
             ]
-        for at, found in zip(order, cache[signature], strict=True):
+        for at, found in zip(order_list, cache[signature], strict=True):
             if in_buffer[at]:
                 resolution[at] = found
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tfpgo.trace.device import KINDS
-from tfpgo.trace.device_attribution import DeviceAttribution
+from tfpgo.trace.device_attribution import DeviceAttribution, distinct_rows
 from tfpgo.trace.events import NO_STEP, EventTable
 
 
@@ -142,14 +142,13 @@ def _kernels(
     if not len(device):
         return ()
     names = table.name_id[device.rows].astype(np.int64)
-    keys = np.stack([device.device.astype(np.int64), names, device.resolution], 1)
-    unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
-    totals = np.bincount(inverse, weights=durations, minlength=unique.shape[0])
-    counts = np.bincount(inverse, minlength=unique.shape[0])
+    first, inverse = distinct_rows([device.device.astype(np.int64), names, device.resolution])
+    totals = np.bincount(inverse, weights=durations, minlength=first.shape[0])
+    counts = np.bincount(inverse, minlength=first.shape[0])
     kernels = []
-    for at, (device_id, name_id, resolution_id) in enumerate(unique.tolist()):
-        resolution = device.resolutions[resolution_id]
+    for at, event in enumerate(first.tolist()):
+        device_id, name_id = int(device.device[event]), int(names[event])
+        resolution = device.resolutions[int(device.resolution[event])]
         kernels.append(
             DeviceKernel(
                 device.devices[device_id],
@@ -188,25 +187,31 @@ def _copies(
 
 def _steps(table: EventTable, device: DeviceAttribution) -> tuple[DeviceStep, ...]:
     """Busy and idle time per device and step (one window over all events when the
-    trace marks no steps)."""
-    steps = table.step[device.rows]
+    trace marks no steps): the events sorted by (device, step, start) once, each
+    group a slice."""
+    if not len(device):
+        return ()
+    steps = table.step[device.rows].astype(np.int64)
     marked = steps != NO_STEP
+    label = None
     if not marked.any():
-        steps, marked = np.zeros_like(steps), np.ones_like(marked)
-        label = -1
-    else:
-        label = None
+        steps, marked, label = np.zeros_like(steps), np.ones_like(marked), -1
+    events = np.flatnonzero(marked)
+    starts = table.start_ps[device.rows[events]]
+    order = np.lexsort((starts, steps[events], device.device[events]))
+    events, starts = events[order], starts[order]
+    ends = starts + table.duration_ps[device.rows[events]]
+    group = np.stack([device.device[events].astype(np.int64), steps[events]], 1)
+    bounds = np.flatnonzero(np.append(True, (group[1:] != group[:-1]).any(axis=1)))
+    bounds = np.append(bounds, events.size)
     found = []
-    for device_id, name in enumerate(device.devices):
-        for step in np.unique(steps[marked & (device.device == device_id)]).tolist():
-            rows = device.rows[(steps == step) & marked & (device.device == device_id)]
-            starts = table.start_ps[rows]
-            ends = starts + table.duration_ps[rows]
-            order = np.argsort(starts, kind="stable")
-            starts, ends = starts[order], np.maximum.accumulate(ends[order])
-            gaps = np.maximum(starts[1:] - ends[:-1], 0)
-            window = int(ends[-1] - starts[0])
-            found.append(
-                DeviceStep(name, step if label is None else label, window, window - int(gaps.sum()))
-            )
+    for low, high in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        reach = np.maximum.accumulate(ends[low:high])  # each event's end, or an earlier later one
+        gaps = np.maximum(starts[low + 1 : high] - reach[:-1], 0)
+        window = int(reach[-1] - starts[low])
+        device_id, step = group[low].tolist()
+        name = device.devices[device_id]
+        found.append(
+            DeviceStep(name, step if label is None else label, window, window - int(gaps.sum()))
+        )
     return tuple(found)

@@ -16,6 +16,7 @@ start), so every file tfpgo writes has `ts` >= 0.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import ItemsView, Iterator, Mapping
 from concurrent.futures import Future
@@ -153,6 +154,16 @@ class EventTable:
         rows = self.rows_with_stat(name)
         return rows, object_array([self.stats[row][name] for row in rows.tolist()])
 
+    def stat_codes(self, name: str) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+        """(rows, codes, distinct values) of the stat `name`: each row's value as an
+        index into the distinct values (see `ColumnStats.codes`)."""
+        if isinstance(self.stats, ColumnStats):
+            return self.stats.codes(name)
+        rows, values = self.stat_column(name)
+        known: dict[Any, int] = {}
+        codes = np.array([known.setdefault(v, len(known)) for v in values.tolist()], np.int64)
+        return rows, codes, list(known)
+
     def is_op_mask(self) -> np.ndarray:
         """Boolean column: which events are TF op events."""
         by_name = np.fromiter(
@@ -217,22 +228,28 @@ class EventTable:
 
 
 class ColumnStats(Mapping[int, dict[str, Any]]):
-    """Events' kept stats as columns: a row, a name and an int64 value per stat
-    (other values aside, by position). An event's dict is built when asked for, so
-    millions of events with stats cost ~20 bytes a stat instead of a dict each.
-    Parts are added in row order, each part's rows non-decreasing."""
+    """Events' kept stats as columns: a row, a name and an int64 value per stat. A
+    string value (a ref stat's name, a str stat) is an id into `strings`, marked
+    as such; other values (doubles, uint64s) aside, by position. An event's dict
+    is built when asked for, so millions of events with stats cost ~21 bytes a stat
+    instead of a dict (or a string object) each. Parts are added in row order,
+    each part's rows non-decreasing."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
         self._name_ids: dict[str, int] = {}
-        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.strings: list[str] = []
+        self._string_ids: dict[str, int] = {}
+        self._parts: list[tuple[np.ndarray, ...]] = []
         self._other: dict[int, Any] = {}  # position -> a value that is not an int64
         self._count = 0
         self._rows = np.zeros(0, np.int64)  # per stat
         self._keys = np.zeros(0, np.int32)
         self._values = np.zeros(0, np.int64)
+        self._is_string = np.zeros(0, bool)  # the value is an id into `strings`
         self._event_rows = np.zeros(0, np.int64)  # per event with stats
         self._bounds = np.zeros(1, np.int64)  # its first stat; one past the last at the end
+        self._json_cache = np.zeros(0, object)
 
     def name_id(self, name: str) -> int:
         if (found := self._name_ids.get(name)) is None:
@@ -240,13 +257,37 @@ class ColumnStats(Mapping[int, dict[str, Any]]):
             self.names.append(name)
         return found
 
+    def string_id(self, text: str) -> int:
+        if (found := self._string_ids.get(text)) is None:
+            found = self._string_ids[text] = len(self.strings)
+            self.strings.append(text)
+        return found
+
     def add(
-        self, rows: np.ndarray, name_ids: np.ndarray, values: np.ndarray, other: dict[int, Any]
+        self,
+        rows: np.ndarray,
+        name_ids: np.ndarray,
+        values: np.ndarray,
+        other: dict[int, Any],
+        is_string: np.ndarray | None = None,
     ) -> None:
-        """Appends stats; `other` maps a position in this part to a non-int64 value."""
+        """Appends stats; `other` maps a position in this part to a value that is not an
+        int64; `is_string` marks the positions whose value is a `string_id`."""
         self._other.update({self._count + at: value for at, value in other.items()})
-        self._parts.append((rows.astype(np.int64), name_ids.astype(np.int32), values))
+        strings = np.zeros(rows.shape[0], bool) if is_string is None else is_string
+        self._parts.append((rows.astype(np.int64), name_ids.astype(np.int32), values, strings))
         self._count += int(rows.shape[0])
+
+    def _decoded(self, low: int, high: int) -> list[Any]:
+        """The values of positions [low, high) as Python values."""
+        values = self._values[low:high].tolist()
+        for at in np.flatnonzero(self._is_string[low:high]).tolist():
+            values[at] = self.strings[values[at]]
+        if self._other:
+            for at, value in self._other.items():
+                if low <= at < high:
+                    values[at - low] = value
+        return values
 
     def rows_with(self, name: str) -> np.ndarray:
         """Rows that have the stat `name`, ascending."""
@@ -256,36 +297,135 @@ class ColumnStats(Mapping[int, dict[str, Any]]):
             return np.zeros(0, np.int64)
         return np.unique(self._rows[self._keys == key])
 
-    def column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, values) of the stat `name`, rows ascending (the last value of a row
-        that has it twice); values an object array (see `EventTable.stat_column`)."""
+    def _positions(self, name: str) -> np.ndarray:
+        """Positions of the stat `name`, one per row (a row's last), in row order."""
         self._joined()
         key = self._name_ids.get(name)
         if key is None:
-            return np.zeros(0, np.int64), np.zeros(0, object)
+            return np.zeros(0, np.int64)
         positions = np.flatnonzero(self._keys == key)
         rows = self._rows[positions]
-        last = np.append(rows[1:] != rows[:-1], True)
-        positions, rows = positions[last], rows[last]
-        values = self._values[positions].astype(object)
-        if self._other:
-            other_at = np.fromiter(self._other, dtype=np.int64, count=len(self._other))
-            special = np.flatnonzero(np.isin(positions, other_at))
-            for at in special.tolist():
-                values[at] = self._other[int(positions[at])]
-        return rows, values
+        return positions[np.append(rows[1:] != rows[:-1], True)]
 
-    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, Any]]:
-        """All stats as (rows, name ids, int64 values, position -> other value):
-        what `add` takes, to move them into another table (a multi-host merge)."""
+    def _other_at(self, positions: np.ndarray) -> np.ndarray:
+        """Which of `positions` hold a value kept aside in `_other`."""
+        if not self._other:
+            return np.zeros(positions.shape[0], bool)
+        other_at = np.fromiter(self._other, dtype=np.int64, count=len(self._other))
+        return np.isin(positions, other_at)
+
+    def column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, values) of the stat `name`, rows ascending (the last value of a row
+        that has it twice); values an object array (see `EventTable.stat_column`)."""
+        positions = self._positions(name)
+        values = self._values[positions].astype(object)
+        strings = self._is_string[positions]
+        if strings.any():
+            values[strings] = object_array(self.strings)[self._values[positions[strings]]]
+        for at in np.flatnonzero(self._other_at(positions)).tolist():
+            values[at] = self._other[int(positions[at])]
+        return self._rows[positions], values
+
+    def codes(self, name: str) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+        """(rows, codes, distinct values) of the stat `name`: each row's value as an
+        index into the distinct values, found without a Python object per row."""
+        positions = self._positions(name)
+        values = self._values[positions]
+        codes = np.zeros(positions.shape[0], np.int64)
+        distinct: list[Any] = []
+        strings = self._is_string[positions]
+        aside = self._other_at(positions)
+        for mask, is_string in ((~strings & ~aside, False), (strings, True)):
+            unique, inverse = np.unique(values[mask], return_inverse=True)
+            codes[mask] = inverse.ravel() + len(distinct)
+            found = unique.tolist()
+            distinct += [self.strings[v] for v in found] if is_string else found
+        known: dict[Any, int] = {}
+        for at in np.flatnonzero(aside).tolist():
+            value = self._other[int(positions[at])]
+            if value not in known:
+                known[value] = len(distinct)
+                distinct.append(value)
+            codes[at] = known[value]
+        return self._rows[positions], codes, distinct
+
+    def columns(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, Any], np.ndarray]:
+        """All stats as (rows, name ids, int64 values, position -> other value, string
+        marks): what `add` takes, to move them into another table (a multi-host merge;
+        string ids index `strings`)."""
         self._joined()
-        return self._rows, self._keys, self._values, dict(self._other)
+        return self._rows, self._keys, self._values, dict(self._other), self._is_string
+
+    def json_texts(self, begin: int, end: int) -> tuple[np.ndarray, list[str]]:
+        """The rows in [begin, end) that have stats, and each one's stats as compact JSON:
+        the text `json.dumps(self[row], separators=(",", ":"))` gives, rendered from the
+        columns a stat at a time (an event DAG of millions of device events)."""
+        self._joined()
+        first, last = np.searchsorted(self._event_rows, [begin, end]).tolist()
+        low, high = int(self._bounds[first]), int(self._bounds[last])
+        rows = self._event_rows[first:last]
+        if low == high:
+            return rows, []
+        starts = self._bounds[first:last] - low
+        keys = self._keys[low:high]
+        strings = self._is_string[low:high]
+        # object arrays of str: numpy concatenates them elementwise, no per-stat loop
+        names = object_array([json.dumps(name) + ":" for name in self.names])
+        values = object_array(list(map(str, self._values[low:high].tolist())))
+        if strings.any():
+            values[strings] = self._json_strings()[self._values[low:high][strings]]
+        for at, value in self._other.items() if self._other else ():
+            if low <= at < high:
+                values[at - low] = json.dumps(value)
+        ends = np.zeros(high - low, bool)
+        ends[np.append(starts[1:], high - low) - 1] = True
+        pieces = names[keys] + values + np.where(ends, "}", ",").astype(object)
+        texts = ("{" + np.add.reduceat(pieces, starts)).tolist()
+        # a row with a stat twice is a dict with one entry: rendered as the dict it is
+        per_row = np.repeat(np.arange(last - first), np.diff(self._bounds[first : last + 1]))
+        packed = per_row * (len(self.names) + 1) + keys
+        repeated = np.unique(per_row[np.flatnonzero(np.diff(np.sort(packed)) == 0)])
+        for slot in repeated.tolist():
+            texts[slot] = json.dumps(self._stats(first + slot), separators=(",", ":"))
+        return rows, texts
+
+    def _json_strings(self) -> np.ndarray:
+        """`strings` as JSON string literals, an object array (cached until one is added)."""
+        if self._json_cache.shape[0] != len(self.strings):
+            self._json_cache = object_array([json.dumps(text) for text in self.strings])
+        return self._json_cache
+
+    def take(self, rows: np.ndarray, new_of_row: np.ndarray) -> ColumnStats:
+        """The stats of `rows` (distinct event indices) as a new ColumnStats whose row
+        k is `rows[k]` (`new_of_row` maps every event to its k, -1 if not taken): one
+        vectorized pass (an event DAG's nodes)."""
+        self._joined()
+        taken = ColumnStats()
+        taken.names, taken._name_ids = self.names, self._name_ids
+        taken.strings, taken._string_ids = self.strings, self._string_ids
+        if not self._rows.size or not rows.size:
+            return taken
+        new = new_of_row[self._rows]
+        kept = np.flatnonzero(new >= 0)
+        kept = kept[np.argsort(new[kept], kind="stable")]  # in the new row order
+        other = {}
+        if self._other:
+            moved = np.full(self._rows.shape[0], -1, np.int64)
+            moved[kept] = np.arange(kept.shape[0])
+            other = {int(moved[at]): v for at, v in self._other.items() if moved[at] >= 0}
+        taken.add(new[kept], self._keys[kept], self._values[kept], other, self._is_string[kept])
+        return taken
 
     def _joined(self) -> None:
         if not self._parts:
             return
-        parts, self._parts = [(self._rows, self._keys, self._values), *self._parts], []
-        self._rows, self._keys, self._values = (np.concatenate(c) for c in zip(*parts, strict=True))
+        parts = [(self._rows, self._keys, self._values, self._is_string), *self._parts]
+        self._parts = []
+        self._rows, self._keys, self._values, self._is_string = (
+            np.concatenate(c) for c in zip(*parts, strict=True)
+        )
         starts = np.flatnonzero(np.diff(self._rows, prepend=-1))
         self._event_rows = self._rows[starts]
         self._bounds = np.append(starts, self._rows.shape[0])
@@ -321,6 +461,8 @@ class ColumnStats(Mapping[int, dict[str, Any]]):
         names, other = self.names, self._other
         keys = self._keys[low:high].tolist()
         values = self._values[low:high].tolist()
+        for at in np.flatnonzero(self._is_string[low:high]).tolist():
+            values[at] = self.strings[values[at]]
         if other:
             values = [
                 other.get(at, value) for at, value in zip(range(low, high), values, strict=True)
@@ -347,10 +489,7 @@ class _ColumnStatsItems(ItemsView[int, dict[str, Any]]):
             last = min(first + _ITEMS_BLOCK, events)
             low, high = int(stats._bounds[first]), int(stats._bounds[last])
             keys = names[stats._keys[low:high]].tolist()
-            values = stats._values[low:high].tolist()
-            for at, value in stats._other.items() if stats._other else ():
-                if low <= at < high:
-                    values[at - low] = value
+            values = stats._decoded(low, high)
             bounds = (stats._bounds[first : last + 1] - low).tolist()
             rows = stats._event_rows[first:last].tolist()
             for index, row in enumerate(rows):

@@ -70,7 +70,8 @@ class HostPart:
 
     `chunks` are (track, name ids, starts, durations) per line, ids local to
     `names`/`tracks`; starts in ps from `base_ns`. `stats`, `column_stats` (as
-    `ColumnStats.columns()`, name ids local to `stat_names`), `flow_pairs`,
+    `ColumnStats.columns()`, name ids local to `stat_names`, string ids to
+    `stat_strings`), `flow_pairs`,
     `flow_chunks` and `step_events` use indices local to this host's events.
     """
 
@@ -82,7 +83,10 @@ class HostPart:
     chunks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     stats: dict[int, dict[str, Any]] = field(default_factory=dict)
     stat_names: list[str] = field(default_factory=list)
-    column_stats: tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, Any]] | None = None
+    column_stats: tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, Any], np.ndarray] | None = (
+        None
+    )
+    stat_strings: list[str] = field(default_factory=list)
     flow_pairs: list[tuple[int, int]] = field(default_factory=list)
     flow_chunks: list[np.ndarray] = field(default_factory=list)
     step_events: list[tuple[int, int]] = field(default_factory=list)
@@ -106,6 +110,7 @@ def read_host(path: str, source: str) -> HostPart:
         builder.stats,
         list(builder.column_stats.names),
         builder.column_stats.columns(),
+        list(builder.column_stats.strings),
         builder.flow_pairs,
         builder.flow_chunks,
         builder.step_events,
@@ -130,9 +135,13 @@ def merge_parts(parts: Sequence[HostPart], source: str) -> TableBuilder:
             builder.add_columns(tracks[track], names[name_ids], shifted, durations)
         builder.stats.update((first + index, stats) for index, stats in part.stats.items())
         if part.column_stats is not None and part.column_stats[0].size:
-            rows, keys, values, other = part.column_stats
+            rows, keys, values, other, is_string = part.column_stats
             ids = np.array([builder.column_stats.name_id(n) for n in part.stat_names], np.int32)
-            builder.column_stats.add(rows + first, ids[keys], values, other)
+            if is_string.any():  # this host's string ids, as the merged table's
+                strings = [builder.column_stats.string_id(s) for s in part.stat_strings]
+                values = values.copy()
+                values[is_string] = np.array(strings, np.int64)[values[is_string]]
+            builder.column_stats.add(rows + first, ids[keys], values, other, is_string)
         builder.flow_pairs.extend((first + a, first + b) for a, b in part.flow_pairs)
         builder.flow_chunks.extend(chunk + first for chunk in part.flow_chunks)
         builder.step_events.extend((first + index, step) for index, step in part.step_events)

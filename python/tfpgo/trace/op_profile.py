@@ -20,7 +20,7 @@ Instructions without a TF node are listed in `xla_inserted`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,41 @@ _BLOCK = 1 << 20  # events at a time where a whole temporary column is not neede
 VERSION = 3
 
 
+class Durations(Sequence[int]):
+    """An op's execution durations in ps, ascending: an int64 array (a slice of one
+    array shared by all ops) where a tuple takes ~40 bytes an execution (10M-event
+    traces have millions). Equal to any sequence of the same ints."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, values: Sequence[int] | np.ndarray = ()) -> None:
+        self.array = np.asarray(values, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self.array.shape[0])
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return Durations(self.array[index])
+        return int(self.array[index])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.array.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Durations):
+            return bool(np.array_equal(self.array, other.array))
+        if isinstance(other, tuple | list):
+            return self.array.tolist() == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.array.tobytes())
+
+    def __repr__(self) -> str:
+        return f"Durations({self.array.tolist()})"
+
+
 @dataclass(frozen=True)
 class OpStats:
     """Aggregate of every execution of one runtime node name."""
@@ -70,7 +105,7 @@ class OpStats:
     p50_ps: int
     p95_ps: int
     first_start_ps: int
-    durations_ps: tuple[int, ...]
+    durations_ps: Durations
     # HLO instructions this entry's time came from, the largest first; () for TF op kernels.
     xla: tuple[XlaOrigin, ...] = ()
     # Device time (version 3): kernels and copies attributed to this node, all devices;
@@ -135,13 +170,16 @@ class OpProfile:
         return self.totals.device_events > 0
 
     def to_json(self) -> dict[str, Any]:
+        return self._document(plain_durations=True)
+
+    def _document(self, plain_durations: bool) -> dict[str, Any]:
         return {
             **new_header(FORMAT, VERSION, self.source),
             "hosts": list(self.hosts),
             "steps": list(self.steps),
             "step_wall_ps": list(self.step_wall_ps),
             "totals": asdict(self.totals),
-            "ops": [_op_json(op) for op in self.ops],
+            "ops": [_op_json(op, plain_durations) for op in self.ops],
             "xla_inserted": [asdict(entry) for entry in self.xla_inserted],
             "device_kernels": [asdict(entry) for entry in self.device_kernels],
             "device_copies": [asdict(entry) for entry in self.device_copies],
@@ -149,8 +187,9 @@ class OpProfile:
         }
 
     def write(self, path: Path) -> None:
-        """Writes the document atomically (no half-written file on failure)."""
-        write_compact_json(path, self.to_json())
+        """Writes the document atomically (no half-written file on failure); an op's
+        durations become Python ints only while that op is encoded."""
+        write_compact_json(path, self._document(plain_durations=False), _durations_json)
 
     def by_name(self) -> dict[str, OpStats]:
         return {op.name: op for op in self.ops}
@@ -189,9 +228,11 @@ _OPTIONAL_FIELDS = ("xla", "device_self_ps", "device_count", "devices")
 _PLAIN_FIELDS = tuple(f.name for f in fields(OpStats) if f.name not in _OPTIONAL_FIELDS)
 
 
-def _op_json(op: OpStats) -> dict[str, Any]:
+def _op_json(op: OpStats, plain_durations: bool = True) -> dict[str, Any]:
     # field by field: dataclasses.asdict deep-copies every durations tuple
     entry = {name: _plain(getattr(op, name)) for name in _PLAIN_FIELDS}
+    if not plain_durations:
+        entry["durations_ps"] = op.durations_ps
     entry["device_self_ps"] = op.device_self_ps
     entry["device_count"] = op.device_count
     if op.devices:
@@ -205,7 +246,10 @@ def _op_json(op: OpStats) -> dict[str, Any]:
 def _op_from_json(entry: dict[str, Any]) -> OpStats:
     plain = {name: entry[name] for name in _PLAIN_FIELDS}
     plain["op_types"] = tuple(plain["op_types"])
-    plain["durations_ps"] = tuple(plain["durations_ps"])
+    durations = plain["durations_ps"]
+    if not isinstance(durations, list) or not all(type(d) is int for d in durations):
+        raise TypeError("'durations_ps' must be a list of integers")
+    plain["durations_ps"] = Durations(durations)
     return OpStats(
         **plain,
         xla=tuple(XlaOrigin(**o) for o in entry.get("xla", ())),
@@ -215,7 +259,16 @@ def _op_from_json(entry: dict[str, Any]) -> OpStats:
     )
 
 
+def _durations_json(value: object) -> list[int]:
+    """json.dumps' `default` for the durations `OpProfile.write` leaves as they are."""
+    if isinstance(value, Durations):
+        return value.array.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def _plain(value: Any) -> Any:
+    if isinstance(value, Durations):
+        return value.array.tolist()
     return list(value) if isinstance(value, tuple) else value
 
 
@@ -329,7 +382,7 @@ def build_op_profile(
                 nearest_rank(sorted_durations, 0.5) if count else 0,
                 nearest_rank(sorted_durations, 0.95) if count else 0,
                 int(first[i]) if count else int(on_device.node_first_ps[on]),
-                tuple(sorted_durations.tolist()),
+                Durations(sorted_durations),
                 origins.get(name, ()),
                 int(on_device.node_ps[on]) if on is not None else 0,
                 device_count,

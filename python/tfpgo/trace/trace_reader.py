@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tfpgo import cli, errors
 from tfpgo.atomic import staged_file
+from tfpgo.trace.allocator import HUGE_TRACE_BYTES, return_freed_memory_early
 from tfpgo.trace.dag import DagEvents, EventDag, build_dag
 from tfpgo.trace.dag_json import write_dag
 from tfpgo.trace.device_attribution import attribute_device
@@ -59,6 +60,18 @@ class TraceReaderResult:
     empty_reason: str = ""
 
 
+def _is_huge(path: Path) -> bool:
+    """Whether the trace file, or the files under a logdir, reach HUGE_TRACE_BYTES."""
+    if not path.is_dir():
+        return path.is_file() and path.stat().st_size >= HUGE_TRACE_BYTES
+    total = 0
+    for file in path.rglob("*"):
+        total += file.stat().st_size if file.is_file() else 0
+        if total >= HUGE_TRACE_BYTES:
+            return True
+    return False
+
+
 def run(
     path: Path,
     *,
@@ -92,6 +105,8 @@ def run(
         timings[stage] = now - clock
         clock = now
 
+    if _is_huge(path):
+        return_freed_memory_early()
     table = read_logdir_trace(path, run=run_name, progress=report, reading=reading)
     if show_source is not None:
         table.source = show_source(table.source)

@@ -218,19 +218,39 @@ class _Space:
         sizes = _array(stream, count, np.int64)
         payload = _exact(stream, int(sizes.sum()))
         names = self.stat_names
-        other: dict[int, Any] = {}  # position -> a value that is not an int64
-        special = np.flatnonzero(kinds != _INT64).tolist()
-        ends = np.cumsum(sizes).tolist() if special else []
-        for at in special:
-            text = payload[ends[at] - int(sizes[at]) : ends[at]]
-            other[at] = _stat_value(int(kinds[at]), int(raw[at]), text, names)
         column_stats = self.builder.column_stats
+        # Refs and strings become string ids (no Python object per stat): a ref's
+        # name is resolved once per distinct ref, a string's text once per distinct text.
+        is_string = (kinds == _REF) | (kinds == _STR)
+        refs = np.flatnonzero(kinds == _REF)
+        if refs.size:
+            unique, inverse = np.unique(raw[refs], return_inverse=True)
+            found = [names.get(int(key) & _UINT64_MASK) for key in unique.tolist()]
+            string_ids = np.array([-1 if n is None else column_stats.string_id(n) for n in found])
+            resolved = string_ids[inverse.ravel()]
+            is_string[refs[resolved < 0]] = False  # a ref to no stat name: kept as it was
+            raw[refs] = np.where(resolved >= 0, resolved, raw[refs])
+        texts = np.flatnonzero(kinds == _STR)
+        ends = np.cumsum(sizes)
+        if texts.size:
+            starts = (ends - sizes)[texts].tolist()
+            known: dict[bytes, int] = {}
+            for at, start, end in zip(texts.tolist(), starts, ends[texts].tolist(), strict=True):
+                text = payload[start:end]
+                if (sid := known.get(text)) is None:
+                    sid = known[text] = column_stats.string_id(text.decode())
+                raw[at] = sid
+        other: dict[int, Any] = {}  # position -> a value that is not an int64 or a string
+        special = np.flatnonzero((kinds != _INT64) & ~is_string).tolist()
+        for at in special:
+            text = payload[int(ends[at] - sizes[at]) : int(ends[at])]
+            other[at] = _stat_value(int(kinds[at]), int(raw[at]), text, names)
         unique, inverse = np.unique(ids, return_inverse=True)
         name_ids = np.array(
             [column_stats.name_id(names.get(key, str(key))) for key in unique.tolist()],
             dtype=np.int32,
         )[inverse.ravel()]
-        column_stats.add(events, name_ids, raw, other)
+        column_stats.add(events, name_ids, raw, other, is_string)
         # step markers: the last `step_num` of each event that has one, in row order
         step_id = column_stats.name_id("step_num")
         marked = np.flatnonzero(name_ids == step_id)
@@ -238,7 +258,7 @@ class _Space:
             rows = events[marked]
             marked = marked[np.append(rows[1:] != rows[:-1], True)]
             for at in marked.tolist():
-                value = other.get(at, int(raw[at]))
+                value = other.get(at, column_stats.strings[raw[at]] if is_string[at] else raw[at])
                 self.builder.step_events.append((int(events[at]), int(value)))
 
     def flow_pairs(self) -> np.ndarray:
