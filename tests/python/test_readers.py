@@ -269,7 +269,7 @@ def test_stats_json_rendered_from_columns_equals_json_dumps(path):
     what json.dumps gives for each event's stats dict."""
     stats = read_trace(path).stats
     assert isinstance(stats, ColumnStats)
-    rendered = {}
+    rendered: dict[int, str] = {}
     for begin in range(0, max(stats) + 1, 97):
         rows, texts = stats.json_texts(begin, begin + 97)
         rendered.update(zip(rows.tolist(), texts, strict=True))
