@@ -163,6 +163,7 @@ def test_jit_rule_fires_on_the_mlp_training_step_citing_the_sgd_updates() -> Non
     assert elementwise == pytest.approx(expected / analysis.totals.op_self_ps)
     assert elementwise >= jit_compile.MIN_SHARE
     assert proposal.apply is jit_compile.with_jit_compile and not proposal.worker_flags
+    assert proposal.other_random_numbers  # XLA's own random number generator
 
 
 def test_jit_rule_stays_silent_on_the_conv_heavy_cnn_step() -> None:
@@ -182,6 +183,7 @@ def test_threads_rule_cites_the_measured_concurrency(model: str) -> None:
     assert evidence.share == pytest.approx(totals.op_self_ps / (totals.wall_ps - totals.non_op_ps))
     assert evidence.share >= threads.MIN_CONCURRENCY
     assert proposal.worker_flags == ("--inter-op", "1") and proposal.apply is None
+    assert proposal.rtol == proposal.atol == 0.0  # the same kernels: checked exactly
 
 
 @pytest.mark.parametrize(("model", "top"), [("mlp", "MatMul"), ("cnn", "Conv2DBackpropFilter")])
@@ -295,6 +297,108 @@ def test_numerics_check_compares_one_step_from_the_same_state() -> None:
     assert "different outputs" in failed.describe()
 
 
+DROPOUT_HOOK = """
+import keras
+import tensorflow as tf
+
+
+def tfpgo_model(batch_size):
+    inputs = keras.Input((32,))
+    hidden = keras.layers.Dense(64, activation="relu")(inputs)
+    hidden = keras.layers.Dropout(0.5)(hidden)
+    model = keras.Model(inputs, keras.layers.Dense(4)(hidden))
+    return model, tf.random.stateless_normal((batch_size, 32), seed=(3, 4))
+"""
+
+
+def dropout_case(tmp_path: Path):
+    """A training step that draws new dropout masks every step (Keras 3: a
+    SeedGenerator's state variable), loaded as a user's hook."""
+    from tfpgo.models import load_model
+
+    hook = tmp_path / "dropout_hook.py"
+    hook.write_text(DROPOUT_HOOK)
+    return load_model(str(hook), "train", 8)
+
+
+def test_numerics_check_on_a_dropout_step_restores_the_random_state(tmp_path: Path) -> None:
+    """Identical arms from the same variables and generator state: max |Δ| = 0
+    exactly. A change of the computation fails; XLA, which draws other numbers
+    for the same seeds, is not comparable (not refused with its Δ)."""
+    import tensorflow as tf
+
+    from tfpgo.proposer.numerics import NumericsStatus, check_numerics
+
+    case = dropout_case(tmp_path)
+    variables = case.concrete_function().variables
+    before = [v.numpy().copy() for v in variables]
+    same = check_numerics(case, case, rtol=0.0, atol=0.0)
+    assert same.passed and same.max_abs == 0.0
+    assert "exact" in same.describe()
+    assert "random-generator state: seed_generator" in same.describe()
+    assert all((v.numpy() == b).all() for v, b in zip(variables, before, strict=True))
+    # two steps without the restore differ: the masks really change every step
+    assert float(case.step()) != float(case.step())
+
+    scaled = tf.function(lambda *xs: case.function(*xs) * 1.01)
+    altered = check_numerics(case, dataclasses.replace(case, function=scaled))
+    assert altered.status is NumericsStatus.FAILED and altered.max_abs > 0
+    assert altered.describe().startswith("different outputs")
+
+    compiled = jit_compile.with_jit_compile(case)
+    xla = check_numerics(case, compiled, other_random_numbers=True)
+    assert xla.status is NumericsStatus.NOT_COMPARABLE
+    assert "StatelessRandomUniformV2" in xla.reason and "numerics not checked" in xla.describe()
+
+
+def test_an_uncheckable_candidate_is_timed_only_when_asked(tmp_path: Path) -> None:
+    from tfpgo.proposer.optimize import ABSettings, _measure
+
+    case = dropout_case(tmp_path)
+    proposal = jit_compile.Proposal(
+        rule=jit_compile.RULE,
+        change="jit",
+        reason="",
+        evidence=(),
+        apply=jit_compile.with_jit_compile,
+        other_random_numbers=True,
+    )
+    notes: list[str] = []
+    with pytest.raises(NotApplicable, match=r"numerics not checked.*--optimize-unchecked"):
+        _measure(proposal, case, None, ABSettings(2, 2, 1), notes.append)
+    settings = ABSettings(2, 2, 1, time_unchecked=True)
+    samples, candidate, numerics = _measure(proposal, case, None, settings, notes.append)
+    assert numerics.startswith("numerics not checked: the step draws random numbers")
+    assert [len(block) for block in samples.baseline_ns + samples.candidate_ns] == [2] * 4
+    assert candidate is not None
+
+
+def test_a_step_with_a_stateful_random_op_is_reported_nondeterministic() -> None:
+    import tensorflow as tf
+
+    from tfpgo.models import Mode, ModelCase
+    from tfpgo.proposer.numerics import NumericsStatus, check_numerics
+
+    @tf.function
+    def step(x):
+        return tf.reduce_sum(tf.random.uniform((8,), seed=1) * x)
+
+    case = ModelCase("stateful", Mode.TRAIN, 8, step, (tf.ones((8,)),))
+    check = check_numerics(case, case)
+    assert check.status is NumericsStatus.NONDETERMINISTIC and not check.checked
+    assert "stateful random ops (RandomUniform)" in check.reason
+
+
+def test_exact_comparison_and_equal_non_finite_values() -> None:
+    from tfpgo.proposer.numerics import compare_outputs
+
+    nan, inf = float("nan"), float("inf")
+    assert compare_outputs([1.0, nan, inf], [1.0, nan, inf], 0.0, 0.0).passed
+    assert not compare_outputs([1.0], [1.0 + 1e-12], 0.0, 0.0).passed
+    assert not compare_outputs([1.0, 2.0], [1.0, nan]).passed
+    assert not compare_outputs([inf], [1.0]).passed
+
+
 def test_interleaved_ab_run_in_process() -> None:
     case = tiny_case()
     candidate = jit_compile.with_jit_compile(case)
@@ -328,6 +432,31 @@ def test_worker_arms_run_steps_with_their_settings_and_report_first_outputs() ->
     assert len(baseline.first_outputs) == len(candidate.first_outputs) == 2 * 10
     assert compare_outputs(baseline.first_outputs, candidate.first_outputs, 5e-2).passed
     assert baseline.first_outputs != candidate.first_outputs  # bfloat16 really ran
+
+
+def test_threads_worker_arms_agree_exactly_on_a_dropout_step(tmp_path: Path) -> None:
+    """Two fresh processes load a user's dropout model with the same seeds: the
+    same weights, the same masks. One op at a time runs the same kernels, so the
+    threads proposal's exact check passes; each arm repeats its first step."""
+    from tfpgo.proposer.numerics import judge_outputs
+    from tfpgo.proposer.worker import WorkerArm
+
+    hook = tmp_path / "dropout_hook.py"
+    hook.write_text(DROPOUT_HOOK)
+    baseline = WorkerArm(str(hook), "train", 8, 1)
+    candidate = WorkerArm(str(hook), "train", 8, 1, ("--inter-op", "1"))
+    try:
+        baseline.wait_ready()
+        candidate.wait_ready()
+    finally:
+        baseline.close()
+        candidate.close()
+    assert baseline.random_ops == ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2")
+    assert baseline.first_outputs == baseline.again_outputs == candidate.first_outputs
+    check = judge_outputs(
+        baseline.first_outputs, baseline.again_outputs, candidate.first_outputs, (), 0.0, 0.0
+    )
+    assert check.passed and check.max_abs == 0.0
 
 
 def test_mixed_precision_rule_and_where_it_applies() -> None:
@@ -424,6 +553,18 @@ def test_optimize_flags_reach_the_flow_options() -> None:
     options = options_from_args(args)
     assert (options.optimize, options.ab_repetitions, options.ab_steps) == (True, 6, 4)
     assert options_from_args(build_parser().parse_args([])).optimize is False
+    assert options.optimize_unchecked is False
+    args = build_parser().parse_args(["--optimize", "--optimize-unchecked"])
+    assert options_from_args(args).optimize_unchecked is True
+
+
+def test_optimize_unchecked_goes_with_optimize(tmp_path: Path) -> None:
+    from tfpgo.flow.stages import FlowOptions, run_flow
+
+    options = FlowOptions(optimize_unchecked=True, output_dir=tmp_path / "out")
+    with pytest.raises(UserError, match=r"--optimize-unchecked .* add --optimize"):
+        run_flow(options)
+    assert not (tmp_path / "out").exists()
 
 
 def test_optimize_refuses_a_trace_without_a_model(tmp_path: Path) -> None:

@@ -122,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="--optimize: blocks an arm (default 10)",
     )
     add("--ab-steps", type=positive_int, default=10, help="--optimize: steps a block (default 10)")
+    add(
+        "--optimize-unchecked",
+        action="store_true",
+        help="--optimize: also time candidates whose numerics cannot be checked (a step that "
+        "differs from itself from the same state, a change that draws other random numbers), "
+        "marked 'numerics not checked'",
+    )
     add_host_reading_arguments(parser)
     return parser
 
@@ -147,6 +154,7 @@ def options_from_args(args: argparse.Namespace) -> FlowOptions:
         optimize=args.optimize,
         ab_repetitions=args.ab_repetitions,
         ab_steps=args.ab_steps,
+        optimize_unchecked=args.optimize_unchecked,
         host_reading=host_reading_from_args(args),
     )
 

@@ -105,6 +105,8 @@ class FlowOptions:
     optimize: bool = False
     ab_repetitions: int = 10
     ab_steps: int = 10
+    # Time candidates whose numerics cannot be checked, marked so in the report.
+    optimize_unchecked: bool = False
     # How the hosts of a multi-host trace are read (local processes, or a Dask cluster).
     host_reading: HostReading = field(default_factory=HostReading)
 
@@ -179,6 +181,10 @@ def _check_options(options: FlowOptions) -> None:
     lowering.check_levels(options.lower)
     if options.optimize and options.from_trace is not None:
         raise UserError("--optimize measures the loaded model: it does not go with --from-trace")
+    if options.optimize_unchecked and not options.optimize:
+        raise UserError(
+            "--optimize-unchecked says which candidates --optimize times: add --optimize"
+        )
     _check_output_dir(options.output_dir, options.from_trace)
 
 
@@ -352,7 +358,12 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
 def _optimize(options: FlowOptions, case, profile: OpProfile, out: Path, note):
     from tfpgo.proposer.optimize import ABSettings, ModelSpec, run_optimize
 
-    settings = ABSettings(options.ab_repetitions, options.ab_steps, max(options.warmup, 1))
+    settings = ABSettings(
+        options.ab_repetitions,
+        options.ab_steps,
+        max(options.warmup, 1),
+        time_unchecked=options.optimize_unchecked,
+    )
     spec = ModelSpec(options.model, options.mode, options.batch_size)
     return run_optimize(case, spec, analyse(profile), profile, out, settings, options.steps, note)
 

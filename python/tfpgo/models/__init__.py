@@ -29,6 +29,7 @@ __all__ = [
     "check_model_spec",
     "load_model",
     "parse_mode",
+    "seed_everything",
 ]
 
 
@@ -42,9 +43,22 @@ def load_model(
     if batch_size < 1:
         raise UserError(f"batch size must be positive, got {batch_size}")
     check_model_spec(spec)
+    seed_everything()
     if spec in BUILTIN_MODELS:
         return builtin.build(spec, mode, batch_size)
     return user.load(Path(spec), mode, batch_size)
+
+
+MODEL_SEED = 0
+
+
+def seed_everything() -> None:
+    """Seeds Python, NumPy, TensorFlow and Keras before a model is built or loaded:
+    two processes loading the same model get the same initial weights and the
+    same random-generator seeds (dropout masks), whatever the model's source."""
+    import keras  # heavy: imported only when a model is loaded
+
+    keras.utils.set_random_seed(MODEL_SEED)
 
 
 def check_model_spec(spec: str) -> None:

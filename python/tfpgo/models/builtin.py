@@ -26,9 +26,8 @@ BUILTIN_MODELS: dict[str, str] = {
 
 def build(name: str, mode: Mode, batch_size: int) -> ModelCase:
     """The ModelCase of a built-in model (`name` must be in BUILTIN_MODELS)."""
-    import keras  # heavy: imported only when a model is built
+    import keras  # heavy: imported only when a model is built (seeded by load_model)
 
-    keras.utils.set_random_seed(0)
     model, input_shapes = _BUILDERS[name](keras)
     inputs = example_inputs(input_shapes, batch_size)
     return keras_case(name, model, inputs, mode, batch_size, BUILTIN_MODELS[name])

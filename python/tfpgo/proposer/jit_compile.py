@@ -100,6 +100,8 @@ def propose(analysis: Analysis) -> list[Proposal]:
             "XLA fuses small ops and removes per-op dispatch",
             evidence=tuple(evidence),
             apply=with_jit_compile,
+            # XLA generates StatelessRandom* with its own algorithm: other dropout masks
+            other_random_numbers=True,
         )
     ]
 

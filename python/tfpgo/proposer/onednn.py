@@ -12,8 +12,8 @@ The rule fires when matrix products and convolutions (op types containing
 of the profile is a oneDNN one. A profile that already ran oneDNN kernels gets
 no proposal: oneDNN is kept. The setting is read when TensorFlow loads, so
 baseline and candidate each run in a worker process (`tfpgo.proposer.worker`).
-Candidates in workers get no numerics check: oneDNN changes float round-off
-only (TensorFlow's own notice says as much), not what is computed.
+oneDNN changes float round-off only (TensorFlow's own notice says as much), not
+what is computed: the numerics check uses the default tolerance.
 """
 
 from __future__ import annotations

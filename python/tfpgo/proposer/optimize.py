@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from tfpgo.errors import UserError
 from tfpgo.models import ModelCase
 from tfpgo.proposer import propose
 from tfpgo.proposer.ab import NOISE, ABResult, ABSamples, interleave, judge, step_timer
-from tfpgo.proposer.numerics import check_numerics, compare_outputs
+from tfpgo.proposer.numerics import NumericsCheck, NumericsStatus, check_numerics, judge_outputs
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal, advice_json
 from tfpgo.proposer.worker import WorkerArm, profile_in_worker
 from tfpgo.trace.op_profile import OpProfile
@@ -40,6 +40,9 @@ class ABSettings:
     steps: int = 10  # steps a block
     warmup: int = 2  # unmeasured steps of each arm first
     noise: float = NOISE
+    # Time candidates whose numerics cannot be checked (a nondeterministic step, a
+    # change that draws other random numbers); their trials say so.
+    time_unchecked: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class Trial:
     not_applicable: str = ""  # why it was not applied; "" when measured
     samples: ABSamples | None = None
     result: ABResult | None = None
-    numerics: str = ""  # the numerics check of an in-process candidate ("" for workers)
+    numerics: str = ""  # the numerics check: what was restored, compared, found
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -215,19 +218,30 @@ def _measure(
     def block_note(message: str) -> None:
         note(f"{proposal.rule}: {message}")
 
+    def checked(numerics: NumericsCheck) -> str:
+        """The check's description, once it allows timing; else NotApplicable."""
+        note(f"{proposal.rule}: numerics: {numerics.describe()}")
+        if numerics.status is NumericsStatus.FAILED:
+            raise NotApplicable(f"numerics check failed: {numerics.describe()}")
+        if not numerics.checked and not settings.time_unchecked:
+            raise NotApplicable(
+                f"{numerics.describe()} (--optimize-unchecked times it anyway, marked so)"
+            )
+        note(f"{proposal.rule}: {settings.repetitions} x {settings.steps} steps an arm")
+        return numerics.describe()
+
     if proposal.apply is not None:
         candidate = proposal.apply(case)
-        numerics = check_numerics(case, candidate, proposal.rtol)
-        note(f"{proposal.rule}: numerics: {numerics.describe()}")
-        if not numerics.passed:
-            raise NotApplicable(f"numerics check failed: {numerics.describe()}")
-        note(f"{proposal.rule}: {settings.repetitions} x {settings.steps} steps an arm")
+        numerics = check_numerics(
+            case, candidate, proposal.rtol, proposal.atol, proposal.other_random_numbers
+        )
+        described = checked(numerics)
         baseline_arm = step_timer(case.step, settings.warmup)
         candidate_arm = step_timer(candidate.step, settings.warmup)
         samples = interleave(
             baseline_arm, candidate_arm, settings.repetitions, settings.steps, block_note
         )
-        return samples, candidate, numerics.describe()
+        return samples, candidate, described
     if spec is None:
         raise NotApplicable("needs a model the worker processes can load again")
     note(f"{proposal.rule}: starting baseline and candidate worker processes")
@@ -242,20 +256,22 @@ def _measure(
         except UserError as failure:
             raise NotApplicable(f"the worker did not start: {failure}") from None
         baseline_worker, candidate_worker = started
-        numerics = compare_outputs(
-            baseline_worker.first_outputs, candidate_worker.first_outputs, proposal.rtol
+        numerics = judge_outputs(
+            baseline_worker.first_outputs,
+            baseline_worker.again_outputs,
+            candidate_worker.first_outputs,
+            baseline_worker.random_ops,
+            proposal.rtol,
+            proposal.atol,
         )
-        note(f"{proposal.rule}: numerics: {numerics.describe()}")
-        if not numerics.passed:
-            raise NotApplicable(f"numerics check failed: {numerics.describe()}")
-        note(f"{proposal.rule}: {settings.repetitions} x {settings.steps} steps an arm")
+        described = checked(replace(numerics, restored=baseline_worker.restored))
         samples = interleave(
             baseline_worker, candidate_worker, settings.repetitions, settings.steps, block_note
         )
     finally:
         for arm in started:
             arm.close()
-    return samples, None, numerics.describe()
+    return samples, None, described
 
 
 def _profile_candidate(

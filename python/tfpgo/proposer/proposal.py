@@ -61,8 +61,13 @@ class Proposal:
     evidence: tuple[Evidence, ...]
     apply: Callable[[ModelCase], ModelCase] | None = None
     worker_flags: tuple[str, ...] = ()
-    # Relative tolerance of the numerics check (tfpgo.proposer.numerics).
+    # Tolerance of the numerics check (tfpgo.proposer.numerics): relative and
+    # absolute; both 0 for a change that runs the same kernels (exact).
     rtol: float = 1e-3
+    atol: float = 1e-5
+    # The candidate draws other random numbers for the same seeds (XLA's generator):
+    # on a step with random ops its numerics cannot be compared.
+    other_random_numbers: bool = False
 
     def __post_init__(self) -> None:
         if (self.apply is None) == (not self.worker_flags):

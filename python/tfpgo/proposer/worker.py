@@ -5,9 +5,9 @@ its runtime starts (thread pools are fixed when the first op runs).
         --warmup 2 [--inter-op N] [--intra-op N] [--onednn 0|1]
 
 The worker sets oneDNN, the thread pools and the Keras dtype policy, loads the
-model, runs one step and the warmup steps,
-prints its first step's outputs (one JSON list, for the numerics check) and
-`ready`; then for every line `K` on stdin it runs K steps and prints
+model, runs its first step twice from the same state and the warmup steps,
+prints the first step's outputs (one JSON object: `first`, `again`, `restored`, `random_ops`,
+for the numerics check) and `ready`; then for every line `K` on stdin it runs K steps and prints
 their wall times (ns) as one JSON list; it exits at the end of stdin. The
 parent (`WorkerArm`) drives two workers, baseline and candidate, block by
 block: the idle one waits on its stdin and takes no CPU.
@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
         tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
     from tfpgo.models import load_model
     from tfpgo.proposer.ab import step_timer
-    from tfpgo.proposer.numerics import flat_outputs
+    from tfpgo.proposer.numerics import random_op_types, repeated_first_step
 
     if args.precision:
         import keras
@@ -73,9 +73,12 @@ def main(argv: list[str]) -> int:
 
         profile(case, Path(args.profile_dir), args.steps, args.warmup)
         return 0
-    # The first step's outputs, from the freshly loaded (seeded) model: the
+    # The first step's outputs, twice from the freshly loaded (seeded) state: the
     # parent compares them with the other worker's (the numerics check).
-    print(json.dumps(flat_outputs(case.step())), flush=True)
+    first, again, restored = repeated_first_step(case)
+    random_ops = sorted(random_op_types(case))
+    document = {"first": first, "again": again, "restored": restored, "random_ops": random_ops}
+    print(json.dumps(document), flush=True)
     run = step_timer(case.step, args.warmup)
     print(READY, flush=True)
     for line in sys.stdin:
@@ -136,7 +139,12 @@ class WorkerArm:
         assert self._process.stdin is not None and self._process.stdout is not None
         self._stdin, self._stdout = self._process.stdin, self._process.stdout
         self._ready = False
-        self.first_outputs: list[float] = []  # the first step's outputs, once ready
+        # Once ready: the first step's outputs, the same step again from the same
+        # state (a nondeterministic step differs), and what was restored.
+        self.first_outputs: list[float] = []
+        self.again_outputs: list[float] = []
+        self.restored = ""
+        self.random_ops: tuple[str, ...] = ()
 
     def __call__(self, steps: int) -> tuple[int, ...]:
         self.wait_ready()
@@ -148,7 +156,11 @@ class WorkerArm:
         """Waits until the worker has loaded the model and run its warmup; start
         both arms first, then wait, so they load side by side."""
         if not self._ready:
-            self.first_outputs = [float(x) for x in json.loads(self._expect(None))]
+            first = json.loads(self._expect(None))
+            self.first_outputs = [float(x) for x in first["first"]]
+            self.again_outputs = [float(x) for x in first["again"]]
+            self.restored = str(first["restored"])
+            self.random_ops = tuple(str(op) for op in first["random_ops"])
             self._expect(READY)
             self._ready = True
 
