@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from tfpgo.proposer import (
     EvidenceKind,
     NotApplicable,
     Proposal,
+    auto_clustering,
+    intra_threads,
     jit_compile,
     onednn,
     propose,
@@ -221,11 +224,33 @@ def test_rules_fire_only_on_their_evidence() -> None:
             row for row in analysis.op_types if row.op_type not in jit_compile.ELEMENTWISE
         ),
     )
-    assert threads.propose(serial) == []
-    rules = ["jit_compile", "onednn", "threads", "mixed_precision"]
+    assert threads.propose(serial) == intra_threads.propose(serial) == []
+    rules = [
+        "jit_compile",
+        "auto_clustering",
+        "onednn",
+        "threads",
+        "intra_threads",
+        "mixed_precision",
+    ]
     assert [p.rule for p in propose(analysis)] == rules
-    # non_op share of 8% and no elementwise or small ops left: jit is silent too
-    assert jit_compile.propose(serial) == []
+    # non_op share of 8% and no elementwise or small ops left: the XLA rules are silent too
+    assert jit_compile.propose(serial) == auto_clustering.propose(serial) == []
+
+
+def test_the_xla_rules_and_the_thread_rules_share_their_evidence() -> None:
+    analysis = analysis_of("mlp")
+    (jit,) = jit_compile.propose(analysis)
+    (clusters,) = auto_clustering.propose(analysis)
+    assert clusters.evidence == jit.evidence and clusters.other_random_numbers
+    assert clusters.worker_flags == ("--auto-jit",) and clusters.apply is None
+    (one_op,) = threads.propose(analysis)
+    (intra,) = intra_threads.propose(analysis)
+    assert intra.evidence == one_op.evidence
+    concurrency = one_op.evidence[0].share
+    cores = os.cpu_count() or 1
+    assert intra.worker_flags == ("--intra-op", str(max(1, cores // math.ceil(concurrency))))
+    assert (intra.rtol, intra.atol) == (1e-3, 1e-5)  # fewer shards reorder float sums
 
 
 def test_a_proposal_names_exactly_one_way_to_apply_it() -> None:
@@ -484,6 +509,18 @@ def test_onednn_flag_takes_effect_in_the_worker(tmp_path: Path) -> None:
     assert any(kernel.startswith("_Mkl") for kernel in kernels), kernels
 
 
+def test_auto_jit_flag_clusters_the_step_in_the_worker(tmp_path: Path) -> None:
+    """The auto_clustering candidate runs XLA clusters on the CPU (`_XlaRun`)."""
+    from tfpgo.proposer.optimize import ModelSpec
+    from tfpgo.proposer.worker import profile_in_worker
+    from tfpgo.trace import trace_reader
+
+    profile_in_worker(ModelSpec("mlp", "train", 2), ("--auto-jit",), tmp_path, 1, 1)
+    profile = trace_reader.run(tmp_path, build_graph=False).op_profile
+    kernels = {kernel for op in profile.ops for kernel in op.op_types}
+    assert "_XlaRun" in kernels, kernels
+
+
 def test_a_failing_worker_is_a_one_line_user_error() -> None:
     from tfpgo.proposer.worker import WorkerArm
 
@@ -509,8 +546,10 @@ def test_run_optimize_measures_records_and_diffs(tmp_path: Path) -> None:
     result = run_optimize(
         case, None, analysis_of("mlp"), baseline, tmp_path, settings, profile_steps=2
     )
-    jit, dnn, thread, mixed = result.trials
+    jit, clusters, dnn, thread, intra, mixed = result.trials
     assert mixed.rule == "mixed_precision" and mixed.result is None
+    assert (clusters.rule, intra.rule) == ("auto_clustering", "intra_threads")
+    assert clusters.result is intra.result is None  # workers need a model spec
     assert dnn.rule == "onednn" and dnn.result is None
     assert jit.rule == "jit_compile" and jit.result is not None and not jit.not_applicable
     assert jit.numerics.startswith("same outputs")

@@ -13,11 +13,18 @@ stored samples by `ab.judge`, a pure function.
 from __future__ import annotations
 
 from tfpgo.analysis import Analysis
-from tfpgo.proposer import jit_compile, mixed_precision, onednn, threads
+from tfpgo.proposer import (
+    auto_clustering,
+    intra_threads,
+    jit_compile,
+    mixed_precision,
+    onednn,
+    threads,
+)
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal
 
 # Every rule: a module with `RULE` (its name) and `propose(analysis) -> list[Proposal]`.
-RULES = (jit_compile, onednn, threads, mixed_precision)
+RULES = (jit_compile, auto_clustering, onednn, threads, intra_threads, mixed_precision)
 
 __all__ = ["RULES", "Evidence", "EvidenceKind", "NotApplicable", "Proposal", "propose"]
 

@@ -47,9 +47,31 @@ ELEMENTWISE = frozenset(
 
 
 def propose(analysis: Analysis) -> list[Proposal]:
+    found = fusion_evidence(analysis)
+    if found is None:
+        return []
+    evidence, figures = found
+    return [
+        Proposal(
+            rule=RULE,
+            change="compile the step with XLA: tf.function(jit_compile=True)",
+            reason=f"{figures} (the rule fires at {MIN_SHARE:.0%} of any): "
+            "XLA fuses small ops and removes per-op dispatch",
+            evidence=evidence,
+            apply=with_jit_compile,
+            # XLA generates StatelessRandom* with its own algorithm: other dropout masks
+            other_random_numbers=True,
+        )
+    ]
+
+
+def fusion_evidence(analysis: Analysis) -> tuple[tuple[Evidence, ...], str] | None:
+    """The evidence that XLA's fusion may help (see the module doc) and its figures
+    in words, or None when no figure reaches MIN_SHARE: the one reading of the
+    profile for every XLA rule (`jit_compile`, `auto_clustering`)."""
     op_self = analysis.totals.op_self_ps
     if op_self <= 0:
-        return []
+        return None
     elementwise = [row for row in analysis.op_types if row.op_type in ELEMENTWISE]
     small = [row for row in analysis.op_types if row.count and row.self_ps / row.count < SMALL_PS]
     elementwise_share = sum(row.self_ps for row in elementwise) / op_self
@@ -57,7 +79,7 @@ def propose(analysis: Analysis) -> list[Proposal]:
     non_op = analysis.totals.non_op_ps
     non_op_share = non_op / (op_self + non_op)
     if max(elementwise_share, small_share, non_op_share) < MIN_SHARE:
-        return []
+        return None
     evidence = [
         Evidence(
             EvidenceKind.NON_OP,
@@ -92,18 +114,7 @@ def propose(analysis: Analysis) -> list[Proposal]:
         f"elementwise {elementwise_share:.0%}, small ops {small_share:.0%}, "
         f"no TF op {non_op_share:.0%}"
     )
-    return [
-        Proposal(
-            rule=RULE,
-            change="compile the step with XLA: tf.function(jit_compile=True)",
-            reason=f"{figures} (the rule fires at {MIN_SHARE:.0%} of any): "
-            "XLA fuses small ops and removes per-op dispatch",
-            evidence=tuple(evidence),
-            apply=with_jit_compile,
-            # XLA generates StatelessRandom* with its own algorithm: other dropout masks
-            other_random_numbers=True,
-        )
-    ]
+    return tuple(evidence), figures
 
 
 def with_jit_compile(case: ModelCase) -> ModelCase:

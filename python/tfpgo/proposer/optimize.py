@@ -263,6 +263,7 @@ def _measure(
             baseline_worker.random_ops,
             proposal.rtol,
             proposal.atol,
+            proposal.other_random_numbers,
         )
         described = checked(replace(numerics, restored=baseline_worker.restored))
         samples = interleave(

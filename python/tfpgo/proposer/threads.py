@@ -29,23 +29,11 @@ MIN_CONCURRENCY = 1.2
 
 
 def propose(analysis: Analysis) -> list[Proposal]:
-    totals = analysis.totals
-    busy = totals.wall_ps - totals.non_op_ps
-    if busy <= 0 or totals.op_self_ps <= 0:
+    found = concurrency_evidence(analysis)
+    if found is None:
         return []
-    concurrency = totals.op_self_ps / busy
-    if concurrency < MIN_CONCURRENCY:
-        return []
+    concurrency, evidence = found
     cores = os.cpu_count() or 1
-    evidence = [
-        Evidence(
-            EvidenceKind.CONCURRENCY,
-            "ops running at once",
-            concurrency,
-            f"op self time {totals.op_self_ps / 1e9:.1f} ms over "
-            f"{busy / 1e9:.1f} ms with some op running; {cores} cores",
-        )
-    ]
     return [
         Proposal(
             rule=RULE,
@@ -53,10 +41,31 @@ def propose(analysis: Analysis) -> list[Proposal]:
             "(intra-op pool unchanged)",
             reason=f"on average at least {concurrency:.2f} ops ran at once (the rule fires at "
             f"{MIN_CONCURRENCY}): concurrent ops share the intra-op threads of {cores} cores",
-            evidence=tuple(evidence),
+            evidence=(evidence,),
             worker_flags=("--inter-op", "1"),
             # the same kernels on the same intra-op pool: the same numbers, exactly
             rtol=0.0,
             atol=0.0,
         )
     ]
+
+
+def concurrency_evidence(analysis: Analysis) -> tuple[float, Evidence] | None:
+    """The measured concurrency (see the module doc) and its evidence, or None
+    when it stays under MIN_CONCURRENCY: the one reading for the thread rules."""
+    totals = analysis.totals
+    busy = totals.wall_ps - totals.non_op_ps
+    if busy <= 0 or totals.op_self_ps <= 0:
+        return None
+    concurrency = totals.op_self_ps / busy
+    if concurrency < MIN_CONCURRENCY:
+        return None
+    cores = os.cpu_count() or 1
+    evidence = Evidence(
+        EvidenceKind.CONCURRENCY,
+        "ops running at once",
+        concurrency,
+        f"op self time {totals.op_self_ps / 1e9:.1f} ms over "
+        f"{busy / 1e9:.1f} ms with some op running; {cores} cores",
+    )
+    return concurrency, evidence

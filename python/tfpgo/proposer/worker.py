@@ -37,6 +37,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--inter-op", type=int)
     parser.add_argument("--intra-op", type=int)
     parser.add_argument("--onednn", choices=["0", "1"], help="TF_ENABLE_ONEDNN_OPTS")
+    parser.add_argument(
+        "--auto-jit", action="store_true", help="XLA auto-clustering, CPU included (TF_XLA_FLAGS)"
+    )
     parser.add_argument("--precision", help="a Keras dtype policy, e.g. mixed_bfloat16")
     parser.add_argument("--profile-dir", help="profile --steps steps into this logdir and exit")
     parser.add_argument("--steps", type=int, default=5)
@@ -52,6 +55,11 @@ def main(argv: list[str]) -> int:
         )
     if args.onednn is not None:  # read when TensorFlow loads
         os.environ["TF_ENABLE_ONEDNN_OPTS"] = args.onednn
+    if args.auto_jit:  # read when TensorFlow loads
+        from tfpgo.proposer.auto_clustering import XLA_FLAGS
+
+        flags = [os.environ.get("TF_XLA_FLAGS", ""), *XLA_FLAGS]
+        os.environ["TF_XLA_FLAGS"] = " ".join(flag for flag in flags if flag)
     import tensorflow as tf
 
     # Before any op runs: afterwards TensorFlow refuses (RuntimeError).
