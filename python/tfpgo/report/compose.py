@@ -285,11 +285,13 @@ def _xla_summary(inputs: ReportInputs, hlo: HloProfile) -> str:
         return f"{ps / hlo.hlo_ps:.2%}" if hlo.hlo_ps else "100%"
 
     annotated = xla_annotated_ps(inputs.profile, inputs.attribution)
+    inferred = sum(i.total_ps for m in hlo.modules for i in m.instructions if i.inferred_by)
     return (
         f"{len(hlo.modules)} XLA modules, {format_ps(hlo.hlo_ps)} of HLO instruction time: "
         f"{share(hlo.attributed_ps)} split onto tf nodes (a fusion in equal parts per "
-        f"node it covers), {share(annotated)} annotated onto tf ops of the module, "
-        f"{format_ps(hlo.xla_inserted_ps)} in XLA-inserted instructions."
+        f"node it covers; {share(inferred)} through the nearest named neighbour of an "
+        f"instruction without op_name), {share(annotated)} annotated onto tf ops of the "
+        f"module, {format_ps(hlo.xla_inserted_ps)} in XLA-inserted instructions."
     )
 
 
@@ -324,6 +326,27 @@ def _xla_tables(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[st
         [e.instruction, e.opcode, e.module, format_ps(e.total_ps), str(e.count), e.reason]
         for e in inputs.profile.xla_inserted[: inputs.top_n]
     ]
+    inferred = sorted(
+        (
+            (i.device_ps if on_device else i.total_ps, module.name, i)
+            for module in hlo.modules
+            for i in module.instructions
+            if i.inferred_by
+        ),
+        key=lambda found: (-found[0], found[1], found[2].name),
+    )
+    named_by_neighbour = [
+        [
+            i.name,
+            i.opcode,
+            module,
+            format_ps(ps),
+            i.inferred_by.replace("_", " "),
+            " → ".join(i.inferred_from),
+            ", ".join(node.name for node in i.nodes[:_COVERED_SHOWN]),
+        ]
+        for ps, module, i in inferred[: inputs.top_n]
+    ]
     return [
         (
             "XLA modules",
@@ -332,7 +355,12 @@ def _xla_tables(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[st
         ),
         ("Top XLA fusions", ["fusion", "module", "time", "count", "tf ops covered"], fusions),
         (
-            "XLA-inserted instructions (no tf op)",
+            "XLA instructions named by their neighbours (no op_name of their own)",
+            ["instruction", "opcode", "module", "time", "named by", "chain", "tf ops"],
+            named_by_neighbour,
+        ),
+        (
+            "XLA-inserted instructions (no tf op, no named neighbour)",
             ["instruction", "opcode", "module", "time", "count", "why"],
             inserted,
         ),

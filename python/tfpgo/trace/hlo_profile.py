@@ -52,6 +52,10 @@ class InstructionTime:
     device_count: int = 0
     device_ps: int = 0
     resolved_by: tuple[str, ...] = ()
+    # No op_name of its own: the nodes of its nearest named neighbour (the rule,
+    # and the instruction chain from it to that neighbour).
+    inferred_by: str = ""
+    inferred_from: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,8 @@ def build_hlo_profile(
                     device_count,
                     device_ps,
                     rules,
+                    info.inferred_by if info else "",
+                    info.inferred_from if info else (),
                 )
             )
         instructions.sort(key=lambda i: (-i.device_ps, -i.total_ps, i.name))
@@ -237,6 +243,8 @@ def _module_json(module: ModuleTime) -> dict[str, Any]:
                 "device_count": i.device_count,
                 "device_ps": i.device_ps,
                 "resolved_by": list(i.resolved_by),
+                "inferred_by": i.inferred_by,
+                "inferred_from": list(i.inferred_from),
                 "tf_nodes": [
                     {"name": n.name, "ps": n.ps, "device_ps": n.device_ps} for n in i.nodes
                 ],
@@ -264,6 +272,8 @@ def _module_from_json(module: dict[str, Any]) -> ModuleTime:
                 i.get("device_count", 0),
                 i.get("device_ps", 0),
                 tuple(i.get("resolved_by", ())),
+                i.get("inferred_by", ""),
+                tuple(i.get("inferred_from", ())),
             )
             for i in module["instructions"]
         ),

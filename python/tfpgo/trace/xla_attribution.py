@@ -14,9 +14,12 @@ HLO instruction instead (stats `hlo_op`, `hlo_module`, `program_id`), and the
     XLA's HloCostAnalysis is C++ only (not in the Python wheel), and counting
     fused instructions per node would weigh free broadcasts and constants
     like the arithmetic they feed;
-  * an instruction without `op_name` (copies, XLA's own ops), or of a module
-    the metadata plane does not describe, is XLA-inserted: listed with its
-    time and name, never dropped. Attributed plus inserted time is all HLO time.
+  * an instruction without `op_name` (copies, XLA's own ops) takes the nodes of
+    its nearest named user, else operand, in the HLO dataflow graph, marked
+    `inferred_by` with the chain (`tfpgo.trace.readers.hlo_metadata`);
+  * one with no named neighbour at all, or of a module the metadata plane does
+    not describe, is XLA-inserted: listed with its time and name, never
+    dropped. Attributed plus inserted time is all HLO time.
 
 Node names get the runtime form the annotate pass resolves (the same rules as
 TF op events): `op_name` is relative to the compiled function, so an
@@ -100,6 +103,9 @@ class XlaOrigin:
     fusion: bool
     count: int
     total_ps: int
+    # The instruction has no op_name: its nodes came from the dataflow graph
+    # (`nearest_user`/`nearest_operand`, tfpgo.trace.readers.hlo_metadata).
+    inferred_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -233,10 +239,19 @@ def origins_by_node(
             count_ps = sums.setdefault(node.name, {}).setdefault(key, [0, 0])
             count_ps[0] += count
             count_ps[1] += ps
+
+    def inferred_by(module: str, instruction: str) -> str:
+        known = xla.modules.get(module)
+        found = known.instructions.get(instruction) if known else None
+        return found.inferred_by if found else ""
+
     return {
         node: tuple(
             sorted(
-                (XlaOrigin(*key, count, ps) for key, (count, ps) in by_origin.items()),
+                (
+                    XlaOrigin(*key, count, ps, inferred_by(*key[:2]))
+                    for key, (count, ps) in by_origin.items()
+                ),
                 key=lambda o: (-o.total_ps, o.module, o.instruction),
             )
         )

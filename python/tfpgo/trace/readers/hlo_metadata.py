@@ -26,6 +26,9 @@ JAX_VERSION_STAT = "jax_version"
 _XLA_ARGUMENT_NAMES = frozenset({"XLA_Args", "XLA_Retvals"})
 # Fused parameters only pass operands in; they do no work of a node.
 _PASS_THROUGH = frozenset({"parameter"})
+# Instructions that do no work of a node: they inherit no name (tfpgo.trace.
+# xla_attribution lists them as XLA-inserted if they ever run as events).
+_NEVER_INFERRED = frozenset({"parameter", "constant"})
 _NOT_PTX = re.compile(r"[^A-Za-z0-9_$]")
 
 
@@ -51,6 +54,11 @@ class HloInstruction:
     opcode: str
     nodes: tuple[TfNode, ...]
     custom_call_target: str = ""  # a library call's target (`__cublas$lt$matmul`)
+    # Nodes inherited from the dataflow graph (no `op_name` of its own):
+    # `inferred_by` is `nearest_user` or `nearest_operand`, `inferred_from` the
+    # instruction chain from this one to the named one. Empty when not inferred.
+    inferred_by: str = ""
+    inferred_from: tuple[str, ...] = ()
 
     @property
     def is_fusion(self) -> bool:
@@ -117,6 +125,7 @@ def _module(module: Any) -> HloModule:
     arguments = _argument_names(module, computations)
     instructions: dict[str, HloInstruction] = {}
     for computation in module.computations:
+        own: dict[str, tuple[TfNode, ...]] = {}
         for instruction in computation.instructions:
             if instruction.opcode == "fusion":
                 nodes = _covered_nodes(instruction, computations, arguments) or _own_node(
@@ -124,10 +133,72 @@ def _module(module: Any) -> HloModule:
                 )
             else:
                 nodes = _own_node(instruction, arguments)
+            own[instruction.name] = nodes
+        inferred = _inferred_nodes(computation, own)
+        for instruction in computation.instructions:
+            by, chain = inferred.get(instruction.name, ("", ()))
             instructions[instruction.name] = HloInstruction(
-                instruction.name, instruction.opcode, nodes, instruction.custom_call_target
+                instruction.name,
+                instruction.opcode,
+                own[instruction.name] or (own[chain[-1]] if chain else ()),
+                instruction.custom_call_target,
+                by,
+                chain,
             )
     return HloModule(module.name, int(module.id), instructions, _entry_schedule(module))
+
+
+def _inferred_nodes(
+    computation: Any, own: Mapping[str, tuple[TfNode, ...]]
+) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """For each instruction without an `op_name` (copies XLA inserts, the
+    reduce-window fusions its CPU tree-reduction rewrite splits off their
+    reduce): the nearest instruction of the same computation that has nodes,
+    through its users first (what it was made for), else through its operands,
+    breadth first in the computation's order: (rule, chain from it to the named
+    one). Parameters and constants do no work of a node: never inferred. An
+    argument's own name (`_argument_names`) is a name, not a gap: not inferred."""
+    ids = {instruction.id: instruction.name for instruction in computation.instructions}
+    operands: dict[str, list[str]] = {}
+    users: dict[str, list[str]] = {name: [] for name in ids.values()}
+    for instruction in computation.instructions:
+        operands[instruction.name] = [ids[i] for i in instruction.operand_ids if i in ids]
+        for operand in operands[instruction.name]:
+            users[operand].append(instruction.name)
+    found = {}
+    for instruction in computation.instructions:
+        name = instruction.name
+        if own[name] or instruction.metadata.op_name or instruction.opcode in _NEVER_INFERRED:
+            continue
+        for rule, graph in (("nearest_user", users), ("nearest_operand", operands)):
+            chain = _nearest_named(name, graph, own)
+            if chain:
+                found[name] = (rule, chain)
+                break
+    return found
+
+
+def _nearest_named(
+    start: str, graph: Mapping[str, list[str]], own: Mapping[str, tuple[TfNode, ...]]
+) -> tuple[str, ...]:
+    """The path from `start` to the first instruction with nodes, breadth first."""
+    parent = {start: start}
+    frontier = [start]
+    while frontier:
+        following = []
+        for name in frontier:
+            for neighbour in graph[name]:
+                if neighbour in parent:
+                    continue
+                parent[neighbour] = name
+                if own[neighbour]:
+                    path = [neighbour]
+                    while path[-1] != start:
+                        path.append(parent[path[-1]])
+                    return tuple(reversed(path))
+                following.append(neighbour)
+        frontier = following
+    return ()
 
 
 def _entry_schedule(module: Any) -> tuple[str, ...]:
