@@ -213,7 +213,15 @@ def test_onednn_rule_keeps_onednn_when_the_profile_ran_its_kernels() -> None:
     assert onednn.propose(with_onednn) == []
 
 
-def test_rules_fire_only_on_their_evidence() -> None:
+@pytest.fixture
+def bfloat16_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """oneDNN reports bfloat16 support, whatever this machine's CPU."""
+    from tfpgo.proposer import mixed_precision
+
+    monkeypatch.setattr(mixed_precision, "onednn_isa", lambda: "AVX-512 with bfloat16 support")
+
+
+def test_rules_fire_only_on_their_evidence(bfloat16_cpu: None) -> None:
     """The same analysis with every op serial and no elementwise op: no proposal."""
     analysis = analysis_of("mlp")
     busy = analysis.totals.op_self_ps + analysis.totals.non_op_ps
@@ -484,15 +492,23 @@ def test_threads_worker_arms_agree_exactly_on_a_dropout_step(tmp_path: Path) -> 
     assert check.passed and check.max_abs == 0.0
 
 
-def test_mixed_precision_rule_and_where_it_applies() -> None:
+def test_mixed_precision_rule_and_where_it_applies(monkeypatch: pytest.MonkeyPatch) -> None:
     from tfpgo.proposer import mixed_precision
     from tfpgo.proposer.worker import _built_from_code
 
+    isa = mixed_precision.onednn_isa()  # this machine, asked at run time
+    assert isa, "oneDNN reported no instruction set"
+    bfloat16 = "Intel AVX-512 with float16, Intel DL Boost and bfloat16 support"
+    monkeypatch.setattr(mixed_precision, "onednn_isa", lambda: bfloat16)
     for model in ("mlp", "cnn"):
         (proposal,) = mixed_precision.propose(analysis_of(model))
         assert proposal.evidence[0].share >= mixed_precision.MIN_SHARE
+        assert proposal.evidence[1].kind is EvidenceKind.CPU
+        assert proposal.evidence[1].detail == bfloat16
         assert proposal.worker_flags == ("--precision", "mixed_bfloat16")
-        assert proposal.rtol == mixed_precision.RTOL
+        assert proposal.rtol == pytest.approx(6.4 * 2**-7)
+    monkeypatch.setattr(mixed_precision, "onednn_isa", lambda: "Intel AVX-512 with VNNI")
+    assert mixed_precision.propose(analysis_of("mlp")) == []  # no bfloat16: it would be slow
     assert _built_from_code("cnn") and _built_from_code("/x/model.py")
     assert not _built_from_code("/x/saved_model") and not _built_from_code("/x/m.keras")
 
@@ -530,7 +546,7 @@ def test_a_failing_worker_is_a_one_line_user_error() -> None:
         arm.wait_ready()
 
 
-def test_run_optimize_measures_records_and_diffs(tmp_path: Path) -> None:
+def test_run_optimize_measures_records_and_diffs(tmp_path: Path, bfloat16_cpu: None) -> None:
     """The mlp analysis proposes jit_compile and threads; on a tiny step jit is
     measured in-process, threads (no model spec for workers) is recorded as not
     applied; the best candidate is profiled and diffed; optimize.json reads back

@@ -18,6 +18,7 @@ class EvidenceKind(enum.Enum):
     NON_OP = "non_op"  # time on no TF op, as a share of op self + non-op time
     OP_SIZE = "op_size"  # executions shorter than a size limit, share of op self time
     CONCURRENCY = "concurrency"  # op self time / time some op runs (a ratio, not a share)
+    CPU = "cpu"  # what the machine reported at run time (detail); share 1.0
 
 
 @dataclass(frozen=True)
