@@ -5,6 +5,7 @@ in worker processes, the report section, the flag's guard."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 from pathlib import Path
@@ -535,6 +536,82 @@ def test_auto_jit_flag_clusters_the_step_in_the_worker(tmp_path: Path) -> None:
     profile = trace_reader.run(tmp_path, build_graph=False).op_profile
     kernels = {kernel for op in profile.ops for kernel in op.op_types}
     assert "_XlaRun" in kernels, kernels
+
+
+def test_layout_optimizer_rule_fires_on_hot_transposes() -> None:
+    from tfpgo.analysis.op_type import OpTypeRow
+    from tfpgo.proposer import layout_optimizer
+
+    analysis = analysis_of("cnn")
+    assert layout_optimizer.propose(analysis) == []  # no transposes in a Keras NHWC step
+    op_self = analysis.totals.op_self_ps
+    hot = OpTypeRow("Transpose", op_self // 5, op_self // 5, 40, 2, ())
+    (proposal,) = layout_optimizer.propose(
+        dataclasses.replace(analysis, op_types=(*analysis.op_types, hot))
+    )
+    assert proposal.worker_flags == ("--grappler", "layout_optimizer=off")
+    assert proposal.evidence[0].subject == "Transpose"
+    assert proposal.evidence[0].share == pytest.approx(0.2, abs=1e-6)
+
+
+def test_remapper_rule_fires_only_while_the_remapper_is_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tfpgo.analysis.op_type import OpTypeRow
+    from tfpgo.proposer import remapper
+
+    analysis = analysis_of("cnn")  # profiled with the remapper on: _FusedConv2D
+    assert remapper.remapping_enabled()  # TensorFlow's default
+    fused = next(row for row in analysis.op_types if row.op_type == "_FusedConv2D")
+    unfused = tuple(
+        OpTypeRow(op_type, fused.self_ps // 3, fused.self_ps // 3, fused.count, 1, ())
+        for op_type in ("Conv2D", "BiasAdd", "Relu")
+    )
+    rows = tuple(row for row in analysis.op_types if row is not fused) + unfused
+    analysis = dataclasses.replace(analysis, op_types=rows)
+    assert remapper.propose(analysis) == []  # the remapper is on here
+    monkeypatch.setattr(remapper, "remapping_enabled", lambda: False)
+    (proposal,) = remapper.propose(analysis)
+    assert proposal.worker_flags == ("--grappler", "remapping=on")
+    assert proposal.evidence[0].share >= remapper.MIN_SHARE
+
+
+GRAPPLER_HOOK = """
+import json, os
+import tensorflow as tf
+
+
+def tfpgo_model(batch_size):
+    @tf.function
+    def step(x):
+        # runs when the step is traced: after the worker applied its options
+        options = tf.config.optimizer.get_experimental_options()
+        with open(os.environ["GRAPPLER_SEEN"], "w") as seen:
+            json.dump(options, seen)
+        return tf.reduce_sum(x)
+
+    return step, tf.ones((batch_size, 4))
+"""
+
+
+def test_grappler_flag_reaches_the_step_in_the_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfpgo.proposer.worker import WorkerArm, grappler_options
+
+    hook = tmp_path / "grappler_hook.py"
+    hook.write_text(GRAPPLER_HOOK)
+    monkeypatch.setenv("GRAPPLER_SEEN", str(tmp_path / "seen.json"))
+    arm = WorkerArm(str(hook), "infer", 2, 1, ("--grappler", "layout_optimizer=off"))
+    try:
+        arm.wait_ready()
+    finally:
+        arm.close()
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen["layout_optimizer"] is False and "remapping" not in seen
+    assert grappler_options(["remapping=on"]) == {"remapping": True}
+    with pytest.raises(UserError, match="--grappler remaping=on: expected OPTION=on"):
+        grappler_options(["remaping=on"])
 
 
 def test_a_failing_worker_is_a_one_line_user_error() -> None:

@@ -17,14 +17,25 @@ from tfpgo.proposer import (
     auto_clustering,
     intra_threads,
     jit_compile,
+    layout_optimizer,
     mixed_precision,
     onednn,
+    remapper,
     threads,
 )
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal
 
 # Every rule: a module with `RULE` (its name) and `propose(analysis) -> list[Proposal]`.
-RULES = (jit_compile, auto_clustering, onednn, threads, intra_threads, mixed_precision)
+RULES = (
+    jit_compile,
+    auto_clustering,
+    onednn,
+    threads,
+    intra_threads,
+    mixed_precision,
+    layout_optimizer,
+    remapper,
+)
 
 __all__ = ["RULES", "Evidence", "EvidenceKind", "NotApplicable", "Proposal", "propose"]
 

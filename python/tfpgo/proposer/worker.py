@@ -2,7 +2,8 @@
 its runtime starts (thread pools are fixed when the first op runs).
 
     python -m tfpgo.proposer.worker --model mlp --mode train --batch-size 32 \\
-        --warmup 2 [--inter-op N] [--intra-op N] [--onednn 0|1]
+        --warmup 2 [--inter-op N] [--intra-op N] [--onednn 0|1] [--auto-jit]
+        [--precision POLICY] [--grappler OPTION=on|off ...]
 
 The worker sets oneDNN, the thread pools and the Keras dtype policy, loads the
 model, runs its first step twice from the same state and the warmup steps,
@@ -41,6 +42,13 @@ def main(argv: list[str]) -> int:
         "--auto-jit", action="store_true", help="XLA auto-clustering, CPU included (TF_XLA_FLAGS)"
     )
     parser.add_argument("--precision", help="a Keras dtype policy, e.g. mixed_bfloat16")
+    parser.add_argument(
+        "--grappler",
+        action="append",
+        default=[],
+        metavar="OPTION=on|off",
+        help="a Grappler option (tf.config.optimizer.set_experimental_options), repeatable",
+    )
     parser.add_argument("--profile-dir", help="profile --steps steps into this logdir and exit")
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args(argv)
@@ -48,6 +56,7 @@ def main(argv: list[str]) -> int:
 
     check_model_spec(args.model)  # a bad spec fails before TensorFlow loads
     parse_mode(args.mode)
+    grappler = grappler_options(args.grappler)
     if args.precision and not _built_from_code(args.model):
         raise UserError(
             f"{args.model}: a Keras dtype policy applies to models built from code (a "
@@ -76,6 +85,8 @@ def main(argv: list[str]) -> int:
 
         keras.mixed_precision.set_global_policy(args.precision)
     case = load_model(args.model, args.mode, args.batch_size)
+    if grappler:  # after the model's own code, before a function's graph is optimized
+        tf.config.optimizer.set_experimental_options(grappler)
     if args.profile_dir:
         from tfpgo.models.profiling import profile
 
@@ -92,6 +103,32 @@ def main(argv: list[str]) -> int:
     for line in sys.stdin:
         print(json.dumps(list(run(int(line)))), flush=True)
     return 0
+
+
+# Grappler's switches tf.config.optimizer.set_experimental_options takes.
+GRAPPLER_OPTIONS = frozenset(
+    {
+        "layout_optimizer", "constant_folding", "shape_optimization", "remapping",
+        "arithmetic_optimization", "dependency_optimization", "loop_optimization",
+        "function_optimization", "debug_stripper", "disable_model_pruning",
+        "scoped_allocator_optimization", "pin_to_host_optimization",
+        "implementation_selector", "auto_mixed_precision", "disable_meta_optimizer",
+    }
+)  # fmt: skip
+
+
+def grappler_options(settings: list[str]) -> dict[str, bool]:
+    """`OPTION=on|off` settings as set_experimental_options takes them."""
+    options = {}
+    for setting in settings:
+        name, _, value = setting.partition("=")
+        if name not in GRAPPLER_OPTIONS or value not in ("on", "off"):
+            raise UserError(
+                f"--grappler {setting}: expected OPTION=on|off with OPTION one of "
+                + ", ".join(sorted(GRAPPLER_OPTIONS))
+            )
+        options[name] = value == "on"
+    return options
 
 
 def _built_from_code(spec: str) -> bool:
