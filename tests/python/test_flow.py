@@ -228,6 +228,22 @@ def test_hook_file_without_the_hook_is_one_line(tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--input", "x=2"), "--signature and --input choose what a SavedModel directory runs"),
+        (("--signature", "total"), "mlp is not one"),
+        (("--input", "x=two"), "--input x=two: expected NAME=SHAPE[:DTYPE]"),
+    ],
+)
+def test_signature_flags_are_checked_before_any_work(tmp_path, capsys, flags, message):
+    status, out = _run(tmp_path, "--model", "mlp", *flags)
+    assert status == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("pgo: error: ") and message in last
+    assert not out.exists()
+
+
 def test_from_trace_reuses_a_profile(rnn_run, tmp_path, capsys):
     status, out = _run(
         tmp_path,

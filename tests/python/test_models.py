@@ -1,5 +1,7 @@
 """Built-in and user models: each builds and runs one inference and one training step."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -121,3 +123,91 @@ def test_keras_file_and_saved_model(tmp_path):
         models.load_model(str(saved), "train")
     with pytest.raises(UserError, match=r"no saved_model\.pb"):
         models.load_model(str(tmp_path))
+
+
+def _lookup_saved_model(path):
+    """A SavedModel like TensorFlow's StaticHashTableModule testdata (a string input
+    of unknown rank) with a second, fully sized signature."""
+    import tensorflow as tf
+
+    class Lookup(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(["0", "1"], [10, 11], tf.string, tf.int64),
+                default_value=-1,
+            )
+
+        @tf.function(input_signature=[tf.TensorSpec(None, tf.string, name="word")])
+        def lookup(self, word):
+            return self.table.lookup(word)
+
+        @tf.function(input_signature=[tf.TensorSpec((None, 3), tf.int32, name="ids")])
+        def total(self, ids):
+            return tf.reduce_sum(ids, axis=1)
+
+    module = Lookup()
+    tf.saved_model.save(
+        module, str(path), signatures={"serving_default": module.lookup, "total": module.total}
+    )
+
+
+def test_saved_model_signature_and_example_inputs(tmp_path):
+    from tfpgo.models.user import SignatureChoice
+
+    saved = tmp_path / "lookup"
+    _lookup_saved_model(saved)
+    with pytest.raises(UserError) as error:
+        models.load_model(str(saved), "infer", 2)
+    assert str(error.value) == (
+        f"{saved}: input 'word' (string) has an unknown rank; give example inputs with "
+        "--input word=SHAPE[:DTYPE], e.g. --input word=4"
+    )
+    case = models.load_model(str(saved), "infer", 2, SignatureChoice(inputs=("word=4",)))
+    assert case.step()["output_0"].numpy().tolist() == [10, 11, -1, -1]  # "0", "1", "2", "3"
+    total = models.load_model(str(saved), "infer", 5, SignatureChoice("total"))
+    assert total.inputs[0].shape == (5, 3) and total.inputs[0].dtype.name == "int32"
+    assert "(total)" in total.description
+    with pytest.raises(UserError) as error:
+        models.load_model(str(saved), "infer", 2, SignatureChoice("serve"))
+    assert str(error.value).endswith(
+        "no signature 'serve'; it has serving_default, total: choose one with --signature NAME"
+    )
+    for inputs, message in (
+        (("words=4",), "--input words: signature 'serving_default' of .* its inputs: word"),
+        (("word=4:strng",), "--input word: unknown dtype 'strng'"),
+        (("word",), "--input word: expected NAME=SHAPE"),
+    ):
+        with pytest.raises(UserError, match=message):
+            models.load_model(str(saved), "infer", 2, SignatureChoice(inputs=inputs))
+    with pytest.raises(UserError, match=r"shape \[2, 2\] does not fit"):
+        models.load_model(str(saved), "infer", 2, SignatureChoice("total", ("ids=2x2",)))
+
+
+TF_SRC = os.environ.get("TF_SRC", "")
+
+
+@pytest.mark.skipif(not TF_SRC, reason="set TF_SRC to a TensorFlow source tree")
+def test_every_saved_model_of_tensorflows_testdata_runs_or_is_one_error_line():
+    """tensorflow/cc/saved_model/testdata: each SavedModel profiles its step, or
+    stops with one UserError line (never another exception)."""
+    from pathlib import Path
+
+    from tfpgo.models.user import SAVED_MODEL_FILES, SignatureChoice
+
+    root = Path(TF_SRC) / "tensorflow" / "cc" / "saved_model" / "testdata"
+    found = sorted({p.parent for name in SAVED_MODEL_FILES for p in root.rglob(name)})
+    assert len(found) >= 15
+    ran, refused = [], []
+    for directory in found:
+        try:
+            models.load_model(str(directory), "infer", 2).step()
+            ran.append(str(directory.relative_to(root)))
+        except UserError as error:
+            assert "\n" not in str(error) and str(error).startswith(str(directory))
+            refused.append(str(directory.relative_to(root)))
+    assert {"half_plus_two_pbtxt/00000123", "x_plus_y_v2_debuginfo", "AssetModule"} <= set(ran)
+    assert {"StaticHashTableModule", "CyclicModule", "bert1"} <= set(refused)
+    table = root / "StaticHashTableModule"
+    case = models.load_model(str(table), "infer", 2, SignatureChoice(inputs=("word=4",)))
+    assert case.step()["output_0"].shape == (4,)

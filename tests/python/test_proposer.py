@@ -27,6 +27,7 @@ from tfpgo.proposer import (
 )
 from tfpgo.proposer.ab import ABResult, ABSamples, Verdict, interleave, judge, step_timer
 from tfpgo.proposer.optimize import read
+from tfpgo.proposer.worker import ModelSpec
 from tfpgo.trace.op_profile import OpProfile
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "optimize"
@@ -454,8 +455,8 @@ def test_worker_arms_run_steps_with_their_settings_and_report_first_outputs() ->
     from tfpgo.proposer.worker import WorkerArm
 
     flags = ("--inter-op", "1", "--precision", "mixed_bfloat16")
-    baseline = WorkerArm("mlp", "infer", 2, 1)
-    candidate = WorkerArm("mlp", "infer", 2, 1, flags)
+    baseline = WorkerArm(ModelSpec("mlp", "infer", 2), 1)
+    candidate = WorkerArm(ModelSpec("mlp", "infer", 2), 1, flags)
     try:
         result = interleave(baseline, candidate, 2, 2)
     finally:
@@ -477,8 +478,8 @@ def test_threads_worker_arms_agree_exactly_on_a_dropout_step(tmp_path: Path) -> 
 
     hook = tmp_path / "dropout_hook.py"
     hook.write_text(DROPOUT_HOOK)
-    baseline = WorkerArm(str(hook), "train", 8, 1)
-    candidate = WorkerArm(str(hook), "train", 8, 1, ("--inter-op", "1"))
+    baseline = WorkerArm(ModelSpec(str(hook), "train", 8), 1)
+    candidate = WorkerArm(ModelSpec(str(hook), "train", 8), 1, ("--inter-op", "1"))
     try:
         baseline.wait_ready()
         candidate.wait_ready()
@@ -516,7 +517,6 @@ def test_mixed_precision_rule_and_where_it_applies(monkeypatch: pytest.MonkeyPat
 
 def test_onednn_flag_takes_effect_in_the_worker(tmp_path: Path) -> None:
     """The candidate's profile runs oneDNN's kernels: the change really applies."""
-    from tfpgo.proposer.optimize import ModelSpec
     from tfpgo.proposer.worker import profile_in_worker
     from tfpgo.trace import trace_reader
 
@@ -528,7 +528,6 @@ def test_onednn_flag_takes_effect_in_the_worker(tmp_path: Path) -> None:
 
 def test_auto_jit_flag_clusters_the_step_in_the_worker(tmp_path: Path) -> None:
     """The auto_clustering candidate runs XLA clusters on the CPU (`_XlaRun`)."""
-    from tfpgo.proposer.optimize import ModelSpec
     from tfpgo.proposer.worker import profile_in_worker
     from tfpgo.trace import trace_reader
 
@@ -602,7 +601,7 @@ def test_grappler_flag_reaches_the_step_in_the_worker(
     hook = tmp_path / "grappler_hook.py"
     hook.write_text(GRAPPLER_HOOK)
     monkeypatch.setenv("GRAPPLER_SEEN", str(tmp_path / "seen.json"))
-    arm = WorkerArm(str(hook), "infer", 2, 1, ("--grappler", "layout_optimizer=off"))
+    arm = WorkerArm(ModelSpec(str(hook), "infer", 2), 1, ("--grappler", "layout_optimizer=off"))
     try:
         arm.wait_ready()
     finally:
@@ -617,7 +616,7 @@ def test_grappler_flag_reaches_the_step_in_the_worker(
 def test_a_failing_worker_is_a_one_line_user_error() -> None:
     from tfpgo.proposer.worker import WorkerArm
 
-    arm = WorkerArm("no_such_model", "train", 2, 1, ("--inter-op", "1"))
+    arm = WorkerArm(ModelSpec("no_such_model", "train", 2), 1, ("--inter-op", "1"))
     failure = r"optimize worker \(--inter-op 1\) failed: .*no_such_model"
     with pytest.raises(UserError, match=failure):
         arm.wait_ready()

@@ -54,6 +54,19 @@ def build_parser() -> argparse.ArgumentParser:
         default="infer",
         help="profile inference or a training step (GradientTape + optimizer)",
     )
+    add(
+        "--signature",
+        default="serving_default",
+        help="a SavedModel's signature to profile (default serving_default)",
+    )
+    add(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=SHAPE[:DTYPE]",
+        help="example input of a SavedModel signature that does not size it, e.g. "
+        "word=4:string or x=8x224x224x3 (scalar for rank 0); repeatable",
+    )
     add("--steps", type=positive_int, default=5, help="profiled steps (default 5)")
     add("--warmup", type=int, default=2, help="unprofiled warmup steps first (default 2)")
     add("--batch-size", type=positive_int, default=32, help="batch size of the inputs (default 32)")
@@ -155,6 +168,8 @@ def options_from_args(args: argparse.Namespace) -> FlowOptions:
         ab_repetitions=args.ab_repetitions,
         ab_steps=args.ab_steps,
         optimize_unchecked=args.optimize_unchecked,
+        signature=args.signature,
+        inputs=tuple(args.input),
         host_reading=host_reading_from_args(args),
     )
 

@@ -31,6 +31,7 @@ from tfpgo.errors import UserError
 from tfpgo.mlir import annotate, lowering
 from tfpgo.models import DEFAULT_MODEL, check_model_spec
 from tfpgo.models.profiling import ProfilerLevels
+from tfpgo.models.user import SignatureChoice, parse_input
 from tfpgo.render import (
     PICTURE_FORMATS,
     RenderGraph,
@@ -107,6 +108,9 @@ class FlowOptions:
     ab_steps: int = 10
     # Time candidates whose numerics cannot be checked, marked so in the report.
     optimize_unchecked: bool = False
+    # A SavedModel's signature and example inputs (`NAME=SHAPE[:DTYPE]`).
+    signature: str = "serving_default"
+    inputs: tuple[str, ...] = ()
     # How the hosts of a multi-host trace are read (local processes, or a Dask cluster).
     host_reading: HostReading = field(default_factory=HostReading)
 
@@ -181,11 +185,28 @@ def _check_options(options: FlowOptions) -> None:
     lowering.check_levels(options.lower)
     if options.optimize and options.from_trace is not None:
         raise UserError("--optimize measures the loaded model: it does not go with --from-trace")
+    _check_signature_choice(options)
     if options.optimize_unchecked and not options.optimize:
         raise UserError(
             "--optimize-unchecked says which candidates --optimize times: add --optimize"
         )
     _check_output_dir(options.output_dir, options.from_trace)
+
+
+def _choice(options: FlowOptions) -> SignatureChoice:
+    return SignatureChoice(options.signature, options.inputs)
+
+
+def _check_signature_choice(options: FlowOptions) -> None:
+    """--signature and --input: well formed, and for a SavedModel directory only."""
+    for text in options.inputs:
+        parse_input(text)
+    chosen = options.inputs or options.signature != SignatureChoice().signature
+    if chosen and (options.from_trace is not None or not Path(options.model).is_dir()):
+        raise UserError(
+            f"--signature and --input choose what a SavedModel directory runs; "
+            f"{options.model} is not one"
+        )
 
 
 # Every finished run writes these: a directory holding them is a previous output.
@@ -325,7 +346,7 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
     case = progress.stage(
         "model",
         f"{options.model} ({options.mode}, batch {options.batch_size})",
-        lambda: load_model(options.model, options.mode, options.batch_size),
+        lambda: load_model(options.model, options.mode, options.batch_size, _choice(options)),
     )
     run = progress.stage(
         "profile",
@@ -364,7 +385,9 @@ def _optimize(options: FlowOptions, case, profile: OpProfile, out: Path, note):
         max(options.warmup, 1),
         time_unchecked=options.optimize_unchecked,
     )
-    spec = ModelSpec(options.model, options.mode, options.batch_size)
+    spec = ModelSpec(
+        options.model, options.mode, options.batch_size, options.signature, options.inputs
+    )
     return run_optimize(case, spec, analyse(profile), profile, out, settings, options.steps, note)
 
 

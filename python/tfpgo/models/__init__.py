@@ -9,17 +9,21 @@ in the trace and the locations in the MLIR describe the same program.
   * a built-in name (`BUILTIN_MODELS`): mlp (default, one dense layer dominates),
     cnn, resnet50, transformer, rnn;
   * a Python file with a `tfpgo_model` hook (see `tfpgo.models.user`);
-  * a SavedModel directory (its `serving_default` signature, inference only);
+  * a SavedModel directory (one signature, `serving_default` by default; inference only);
   * a `.keras` file.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tfpgo.errors import UserError
 from tfpgo.models.builtin import BUILTIN_MODELS, DEFAULT_MODEL
 from tfpgo.models.case import Mode, ModelCase, parse_mode
+
+if TYPE_CHECKING:
+    from tfpgo.models.user import SignatureChoice
 
 __all__ = [
     "BUILTIN_MODELS",
@@ -34,9 +38,13 @@ __all__ = [
 
 
 def load_model(
-    spec: str = DEFAULT_MODEL, mode: str | Mode = Mode.INFER, batch_size: int = 32
+    spec: str = DEFAULT_MODEL,
+    mode: str | Mode = Mode.INFER,
+    batch_size: int = 32,
+    choice: SignatureChoice | None = None,
 ) -> ModelCase:
-    """Builds the ModelCase for a built-in name or a path to a user model."""
+    """Builds the ModelCase for a built-in name or a path to a user model; `choice`:
+    a SavedModel's signature and example inputs (tfpgo.models.user)."""
     from tfpgo.models import builtin, user
 
     mode = parse_mode(mode)
@@ -46,7 +54,7 @@ def load_model(
     seed_everything()
     if spec in BUILTIN_MODELS:
         return builtin.build(spec, mode, batch_size)
-    return user.load(Path(spec), mode, batch_size)
+    return user.load(Path(spec), mode, batch_size, choice)
 
 
 MODEL_SEED = 0

@@ -10,30 +10,39 @@ training step like the built-ins) or a `tf.function` (profiled exactly as
 written; the mode only names the step marker), and `example_inputs` is a tuple
 of tensors (or one tensor) the step is called with, batch dimension included.
 
-A SavedModel directory is profiled through its `serving_default` signature
-(inference only): that concrete function is both what runs and what is
-exported to MLIR.
+A SavedModel directory is profiled through one signature (inference only),
+`serving_default` unless `--signature` names another: that concrete function is
+both what runs and what is exported to MLIR. Example inputs follow the
+signature, an unknown first dimension taking the batch size; an input the
+signature does not size (unknown rank, other unknown dimensions) needs
+`--input NAME=SHAPE[:DTYPE]`. Strings are `"0"`, `"1"`, ...
 """
 
 from __future__ import annotations
 
 import importlib.util
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from tfpgo.errors import UserError
 from tfpgo.models.builtin import keras_case
 from tfpgo.models.case import Mode, ModelCase
 
 HOOK_NAME = "tfpgo_model"
+# What TensorFlow's loader reads: the binary proto, the text proto, or a proto
+# split into chunks (`saved_model.cpb`, TensorFlow's proto splitter).
+SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt", "saved_model.cpb")
 
 
 def check(path: Path) -> None:
     """Raises the UserError `load` gives for a path that is no kind of model,
     without importing or building anything."""
     if path.is_dir():
-        if not (path / "saved_model.pb").exists():
+        if not any((path / name).exists() for name in SAVED_MODEL_FILES):
             raise UserError(f"{path}: directory has no saved_model.pb; pass a SavedModel")
     elif path.suffix not in (".keras", ".py"):
         raise UserError(
@@ -42,11 +51,14 @@ def check(path: Path) -> None:
         )
 
 
-def load(path: Path, mode: Mode, batch_size: int) -> ModelCase:
+def load(
+    path: Path, mode: Mode, batch_size: int, choice: SignatureChoice | None = None
+) -> ModelCase:
     """Dispatches on what `path` is: hook file, SavedModel dir or .keras file
-    (`path` has passed `check`, as `tfpgo.models.load_model` ensures)."""
+    (`path` has passed `check`, as `tfpgo.models.load_model` ensures); `choice`
+    applies to a SavedModel only."""
     if path.is_dir():
-        return _saved_model(path, mode, batch_size)
+        return _saved_model(path, mode, batch_size, choice or SignatureChoice())
     if path.suffix == ".keras":
         return _keras_file(path, mode, batch_size)
     return _hook_file(path, mode, batch_size)
@@ -112,8 +124,39 @@ def _keras_file(path: Path, mode: Mode, batch_size: int) -> ModelCase:
     return keras_case(path.stem, model, inputs, mode, batch_size, f"keras file {path}")
 
 
-def _saved_model(path: Path, mode: Mode, batch_size: int) -> ModelCase:
-    import numpy as np
+@dataclass(frozen=True)
+class SignatureChoice:
+    """Which signature of a SavedModel runs, and example inputs for the ones its
+    signature does not size: `NAME=SHAPE[:DTYPE]` each (`--input`), SHAPE as
+    `8x128` (`scalar` for rank 0), DTYPE a TensorFlow dtype name."""
+
+    signature: str = "serving_default"
+    inputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str  # "" keeps the signature's
+
+
+def parse_input(text: str) -> InputSpec:
+    """One `--input NAME=SHAPE[:DTYPE]`; a UserError says what is wrong with it."""
+    name, equals, rest = text.partition("=")
+    shape_text, _, dtype = rest.partition(":")
+    usage = f"--input {text}: expected NAME=SHAPE[:DTYPE], e.g. word=4:string or x=8x224x224x3"
+    if not name or not equals or not shape_text:
+        raise UserError(usage)
+    if shape_text == "scalar":
+        return InputSpec(name, (), dtype)
+    dims = shape_text.replace(",", "x").split("x")
+    if not all(dim.isdigit() for dim in dims):
+        raise UserError(usage)
+    return InputSpec(name, tuple(int(dim) for dim in dims), dtype)
+
+
+def _saved_model(path: Path, mode: Mode, batch_size: int, choice: SignatureChoice) -> ModelCase:
     import tensorflow as tf
 
     if mode is not Mode.INFER:
@@ -121,26 +164,45 @@ def _saved_model(path: Path, mode: Mode, batch_size: int) -> ModelCase:
             f"{path}: a SavedModel is profiled for inference only; use "
             "--mode infer or a hook file for training"
         )
+    given = {spec.name: spec for spec in map(parse_input, choice.inputs)}
     try:
         loaded = tf.saved_model.load(str(path))
     except Exception as error:
-        raise UserError(f"{path}: not a loadable SavedModel: {error}") from None
-    signature = loaded.signatures.get("serving_default")
+        if not (path / "variables").is_dir() and "TensorSliceReader" in str(error):
+            raise UserError(
+                f"{path}: the SavedModel's variables/ directory is missing (its graph has "
+                "variables to restore); copy the whole SavedModel directory"
+            ) from None
+        detail = " ".join(str(error).split())  # one line
+        raise UserError(
+            f"{path}: not a loadable SavedModel ({type(error).__name__}: {detail}); "
+            "profile it through a .py hook that builds the model instead"
+        ) from None
+    signatures = sorted(loaded.signatures.keys())
+    if not signatures:
+        raise UserError(
+            f"{path}: the SavedModel has no signatures to run; export one "
+            "(tf.saved_model.save(obj, path, signatures=...)) or use a .py hook"
+        )
+    signature = loaded.signatures.get(choice.signature)
     if signature is None:
-        raise UserError(f"{path}: SavedModel has no serving_default signature")
+        raise UserError(
+            f"{path}: no signature {choice.signature!r}; it has "
+            f"{', '.join(signatures)}: choose one with --signature NAME"
+        )
     _, kwargs_spec = signature.structured_input_signature
+    unknown = sorted(given.keys() - kwargs_spec.keys())
+    if unknown:
+        raise UserError(
+            f"--input {unknown[0]}: signature {choice.signature!r} of {path} has no such "
+            f"input; its inputs: {', '.join(sorted(kwargs_spec))}"
+        )
     rng = np.random.default_rng(0)
     names, tensors = [], []
     for name, spec in sorted(kwargs_spec.items()):
-        shape = [
-            batch_size if i == 0 and dim is None else dim
-            for i, dim in enumerate(spec.shape.as_list())
-        ]
-        if any(dim is None for dim in shape):
-            raise UserError(f"{path}: input {name} has unknown dimensions {shape}")
-        value = rng.standard_normal(shape).astype(spec.dtype.as_numpy_dtype)
+        shape, dtype = _example_shape(path, name, spec, given.get(name), batch_size)
         names.append(name)
-        tensors.append(tf.constant(value))
+        tensors.append(example_tensor(shape, dtype, rng))
 
     def run_signature(*xs: Any, _loaded: Any = loaded) -> Any:  # keeps `loaded` alive
         return signature(**dict(zip(names, xs, strict=True)))
@@ -152,8 +214,58 @@ def _saved_model(path: Path, mode: Mode, batch_size: int) -> ModelCase:
         batch_size,
         run_signature,
         tuple(tensors),
-        f"SavedModel {path} (serving_default)",
+        f"SavedModel {path} ({choice.signature})",
     )
+
+
+def _example_shape(
+    path: Path, name: str, spec: Any, given: InputSpec | None, batch_size: int
+) -> tuple[tuple[int, ...], Any]:
+    """The shape and dtype of input `name`'s example: from --input, else from the
+    signature with an unknown first dimension taken as the batch."""
+    import tensorflow as tf
+
+    if given is not None:
+        try:
+            dtype = tf.as_dtype(given.dtype) if given.dtype else spec.dtype
+        except TypeError:
+            raise UserError(f"--input {name}: unknown dtype {given.dtype!r}") from None
+        if not spec.shape.is_compatible_with(given.shape):
+            raise UserError(
+                f"--input {name}: shape {list(given.shape)} does not fit the signature's "
+                f"{spec.shape}"
+            )
+        return given.shape, dtype
+    flag = f"--input {name}=SHAPE[:DTYPE]"
+    if spec.shape.rank is None:
+        raise UserError(
+            f"{path}: input {name!r} ({spec.dtype.name}) has an unknown rank; give example "
+            f"inputs with {flag}, e.g. --input {name}=4"
+        )
+    dims = spec.shape.as_list()
+    shape = [batch_size if i == 0 and dim is None else dim for i, dim in enumerate(dims)]
+    if any(dim is None for dim in shape):
+        raise UserError(
+            f"{path}: input {name!r} has unknown dimensions {dims}; give example inputs with {flag}"
+        )
+    return tuple(shape), spec.dtype
+
+
+def example_tensor(shape: tuple[int, ...], dtype: Any, rng: Any) -> Any:
+    """Deterministic example values of any dtype a signature takes: normal floats,
+    small integers, booleans, and strings `"0"`, `"1"`, ..."""
+    import tensorflow as tf
+
+    size = int(np.prod(shape)) if shape else 1
+    if dtype == tf.string:
+        values = np.array([str(i).encode() for i in range(size)], dtype=object).reshape(shape)
+    elif dtype.is_bool:
+        values = rng.integers(0, 2, shape).astype(bool)
+    elif dtype.is_integer:
+        values = rng.integers(0, 8, shape).astype(dtype.as_numpy_dtype)
+    else:
+        values = rng.standard_normal(shape).astype(dtype.as_numpy_dtype)
+    return tf.constant(values, dtype=dtype)
 
 
 def _is_keras_model(value: Any) -> bool:

@@ -26,7 +26,7 @@ from tfpgo.proposer import propose
 from tfpgo.proposer.ab import NOISE, ABResult, ABSamples, interleave, judge, step_timer
 from tfpgo.proposer.numerics import NumericsCheck, NumericsStatus, check_numerics, judge_outputs
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal, advice_json
-from tfpgo.proposer.worker import WorkerArm, profile_in_worker
+from tfpgo.proposer.worker import ModelSpec, WorkerArm, profile_in_worker
 from tfpgo.trace.op_profile import OpProfile
 
 FORMAT = "tfpgo.optimize"
@@ -140,15 +140,6 @@ def read(path: Path) -> OptimizeResult:
     )
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """How to load the step again in a worker process (`load_model` arguments)."""
-
-    model: str
-    mode: str
-    batch_size: int
-
-
 def run_optimize(
     case: ModelCase,
     spec: ModelSpec | None,
@@ -248,7 +239,7 @@ def _measure(
     started: list[WorkerArm] = []
     try:
         for flags in ((), proposal.worker_flags):
-            arm = WorkerArm(spec.model, spec.mode, spec.batch_size, settings.warmup, flags)
+            arm = WorkerArm(spec, settings.warmup, flags)
             started.append(arm)
         try:
             for arm in started:

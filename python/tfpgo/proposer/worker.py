@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo.errors import UserError
@@ -35,6 +36,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--mode", required=True)
     parser.add_argument("--batch-size", type=int, required=True)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--signature", default="serving_default")
+    parser.add_argument("--input", action="append", default=[])
     parser.add_argument("--inter-op", type=int)
     parser.add_argument("--intra-op", type=int)
     parser.add_argument("--onednn", choices=["0", "1"], help="TF_ENABLE_ONEDNN_OPTS")
@@ -77,6 +80,7 @@ def main(argv: list[str]) -> int:
     if args.intra_op is not None:
         tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
     from tfpgo.models import load_model
+    from tfpgo.models.user import SignatureChoice
     from tfpgo.proposer.ab import step_timer
     from tfpgo.proposer.numerics import random_op_types, repeated_first_step
 
@@ -84,7 +88,8 @@ def main(argv: list[str]) -> int:
         import keras
 
         keras.mixed_precision.set_global_policy(args.precision)
-    case = load_model(args.model, args.mode, args.batch_size)
+    choice = SignatureChoice(args.signature, tuple(args.input))
+    case = load_model(args.model, args.mode, args.batch_size, choice)
     if grappler:  # after the model's own code, before a function's graph is optimized
         tf.config.optimizer.set_experimental_options(grappler)
     if args.profile_dir:
@@ -137,11 +142,26 @@ def _built_from_code(spec: str) -> bool:
     return spec in BUILTIN_MODELS or spec.endswith(".py")
 
 
-def worker_command(model: str, mode: str, batch_size: int, warmup: int) -> list[str]:
-    return [
-        sys.executable, "-m", "tfpgo.proposer.worker", "--model", model, "--mode", mode,
-        "--batch-size", str(batch_size), "--warmup", str(warmup),
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to load the step again in a worker process (`load_model` arguments)."""
+
+    model: str
+    mode: str
+    batch_size: int
+    signature: str = "serving_default"  # a SavedModel's (tfpgo.models.user.SignatureChoice)
+    inputs: tuple[str, ...] = ()
+
+
+def worker_command(spec: ModelSpec, warmup: int) -> list[str]:
+    command = [
+        sys.executable, "-m", "tfpgo.proposer.worker", "--model", spec.model,
+        "--mode", spec.mode, "--batch-size", str(spec.batch_size), "--warmup", str(warmup),
+        "--signature", spec.signature,
     ]  # fmt: skip
+    for text in spec.inputs:
+        command += ["--input", text]
+    return command
 
 
 def worker_env() -> dict[str, str]:
@@ -151,9 +171,11 @@ def worker_env() -> dict[str, str]:
     return env
 
 
-def profile_in_worker(spec, flags: tuple[str, ...], logdir: Path, steps: int, warmup: int) -> None:
+def profile_in_worker(
+    spec: ModelSpec, flags: tuple[str, ...], logdir: Path, steps: int, warmup: int
+) -> None:
     """Profiles the step with `flags` applied, in a worker process, into `logdir`."""
-    command = worker_command(spec.model, spec.mode, spec.batch_size, warmup) + list(flags)
+    command = worker_command(spec, warmup) + list(flags)
     command += ["--profile-dir", str(logdir), "--steps", str(steps)]
     done = subprocess.run(command, env=worker_env(), capture_output=True, text=True)
     if done.returncode != 0:
@@ -164,10 +186,8 @@ def profile_in_worker(spec, flags: tuple[str, ...], logdir: Path, steps: int, wa
 class WorkerArm:
     """One arm of an A/B run in a worker process; a block runner when called."""
 
-    def __init__(
-        self, model: str, mode: str, batch_size: int, warmup: int, flags: tuple[str, ...] = ()
-    ) -> None:
-        command = worker_command(model, mode, batch_size, warmup) + list(flags)
+    def __init__(self, spec: ModelSpec, warmup: int, flags: tuple[str, ...] = ()) -> None:
+        command = worker_command(spec, warmup) + list(flags)
         self.flags = flags
         env = worker_env()
         # Closed in close(): the log lives as long as the worker.
