@@ -33,6 +33,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/ThreadPool.h"
 
@@ -121,7 +122,7 @@ struct EntryOutcome {
   EntryFate fate = EntryFate::kUnresolved;
   Resolution resolution;
   /// Why a removed or unresolved entry landed on no op.
-  llvm::StringRef reason;
+  std::string reason;
 };
 
 /// Returns true if `op` is the op a `base`-kernel was built from.
@@ -157,6 +158,37 @@ llvm::SmallVector<Operation *, 4> FindFusedProducers(Operation *root,
   return path;
 }
 
+/// The unary ops Grappler's UnaryOpsComposition composes (its
+/// `supported_ops_`, arithmetic_optimizer.cc; kept in step with
+/// unary_ops_composition.cc).
+bool IsComposableUnary(llvm::StringRef type) {
+  static const llvm::StringSet<> kComposable = {
+      "Abs",     "Acos",  "Acosh", "Asin",       "Asinh",  "Atan",  "Atanh",
+      "Ceil",    "Cos",   "Cosh",  "Expm1",      "Exp",    "Floor", "Inv",
+      "Log",     "Log1p", "Neg",   "Reciprocal", "Rint",   "Round", "Rsqrt",
+      "Sigmoid", "Sin",   "Sinh",  "Sqrt",       "Square", "Tan",   "Tanh",
+      "Elu",     "Relu",  "Relu6", "Selu"};
+  return kComposable.contains(type);
+}
+
+/// Returns the ops a `_UnaryOpsComposition` named after `root` also ran: the
+/// chain of composable unary ops feeding `root`'s operand 0 in its block,
+/// each with `root`'s chain as its only use (Grappler follows input 0 while
+/// the input has one consumer).
+llvm::SmallVector<Operation *, 4> FindUnaryChain(Operation *root) {
+  llvm::SmallVector<Operation *, 4> chain;
+  for (Operation *op = root; op->getNumOperands() > 0;) {
+    Operation *producer = op->getOperand(0).getDefiningOp();
+    if (!producer || producer->getBlock() != root->getBlock() ||
+        !producer->hasOneUse() ||
+        !IsComposableUnary(producer->getName().stripDialect()))
+      break;
+    chain.push_back(producer);
+    op = producer;
+  }
+  return chain;
+}
+
 /// Returns true if `op` is `type` (without dialect) in `root`'s block.
 bool IsInBlockOf(Operation *op, Operation *root, llvm::StringRef type) {
   return op && op->getBlock() == root->getBlock() &&
@@ -188,6 +220,8 @@ FindSwallowedOps(Operation *root, llvm::StringRef kernel_type) {
     if (swallowed.empty())
       return {};
     first = swallowed.back();
+  } else if (type == "UnaryOpsComposition") {
+    return FindUnaryChain(root);
   } else if (type.consume_back("WithBias") && type == op_type &&
              type.ends_with("BackpropFilter")) {
     constexpr unsigned kOutBackprop = 2;
@@ -308,6 +342,9 @@ AnnotateOperationsProfilePass::Attribute(const OpProfile &profile,
     } else {
       outcome.reason =
           found_any ? "matches no annotatable op" : "matches no op";
+      // The closest rule tried: a name TensorFlow made after another node.
+      if (std::string rule = DescribeRenameRule(entry.name); !rule.empty())
+        outcome.reason += "; " + rule;
     }
   });
   llvm::MapVector<Operation *, OpTiming> timings;
@@ -317,13 +354,16 @@ AnnotateOperationsProfilePass::Attribute(const OpProfile &profile,
       ++numResolvedEntries;
       attributedSelfPs += entry.self_ps;
       const Resolution &resolution = outcome.resolution;
-      if (resolution.kind != MatchKind::kMerged) {
+      // Several ops: a merge whose survivor is ambiguous, or the readers of
+      // an argument; the time is split between them.
+      if (resolution.kind != MatchKind::kMerged && resolution.ops.size() == 1) {
         OpTiming &timing = timings[resolution.ops.front()];
         timing.Add(entry);
         timing.add_tree_rewritten |= entry.name.contains(kAddOpsRewrite);
         continue;
       }
-      ++numMergedEntries;
+      if (resolution.kind == MatchKind::kMerged)
+        ++numMergedEntries;
       const int64_t parts = resolution.ops.size();
       for (int64_t part = 0; part < parts; ++part)
         timings[resolution.ops[part]].AddMergedPart(entry, part, parts);
@@ -422,6 +462,9 @@ bool AnnotateOperationsProfilePass::WriteAttribution(
             if (kind == static_cast<size_t>(MatchKind::kMerged))
               json.attribute("merged_by",
                              outcome.resolution.by_name ? "name" : "location");
+            if (!outcome.resolution.rule.empty() &&
+                outcome.fate == EntryFate::kAttributed)
+              json.attribute("rule", outcome.resolution.rule);
             if (outcome.fate == EntryFate::kAttributed)
               json.attributeArray("ops", [&] {
                 for (Operation *op : outcome.resolution.ops)

@@ -8,6 +8,7 @@
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Twine.h"
 
 namespace mlir {
 namespace TF {
@@ -70,6 +71,55 @@ bool SplitGrapplerRewrite(llvm::StringRef name, llvm::StringRef &scope,
   scope = scope_end == llvm::StringRef::npos ? "" : name.take_front(scope_end);
   return true;
 }
+
+/// Grappler's UnaryOpsComposition names the `_UnaryOpsComposition` node that
+/// replaces a chain of unary ops after the chain's root:
+/// `<root>/unary_ops_composition`.
+llvm::StringRef UnaryCompositionRoot(llvm::StringRef name) {
+  return name.consume_back("/unary_ops_composition") ? name : "";
+}
+
+/// The graph partitioner names the `_Send`/`_Recv` pair (and the Cast or
+/// Identity beside it) of a cross-device edge `Graph::NewName(<src>)`, that is
+/// `<src>/_<k>`; a control edge's `<src>/ctrl/_<k>`.
+llvm::StringRef PartitionedSource(llvm::StringRef name) {
+  auto [source, counter] = name.rsplit('/');
+  if (source.size() == name.size() || !counter.consume_front("_") ||
+      counter.empty() ||
+      !llvm::all_of(counter, [](char c) { return c >= '0' && c <= '9'; }))
+    return "";
+  source.consume_back("/ctrl");
+  return source;
+}
+
+/// Grappler's dependency optimizer groups the cross-device control inputs of
+/// a node into a NoOp named `GroupCrossDeviceControlEdges_<k>/<node>`.
+llvm::StringRef GroupedControlTarget(llvm::StringRef name) {
+  auto [group, node] = name.split('/');
+  if (!group.consume_front("GroupCrossDeviceControlEdges_") || group.empty() ||
+      node.empty() ||
+      !llvm::all_of(group, [](char c) { return c >= '0' && c <= '9'; }))
+    return "";
+  return node;
+}
+
+/// TensorFlow's rules for naming a node it creates after the node it stands
+/// for, each with the source that names it so (docs/attribution_rules.md).
+struct RenameRule {
+  llvm::StringLiteral name;
+  llvm::StringLiteral source;
+  llvm::StringRef (*original)(llvm::StringRef runtime_name);
+};
+constexpr RenameRule kRenameRules[] = {
+    {"grappler_unary_ops_composition",
+     "tensorflow/core/grappler/optimizers/arithmetic_optimizer.cc",
+     UnaryCompositionRoot},
+    {"graph_partitioner", "tensorflow/core/graph/graph_partition.cc",
+     PartitionedSource},
+    {"grappler_group_control_edges",
+     "tensorflow/core/grappler/optimizers/dependency_optimizer.cc",
+     GroupedControlTarget},
+};
 
 /// Returns true if `op` (a tf op, registered or not) is `type`.
 bool HasOpType(Operation *op, llvm::StringRef type) {
@@ -151,6 +201,16 @@ llvm::StringRef MatchKindName(MatchKind kind) {
   llvm_unreachable("unknown MatchKind");
 }
 
+std::string DescribeRenameRule(llvm::StringRef runtime_name) {
+  for (const RenameRule &rule : kRenameRules)
+    if (llvm::StringRef original = rule.original(runtime_name);
+        !original.empty())
+      return (llvm::Twine("follows ") + rule.name + " (" + rule.source +
+              "): stands for '" + original + "', which no op carries")
+          .str();
+  return "";
+}
+
 RuntimeNameResolver::RuntimeNameResolver(ModuleOp module) : symbols_(module) {
   for (auto function : module.getOps<FunctionOpInterface>()) {
     functions_.push_back(function);
@@ -210,6 +270,29 @@ RuntimeNameResolver::IndexOf(Operation *function) {
       if (merged != names.front())
         index->merged.try_emplace(merged, op);
   });
+  // The runtime names the function's arguments after the entry function's
+  // inputs (`tf.entry_function = {inputs = "x,y,..."}`), in order; their
+  // readers are listed in IR order.
+  auto entry = function->getAttrOfType<DictionaryAttr>("tf.entry_function");
+  auto inputs = entry ? entry.getAs<StringAttr>("inputs") : StringAttr();
+  auto body = llvm::dyn_cast<FunctionOpInterface>(function);
+  if (inputs && body && !body.isExternal()) {
+    llvm::SmallVector<llvm::StringRef, 8> argument_names;
+    inputs.getValue().split(argument_names, ',');
+    Block &entry_block = body.getFunctionBody().front();
+    function->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      for (Value operand : op->getOperands()) {
+        auto argument = llvm::dyn_cast<BlockArgument>(operand);
+        if (!argument || argument.getOwner() != &entry_block ||
+            argument.getArgNumber() >= argument_names.size())
+          continue;
+        auto &readers =
+            index->arguments[argument_names[argument.getArgNumber()]];
+        if (!llvm::is_contained(readers, op))
+          readers.push_back(op);
+      }
+    });
+  }
   return *index;
 }
 
@@ -263,6 +346,24 @@ Resolution RuntimeNameResolver::ResolveIn(Operation *function,
   if (Resolution rewritten =
           ResolveGrapplerRewrite(function, name, depth, query))
     return Descended(std::move(rewritten));
+  if (auto readers = index.arguments.find(name);
+      readers != index.arguments.end() && !readers->second.empty()) {
+    Resolution found;
+    found.ops.assign(readers->second.begin(), readers->second.end());
+    found.kind = MatchKind::kResolved;
+    found.rule = "function_argument";
+    return found;
+  }
+  for (const RenameRule &rule : kRenameRules) {
+    llvm::StringRef original = rule.original(name);
+    if (original.empty())
+      continue;
+    if (Resolution found = ResolveIn(function, original, depth + 1, query)) {
+      found.rule = found.rule.empty() ? rule.name.str()
+                                      : (rule.name + "+" + found.rule).str();
+      return Descended(std::move(found));
+    }
+  }
   if (!query.merges)
     return {};
   return ResolveMerged(index, name, query);
@@ -318,8 +419,10 @@ Resolution RuntimeNameResolver::ResolveGrapplerRewrite(Operation *function,
     llvm::StringRef node = rewritten.drop_front(underscore + 1);
     std::string candidate =
         scope.empty() ? node.str() : (scope + "/" + node).str();
-    if (Resolution found = ResolveIn(function, candidate, depth + 1, query))
+    if (Resolution found = ResolveIn(function, candidate, depth + 1, query)) {
+      found.rule = "grappler_add_ops_rewrite";
       return found;
+    }
   }
   return {};
 }

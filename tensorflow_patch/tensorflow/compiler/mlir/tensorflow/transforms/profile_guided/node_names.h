@@ -68,6 +68,12 @@ enum class MatchKind {
 /// Returns the documented name of `kind` (`exact`, `resolved`, ...).
 llvm::StringRef MatchKindName(MatchKind kind);
 
+/// For a runtime name that follows one of TensorFlow's renaming rules (a node
+/// TensorFlow created for another and named after it:
+/// docs/attribution_rules.md), says which and the name it stands for, for the
+/// reason of an entry no op matched; "" when the name follows no rule.
+std::string DescribeRenameRule(llvm::StringRef runtime_name);
+
 /// The op(s) one runtime name resolved to. Several ops only for a CSE merge
 /// whose survivor is ambiguous (the time is split between them).
 struct Resolution {
@@ -76,6 +82,10 @@ struct Resolution {
   /// For kMerged: true if only the name (type and name up to `_<k>`) tied
   /// the entry to `ops`, not a location: the survivor may be misidentified.
   bool by_name = false;
+  /// The renaming rules that led from the runtime name to the op's name,
+  /// outermost first and joined by `+` (`graph_partitioner+function_argument`),
+  /// "" for none: docs/attribution_rules.md.
+  std::string rule;
 
   explicit operator bool() const { return !ops.empty(); }
 };
@@ -89,9 +99,14 @@ struct Resolution {
 ///   `p/n`                                callee of call op `p` (inlined)
 /// For region-based control flow (WhileRegion, IfRegion, CaseRegion) the
 /// inner name resolves in the enclosing function, which holds the region ops.
-/// The `_<k>` component is optional. Nodes Grappler created while rewriting
-/// a node resolve to that node:
+/// The `_<k>` component is optional. Nodes TensorFlow created for a node
+/// resolve to that node (docs/attribution_rules.md):
 ///   `s/ArithmeticOptimizer/AddOpsRewrite_n`, `..._Leaf_<j>_n`   node `s/n`
+///   `n/unary_ops_composition` (Grappler)                         node `n`
+///   `n/_<k>`, `n/ctrl/_<k>` (the graph partitioner's sends)       node `n`
+///   `GroupCrossDeviceControlEdges_<k>/n` (Grappler)              node `n`
+/// and the name of a function argument (its `_Arg` node, a transfer of it
+/// after the partitioner) resolves to the ops that read the argument.
 /// Names no op carries as its own resolve, as MatchKind::kMerged, to the op
 /// whose location holds them after a rewrite (GetNodeNames), else to the ops
 /// of the same function whose name equals up to `_<k>` suffixes (failing
@@ -125,6 +140,10 @@ private:
     llvm::DenseMap<llvm::StringRef, Operation *> merged;
     /// StripUniquifiers(primary name) -> ops, in IR order.
     std::map<std::string, llvm::SmallVector<Operation *, 2>, std::less<>> stems;
+    /// An argument's runtime name (`tf.entry_function` inputs: the `_Arg`
+    /// node) -> the ops that read it, in IR order.
+    llvm::DenseMap<llvm::StringRef, llvm::SmallVector<Operation *, 2>>
+        arguments;
   };
 
   /// What one Resolve call looks for: resolution only reads the index, so

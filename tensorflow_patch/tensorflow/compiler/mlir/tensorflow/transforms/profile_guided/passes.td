@@ -36,7 +36,14 @@ def AnnotateOperationsProfilePass
       (`s/ArithmeticOptimizer/AddOpsRewrite_n`, `..._Leaf_<j>_n`) resolves
       to `s/n`, the node it replaces; the inner adds of the rewritten add
       tree (single-use Add/AddV2/AddN feeding `s/n` that did not run) get
-      `fused_into = "s/n"`.
+      `fused_into = "s/n"`;
+    * `n/unary_ops_composition` (Grappler's UnaryOpsComposition) resolves to
+      `n`, and the single-use composable unary ops feeding it get
+      `fused_into = "n"`; `n/_<k>` and `n/ctrl/_<k>` (the graph partitioner's
+      sends and receives) and `GroupCrossDeviceControlEdges_<k>/n` (Grappler's
+      dependency optimizer) resolve to `n`; an entry function's argument name
+      (`tf.entry_function` inputs) resolves to the ops that read it, split
+      equally. docs/attribution_rules.md lists every rule and its source.
     * a name no op carries as its own was merged by the IR pipeline (an
       export with TensorFlow's default `tf-standard-pipeline`): a rewrite
       pattern fused its location into the op that replaced it (`sub` and
