@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tfpgo.analysis.device import device_view
 from tfpgo.analysis.op_type import OpTypeRow, op_type_breakdown
-from tfpgo.analysis.phase import PhaseBreakdown, phase_breakdown
+from tfpgo.analysis.phase import Phase, PhaseBreakdown, phase_breakdown
 from tfpgo.analysis.scope import ScopeNode, scope_tree
 from tfpgo.atomic import atomic_output_file
 from tfpgo.documents import new_header
@@ -89,17 +90,19 @@ def _scope_json(node: ScopeNode) -> dict[str, Any]:
     }
 
 
-def analyse(profile: OpProfile) -> Analysis:
-    """The breakdowns of `profile`, and of its device view when it has device time."""
-    device = _breakdowns(device_view(profile)) if profile.has_device else None
-    return dataclasses.replace(_breakdowns(profile), device=device)
+def analyse(profile: OpProfile, structural: Mapping[str, Phase] | None = None) -> Analysis:
+    """The breakdowns of `profile`, and of its device view when it has device time;
+    `structural`: phases per runtime name from the op graph (tfpgo.analysis.structure),
+    the name rules elsewhere."""
+    device = _breakdowns(device_view(profile), structural) if profile.has_device else None
+    return dataclasses.replace(_breakdowns(profile, structural), device=device)
 
 
-def _breakdowns(profile: OpProfile) -> Analysis:
+def _breakdowns(profile: OpProfile, structural: Mapping[str, Phase] | None) -> Analysis:
     return Analysis(
         profile.source,
         profile.totals,
-        phase_breakdown(profile),
+        phase_breakdown(profile, structural),
         op_type_breakdown(profile),
-        scope_tree(profile),
+        scope_tree(profile, structural),
     )

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tfpgo.trace.op_profile import OpProfile
@@ -76,17 +77,23 @@ def is_optimizer_scope(component: str) -> bool:
 
 
 class PhaseClassifier:
-    """Assigns a phase to each op name of one profile (the forward scopes depend
-    on which scopes the profile's backward ops fold into)."""
+    """Assigns a phase to each op name of one profile: from the op graph's
+    structure where the caller has it (`structural`, runtime name -> phase:
+    `tfpgo.analysis.structure`), else by the name rules above (the forward
+    scopes depend on which scopes the profile's backward ops fold into)."""
 
-    def __init__(self, names: list[str]) -> None:
-        backward = [fold_gradient_scope(name) for name in names if _is_gradient(name)]
+    def __init__(self, names: list[str], structural: Mapping[str, Phase] | None = None) -> None:
+        backward = [fold_gradient_scope(name) for name in names if is_gradient_name(name)]
         self.inference = not backward
         # Top-level scopes (not bare top-level ops) that some gradient op folds into.
         self.forward_scopes = frozenset(name.split("/")[0] for name in backward if "/" in name)
+        self.structural = structural or {}
 
     def phase(self, name: str) -> Phase:
-        if _is_gradient(name) or (not self.inference and _GRADIENT_SUM.match(name)):
+        found = self.structural.get(name)
+        if found is not None:
+            return found
+        if is_gradient_name(name) or (not self.inference and _GRADIENT_SUM.match(name)):
             return Phase.BACKWARD
         top = name.split("/")[0]
         if is_optimizer_scope(top) and "/" in name:
@@ -96,7 +103,8 @@ class PhaseClassifier:
         return Phase.OTHER
 
 
-def _is_gradient(name: str) -> bool:
+def is_gradient_name(name: str) -> bool:
+    """Whether the gradient tape (or tf.gradients) named this op."""
     head, sep, _ = name.partition("/")
     return bool(sep) and head in GRADIENT_SCOPES
 
@@ -116,9 +124,11 @@ class PhaseBreakdown:
     non_op_ps: int  # time in the steps during which no op ran (op profile totals)
 
 
-def phase_breakdown(profile: OpProfile) -> PhaseBreakdown:
+def phase_breakdown(
+    profile: OpProfile, structural: Mapping[str, Phase] | None = None
+) -> PhaseBreakdown:
     """Sums each op's self/total time and count into its phase."""
-    classifier = PhaseClassifier([op.name for op in profile.ops])
+    classifier = PhaseClassifier([op.name for op in profile.ops], structural)
     sums = {phase: [0, 0, 0, 0] for phase in Phase}
     for op in profile.ops:
         row = sums[classifier.phase(op.name)]

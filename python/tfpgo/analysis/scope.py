@@ -15,6 +15,7 @@ op profile's totals, and each node's equal its children's plus `own_self_ps`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tfpgo.analysis.phase import Phase, PhaseClassifier, fold_gradient_scope, is_optimizer_scope
@@ -64,9 +65,10 @@ class _Builder:
         )
 
 
-def scope_tree(profile: OpProfile) -> ScopeNode:
-    """The scope tree of the profile's ops (see the module doc)."""
-    classifier = PhaseClassifier([op.name for op in profile.ops])
+def scope_tree(profile: OpProfile, structural: Mapping[str, Phase] | None = None) -> ScopeNode:
+    """The scope tree of the profile's ops (see the module doc); `structural`: the
+    ops' phases from the op graph (`tfpgo.analysis.structure`) where known."""
+    classifier = PhaseClassifier([op.name for op in profile.ops], structural)
     root = _Builder("", "")
     for op in profile.ops:
         phase = classifier.phase(op.name)

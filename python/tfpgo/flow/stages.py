@@ -25,6 +25,7 @@ from typing import TypeVar
 
 from tfpgo import HOT_OPS
 from tfpgo.analysis import analyse
+from tfpgo.analysis.structure import OpDataflow, phases_by_entry
 from tfpgo.atomic import atomic_output_dir
 from tfpgo.cli import working_directory
 from tfpgo.errors import UserError
@@ -41,6 +42,7 @@ from tfpgo.render import (
     write_pictures,
 )
 from tfpgo.render.exports import ExportInput, write_exports
+from tfpgo.render.model import EdgeKind
 from tfpgo.render.scope_chart import write_scope_chart
 from tfpgo.report import compose
 from tfpgo.trace.hlo_profile import HloProfile
@@ -529,6 +531,20 @@ def _render(
     return pictures, loaded["op_graph"]
 
 
+def _dataflow(graph: RenderGraph) -> OpDataflow:
+    """The op graph's ops and data edges, as the structural phase rule reads them."""
+    index = {node.id: at for at, node in enumerate(graph.nodes)}
+    return OpDataflow(
+        tuple(node.name for node in graph.nodes),
+        tuple(node.op_type.removeprefix("tf.") for node in graph.nodes),
+        tuple(
+            (index[edge.source], index[edge.target])
+            for edge in graph.edges
+            if edge.kind is EdgeKind.DATA and edge.source in index and edge.target in index
+        ),
+    )
+
+
 def _report(
     out: Path,
     run_info,
@@ -540,7 +556,10 @@ def _report(
     levels,
     optimized=None,
 ) -> None:
-    analysis = analyse(profile)
+    structural = phases_by_entry(
+        _dataflow(op_graph), annotate.landed_on(attribution), (op.name for op in profile.ops)
+    )
+    analysis = analyse(profile, structural)
     analysis.write(out / "analysis.json")
     if analysis.device is not None:  # a GPU trace: the chart draws device time
         title = "device time by layer scope: width = time, color = main phase"

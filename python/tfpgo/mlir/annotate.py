@@ -52,6 +52,18 @@ class MergedEntry:
 
 
 @dataclass(frozen=True)
+class ResolvedEntry:
+    """A runtime node name that landed on op(s) under another name: through a
+    function body, branch or call, or a renaming rule (`rule`,
+    docs/attribution_rules.md)."""
+
+    name: str
+    self_ps: int
+    ops: tuple[str, ...]
+    rule: str = ""
+
+
+@dataclass(frozen=True)
 class Attribution:
     """How much of the profile's op time landed on ops of the module."""
 
@@ -63,6 +75,7 @@ class Attribution:
     unresolved: tuple[UnresolvedEntry, ...]
     removed: tuple[UnresolvedEntry, ...] = ()
     merged: tuple[MergedEntry, ...] = ()
+    resolved: tuple[ResolvedEntry, ...] = ()
     # Self time of unresolved XLA launch ops (XLA_LAUNCH_OP_TYPES), set by
     # `with_xla_launch`; left out of `coverage`, reported on their own.
     xla_launch_self_ps: int = 0
@@ -168,6 +181,7 @@ def read_attribution(path: Path) -> Attribution:
         unresolved: list[UnresolvedEntry] = []
         removed: list[UnresolvedEntry] = []
         merged: list[MergedEntry] = []
+        resolved: list[ResolvedEntry] = []
         for entry in entries:
             match = entry["match"]
             if match in ("unresolved", "removed", "folded"):
@@ -175,6 +189,12 @@ def read_attribution(path: Path) -> Attribution:
                     entry["name"], entry["self_ps"], entry["reason"], entry.get("device_ps", 0)
                 )
                 (unresolved if match == "unresolved" else removed).append(found)
+            elif match == "resolved":
+                resolved.append(
+                    ResolvedEntry(
+                        entry["name"], entry["self_ps"], tuple(entry["ops"]), entry.get("rule", "")
+                    )
+                )
             elif match == "merged":
                 merged.append(
                     MergedEntry(
@@ -190,11 +210,20 @@ def read_attribution(path: Path) -> Attribution:
             unresolved=_hottest_first(unresolved),
             removed=_hottest_first(removed),
             merged=tuple(sorted(merged, key=lambda entry: -entry.self_ps)),
+            resolved=tuple(resolved),
             profile_device_ps=document.get("profile_device_ps", 0),
             attributed_device_ps=document.get("attributed_device_ps", 0),
         )
     except (KeyError, TypeError) as error:
         raise UserError(f"{path}: malformed {ATTRIBUTION_FORMAT} document ({error})") from None
+
+
+def landed_on(attribution: Attribution) -> dict[str, tuple[str, ...]]:
+    """Runtime name -> the op names it landed on, for every entry that landed under
+    another name than its own (exact entries land on the op of their name)."""
+    found = {entry.name: entry.ops for entry in attribution.resolved}
+    found.update((entry.name, entry.ops) for entry in attribution.merged)
+    return found
 
 
 def _hottest_first(entries: list[UnresolvedEntry]) -> tuple[UnresolvedEntry, ...]:

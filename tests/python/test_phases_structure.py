@@ -1,0 +1,109 @@
+"""Phases from the op graph's structure (issue 23): on AdamW, SGD with momentum and
+Adafactor training steps (real TensorFlow, `pgo` in its own process) every
+variable update, and what only feeds the updates, is under optimizer, whatever
+the optimizer's scope is called; the gradient ops are backward and the loss's
+ancestors forward. The name rules put AdamW's updates (scope `adam_w`) under
+other: the structure does not depend on it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tfpgo
+from tfpgo.analysis import analyse
+from tfpgo.analysis.phase import Phase
+from tfpgo.analysis.structure import OpDataflow, is_update, node_phases, phases_by_entry
+from tfpgo.mlir import annotate
+from tfpgo.trace.op_profile import OpProfile
+
+HOOKS = Path(__file__).resolve().parents[1] / "data" / "phases"
+PGO = Path(__file__).resolve().parents[2] / "tools" / "pgo.py"
+
+
+@pytest.fixture(scope="module", params=["adamw", "sgd_momentum", "adafactor"])
+def run(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(request.param) / "out"
+    flags = ["--model", str(HOOKS / f"{request.param}.py"), "--mode", "train"]
+    flags += ["--batch-size", "8", "--steps", "2", "--warmup", "1", "--output-dir", str(out)]
+    package_root = str(Path(tfpgo.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=package_root, TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run(
+        [sys.executable, str(PGO), *flags], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return request.param, out
+
+
+def _structural(out: Path, profile: OpProfile) -> dict[str, Phase]:
+    graph = json.loads((out / "op_graph.json").read_text())
+    index = {node["id"]: at for at, node in enumerate(graph["nodes"])}
+    dataflow = OpDataflow(
+        tuple(node["name"] or "" for node in graph["nodes"]),
+        tuple(node["op"].removeprefix("tf.") for node in graph["nodes"]),
+        tuple((index[e["from"]], index[e["to"]]) for e in graph["edges"] if e["kind"] == "data"),
+    )
+    landed = annotate.landed_on(annotate.read_attribution(out / "attribution.json"))
+    return phases_by_entry(dataflow, landed, [op.name for op in profile.ops])
+
+
+def test_every_update_is_under_optimizer(run):
+    _, out = run
+    profile = OpProfile.read(out / "op_profile.json")
+    phases = _structural(out, profile)
+    updates = [op for op in profile.ops if any(is_update(t) for t in op.op_types)]
+    assert updates and all(phases[op.name] is Phase.OPTIMIZER for op in updates)
+    gradients = [op for op in profile.ops if op.name.startswith("gradient_tape/")]
+    assert gradients and all(phases[op.name] is Phase.BACKWARD for op in gradients)
+    assert any(phases[op.name] is Phase.FORWARD for op in profile.ops)
+    # the flow's analysis.json is the structural one
+    rows = {row["phase"]: row for row in json.loads((out / "analysis.json").read_text())["phases"]}
+    for phase in (Phase.OPTIMIZER, Phase.BACKWARD):
+        expected = sum(op.self_ps for op in profile.ops if phases.get(op.name) is phase)
+        assert rows[phase.value]["self_ps"] == expected > 0
+
+
+def test_name_rules_miss_adamw_and_the_structure_does_not(run):
+    name, out = run
+    profile = OpProfile.read(out / "op_profile.json")
+    by_names = {row.phase: row.self_ps for row in analyse(profile).phases.rows}
+    by_structure = {
+        row.phase: row.self_ps for row in analyse(profile, _structural(out, profile)).phases.rows
+    }
+    assert by_structure[Phase.OPTIMIZER] >= by_names[Phase.OPTIMIZER]
+    if name == "adamw":
+        assert by_names[Phase.OPTIMIZER] == 0 < by_structure[Phase.OPTIMIZER]
+
+
+def test_optimizer_closure_on_a_small_graph():
+    """lr -> mul -> sub -> assign: the schedule and the update math feed only the
+    update (optimizer); the gradient (backward) and a value read both by the loss
+    and the update (forward) stay out; a return's ancestors are forward."""
+    names = ("w/read", "lr", "gradient_tape/g", "mul", "sub", "assign", "loss", "return")
+    types = (
+        "ReadVariableOp",
+        "Const",
+        "MatMul",
+        "Mul",
+        "Sub",
+        "AssignVariableOp",
+        "Mean",
+        "func.return",
+    )
+    edges = ((0, 4), (0, 6), (1, 3), (2, 3), (3, 4), (4, 5), (6, 7), (0, 2))
+    phases = node_phases(OpDataflow(names, types, edges))
+    assert dict(zip(names, phases, strict=True)) == {
+        "w/read": Phase.FORWARD,
+        "lr": Phase.OPTIMIZER,
+        "gradient_tape/g": Phase.BACKWARD,
+        "mul": Phase.OPTIMIZER,
+        "sub": Phase.OPTIMIZER,
+        "assign": Phase.OPTIMIZER,
+        "loss": Phase.FORWARD,
+        "return": Phase.OTHER,
+    }
