@@ -5,6 +5,9 @@
 //  * the graph partitioner: `<src>/_<k>` (`<src>/ctrl/_<k>` for a control edge)
 //    is the `_Send`/`_Recv` of `<src>`'s value (seen under MirroredStrategy);
 //  * Grappler's dependency optimizer: `GroupCrossDeviceControlEdges_<k>/<node>`;
+//  * Grappler's auto mixed precision casts `<node>-<port>-CastTo<T>-<id>-AutoMixedPrecision`,
+//    its layout optimizer's transposes `<node>-<port>-...-LayoutOptimizer`, its
+//    memory optimizer's recomputation `Recomputed/<node>`;
 //  * an argument's `_Arg` name (`tf.entry_function` inputs): its readers.
 // Each entry's rule is in attribution.json; a name that follows a rule to a
 // node the module lacks says so in its reason.
@@ -23,9 +26,10 @@
 // CHECK: "tf.Square"(%[[NEG]]){{.*}}profiler_data = {fused_into = "model/gelu/Exp"}
 // CHECK: "tf.Exp"{{.*}}profiler_data = {count = 1 : i64, {{.*}}self = 120 : i64
 // The transfer of argument x is split between the two ops that read it.
-// CHECK: "tf.MatMul"(%arg0, %arg1){{.*}}profiler_data = {{{.*}}merged = 1 : i64, {{.*}}self = 20 : i64
+// CHECK: "tf.MatMul"(%arg0, %arg1){{.*}}profiler_data = {{{.*}}merged = 1 : i64, {{.*}}self = 26 : i64
 // CHECK: "tf.MatMul"(%arg0, {{.*}}profiler_data = {{{.*}}merged = 1 : i64, {{.*}}self = 20 : i64
-// CHECK: "tf.AssignVariableOp"{{.*}}profiler_data = {count = 1 : i64, {{.*}}self = 20 : i64
+// CHECK: "tf.AddV2"{{.*}}profiler_data = {count = 1 : i64, {{.*}}self = 5 : i64
+// CHECK: "tf.AssignVariableOp"{{.*}}profiler_data = {count = 2 : i64, {{.*}}self = 24 : i64
 // CHECK: "tf.Identity"{{.*}}profiler_data = {count = 1 : i64, {{.*}}self = 30 : i64
 func.func @main(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %v: tensor<!tf_type.resource<tensor<4x4xf32>>>) -> (tensor<4x4xf32>, tensor<4x4xf32>) attributes {tf.entry_function = {inputs = "x,w,v", outputs = "out"}} {
   %neg = "tf.Neg"(%w) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("model/gelu/Neg")
@@ -54,5 +58,12 @@ func.func @main(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %v: tensor<!tf_type.re
 // JSON: "name": "missing/_7"
 // JSON: "match": "unresolved"
 // JSON-NEXT: "reason": "matches no op; follows graph_partitioner (tensorflow/core/graph/graph_partition.cc): stands for 'missing', which no op carries"
+// JSON: "rule": "grappler_auto_mixed_precision"
+// JSON-NEXT: "ops": [
+// JSON-NEXT: "replica_0/dense/MatMul"
+// JSON: "rule": "grappler_layout_optimizer"
+// JSON-NEXT: "ops": [
+// JSON-NEXT: "model/add"
+// JSON: "rule": "grappler_memory_recompute"
 
 // REMARK: remark: profile entry 'missing/_7' (9 ps self) matches no op; follows graph_partitioner

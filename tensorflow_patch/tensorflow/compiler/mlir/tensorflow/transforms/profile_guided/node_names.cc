@@ -103,6 +103,46 @@ llvm::StringRef GroupedControlTarget(llvm::StringRef name) {
   return node;
 }
 
+/// Drops a trailing `-<digits>` from `name`; false if there is none.
+bool ConsumeDashNumber(llvm::StringRef &name) {
+  auto [head, number] = name.rsplit('-');
+  if (head.size() == name.size() || number.empty() ||
+      !llvm::all_of(number, [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  name = head;
+  return true;
+}
+
+/// Grappler's auto mixed precision names the Cast it inserts on output
+/// `<port>` of `<node>`: `<node>-<port>-CastTo<T>-<id>-AutoMixedPrecision`.
+llvm::StringRef MixedPrecisionCastSource(llvm::StringRef name) {
+  if (!name.consume_back("-AutoMixedPrecision") || !ConsumeDashNumber(name))
+    return "";
+  auto [head, cast] = name.rsplit('-');
+  if (head.size() == name.size() || !cast.starts_with("CastTo"))
+    return "";
+  return ConsumeDashNumber(head) ? head : "";
+}
+
+/// Grappler's layout optimizer names the transposes and permutes it puts
+/// around a layout-sensitive node `<node>-<port>-[<index>-]<Op><F>To<F>-
+/// LayoutOptimizer` (and the node itself `<node>-LayoutOptimizer`): the
+/// node is the last name component up to its first `-`.
+llvm::StringRef LayoutOptimizerNode(llvm::StringRef name) {
+  if (!name.consume_back("-LayoutOptimizer"))
+    return "";
+  size_t scope_end = name.rfind('/');
+  size_t dash =
+      name.find('-', scope_end == llvm::StringRef::npos ? 0 : scope_end);
+  return dash == llvm::StringRef::npos ? name : name.take_front(dash);
+}
+
+/// Grappler's memory optimizer recomputes a node under
+/// `AddPrefixToNodeName(<node>, "Recomputed")`: `Recomputed/<node>`.
+llvm::StringRef RecomputedNode(llvm::StringRef name) {
+  return name.consume_front("Recomputed/") ? name : "";
+}
+
 /// TensorFlow's rules for naming a node it creates after the node it stands
 /// for, each with the source that names it so (docs/attribution_rules.md).
 struct RenameRule {
@@ -119,6 +159,15 @@ constexpr RenameRule kRenameRules[] = {
     {"grappler_group_control_edges",
      "tensorflow/core/grappler/optimizers/dependency_optimizer.cc",
      GroupedControlTarget},
+    {"grappler_auto_mixed_precision",
+     "tensorflow/core/grappler/optimizers/auto_mixed_precision.cc",
+     MixedPrecisionCastSource},
+    {"grappler_layout_optimizer",
+     "tensorflow/core/grappler/optimizers/"
+     "generic_layout_optimizer_transposer.cc",
+     LayoutOptimizerNode},
+    {"grappler_memory_recompute",
+     "tensorflow/core/grappler/optimizers/memory_optimizer.cc", RecomputedNode},
 };
 
 /// Returns true if `op` (a tf op, registered or not) is `type`.

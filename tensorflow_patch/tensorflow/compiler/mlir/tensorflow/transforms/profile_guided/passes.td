@@ -40,8 +40,9 @@ def AnnotateOperationsProfilePass
     * `n/unary_ops_composition` (Grappler's UnaryOpsComposition) resolves to
       `n`, and the single-use composable unary ops feeding it get
       `fused_into = "n"`; `n/_<k>` and `n/ctrl/_<k>` (the graph partitioner's
-      sends and receives) and `GroupCrossDeviceControlEdges_<k>/n` (Grappler's
-      dependency optimizer) resolve to `n`; an entry function's argument name
+      sends and receives), `GroupCrossDeviceControlEdges_<k>/n` (Grappler's
+      dependency optimizer), `n-<port>-CastTo<T>-<id>-AutoMixedPrecision`,
+      `n-...-LayoutOptimizer` and `Recomputed/n` resolve to `n`; an entry function's argument name
       (`tf.entry_function` inputs) resolves to the ops that read it, split
       equally. docs/attribution_rules.md lists every rule and its source.
     * a name no op carries as its own was merged by the IR pipeline (an
