@@ -7,7 +7,8 @@
 //  * Grappler's dependency optimizer: `GroupCrossDeviceControlEdges_<k>/<node>`;
 //  * Grappler's auto mixed precision casts `<node>-<port>-CastTo<T>-<id>-AutoMixedPrecision`,
 //    its layout optimizer's transposes `<node>-<port>-...-LayoutOptimizer`, its
-//    memory optimizer's recomputation `Recomputed/<node>`;
+//    memory optimizer's recomputation `Recomputed/<node>`, constant folding's
+//    `ConstantFolding/<node>-<suffix>`, the loop optimizer's `LoopOptimizer/<node>`;
 //  * an argument's `_Arg` name (`tf.entry_function` inputs): its readers.
 // Each entry's rule is in attribution.json; a name that follows a rule to a
 // node the module lacks says so in its reason.
@@ -28,7 +29,7 @@
 // The transfer of argument x is split between the two ops that read it.
 // CHECK: "tf.MatMul"(%arg0, %arg1){{.*}}profiler_data = {{{.*}}merged = 1 : i64, {{.*}}self = 26 : i64
 // CHECK: "tf.MatMul"(%arg0, {{.*}}profiler_data = {{{.*}}merged = 1 : i64, {{.*}}self = 20 : i64
-// CHECK: "tf.AddV2"{{.*}}profiler_data = {count = 1 : i64, {{.*}}self = 5 : i64
+// CHECK: "tf.AddV2"{{.*}}profiler_data = {count = 3 : i64, {{.*}}self = 10 : i64
 // CHECK: "tf.AssignVariableOp"{{.*}}profiler_data = {count = 2 : i64, {{.*}}self = 24 : i64
 // CHECK: "tf.Identity"{{.*}}profiler_data = {count = 1 : i64, {{.*}}self = 30 : i64
 func.func @main(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %v: tensor<!tf_type.resource<tensor<4x4xf32>>>) -> (tensor<4x4xf32>, tensor<4x4xf32>) attributes {tf.entry_function = {inputs = "x,w,v", outputs = "out"}} {
@@ -65,5 +66,7 @@ func.func @main(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %v: tensor<!tf_type.re
 // JSON-NEXT: "ops": [
 // JSON-NEXT: "model/add"
 // JSON: "rule": "grappler_memory_recompute"
+// JSON: "rule": "grappler_constant_folding"
+// JSON: "rule": "grappler_loop_optimizer"
 
 // REMARK: remark: profile entry 'missing/_7' (9 ps self) matches no op; follows graph_partitioner

@@ -137,6 +137,25 @@ llvm::StringRef LayoutOptimizerNode(llvm::StringRef name) {
   return dash == llvm::StringRef::npos ? name : name.take_front(dash);
 }
 
+/// Grappler's constant folding names what it creates for `<node>`
+/// `AddPrefixToNodeName(<node><suffix>, "ConstantFolding")`, the suffix
+/// `-folded`, `-bcastargs-<j>`, `-reduction_indices`, ...: the node is the
+/// rest up to its last component's first `-`.
+llvm::StringRef ConstantFoldingNode(llvm::StringRef name) {
+  if (!name.consume_front("ConstantFolding/"))
+    return "";
+  size_t scope_end = name.rfind('/');
+  size_t dash =
+      name.find('-', scope_end == llvm::StringRef::npos ? 0 : scope_end);
+  return dash == llvm::StringRef::npos ? name : name.take_front(dash);
+}
+
+/// Grappler's loop optimizer hoists a loop-invariant node out of its frame as
+/// `AddPrefixToNodeName(<node>, "LoopOptimizer")`.
+llvm::StringRef HoistedNode(llvm::StringRef name) {
+  return name.consume_front("LoopOptimizer/") ? name : "";
+}
+
 /// Grappler's memory optimizer recomputes a node under
 /// `AddPrefixToNodeName(<node>, "Recomputed")`: `Recomputed/<node>`.
 llvm::StringRef RecomputedNode(llvm::StringRef name) {
@@ -168,6 +187,11 @@ constexpr RenameRule kRenameRules[] = {
      LayoutOptimizerNode},
     {"grappler_memory_recompute",
      "tensorflow/core/grappler/optimizers/memory_optimizer.cc", RecomputedNode},
+    {"grappler_constant_folding",
+     "tensorflow/core/grappler/optimizers/constant_folding.cc",
+     ConstantFoldingNode},
+    {"grappler_loop_optimizer",
+     "tensorflow/core/grappler/optimizers/loop_optimizer.cc", HoistedNode},
 };
 
 /// Returns true if `op` (a tf op, registered or not) is `type`.

@@ -106,7 +106,8 @@ struct Resolution {
 ///   `n/_<k>`, `n/ctrl/_<k>` (the graph partitioner's sends)       node `n`
 ///   `GroupCrossDeviceControlEdges_<k>/n` (Grappler)              node `n`
 ///   `n-<port>-CastTo<T>-<id>-AutoMixedPrecision`, `n-...-LayoutOptimizer`,
-///   `Recomputed/n` (Grappler)                                     node `n`
+///   `Recomputed/n`, `ConstantFolding/n-<suffix>`, `LoopOptimizer/n`
+///   (Grappler)                                                    node `n`
 /// and the name of a function argument (its `_Arg` node, a transfer of it
 /// after the partitioner) resolves to the ops that read the argument.
 /// Names no op carries as its own resolve, as MatchKind::kMerged, to the op

@@ -42,7 +42,8 @@ def AnnotateOperationsProfilePass
       `fused_into = "n"`; `n/_<k>` and `n/ctrl/_<k>` (the graph partitioner's
       sends and receives), `GroupCrossDeviceControlEdges_<k>/n` (Grappler's
       dependency optimizer), `n-<port>-CastTo<T>-<id>-AutoMixedPrecision`,
-      `n-...-LayoutOptimizer` and `Recomputed/n` resolve to `n`; an entry function's argument name
+      `n-...-LayoutOptimizer`, `Recomputed/n`, `ConstantFolding/n-<suffix>` and
+      `LoopOptimizer/n` resolve to `n`; an entry function's argument name
       (`tf.entry_function` inputs) resolves to the ops that read it, split
       equally. docs/attribution_rules.md lists every rule and its source.
     * a name no op carries as its own was merged by the IR pipeline (an
