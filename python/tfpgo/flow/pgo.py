@@ -113,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=LEVELS,
         help="also lower the frozen model with TensorFlow's passes to StableHLO (and on to "
         "linalg with IREE) and re-attach the profile there: model.<level>.mlir, its op graph "
-        "and the reachable share of op time per level in the report",
+        "and the reachable share of op time per level in the report; iree: also compile the "
+        "program with IREE, run it on the same inputs, compare with TensorFlow and profile "
+        "its dispatches (iree_profile.json, model.iree.vmfb)",
     )
     add(
         "--min-coverage",

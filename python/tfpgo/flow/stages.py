@@ -30,7 +30,8 @@ from tfpgo.atomic import atomic_output_dir
 from tfpgo.cli import working_directory
 from tfpgo.errors import UserError
 from tfpgo.mlir import annotate, lowering
-from tfpgo.models import DEFAULT_MODEL, check_model_spec
+from tfpgo.mlir.iree_run import IreeProfile
+from tfpgo.models import DEFAULT_MODEL, ModelCase, check_model_spec
 from tfpgo.models.profiling import ProfilerLevels
 from tfpgo.models.user import SignatureChoice, parse_input
 from tfpgo.render import (
@@ -68,6 +69,12 @@ OUTPUT_FILES = {
     "op_graph.stablehlo.json": "op graph of the StableHLO module",
     "op_graph.stablehlo.{fmt}": "StableHLO op graph colored by self time",
     "model.linalg.mlir": "the StableHLO lowered to linalg on tensors (IREE), annotated likewise",
+    "model.iree.vmfb": "--lower iree: the whole program compiled by IREE for this CPU, weights "
+    "included (iree-run-module --module=model.iree.vmfb runs it)",
+    "model.stablehlo.mlirbc": "--lower iree: the StableHLO with every weight, MLIR bytecode "
+    "(iree-compile compiles it)",
+    "iree_profile.json": "--lower iree: each IREE dispatch's time and the tf ops it ran "
+    "(docs/formats.md)",
     "op_graph.linalg.json": "op graph of the linalg module",
     "op_graph.linalg.{fmt}": "linalg op graph colored by self time",
     "event_dag.{fmt}": "event DAG (hottest events), critical path highlighted",
@@ -185,6 +192,11 @@ def _check_options(options: FlowOptions) -> None:
     if options.top_k < 0:
         raise UserError("--top-k must not be negative")
     lowering.check_levels(options.lower)
+    if "iree" in options.lower and (options.from_trace is not None or options.mode != "infer"):
+        raise UserError(
+            "--lower iree compiles and runs the loaded model's inference step: it needs "
+            "--mode infer and a model to profile (not --from-trace)"
+        )
     if options.optimize and options.from_trace is not None:
         raise UserError("--optimize measures the loaded model: it does not go with --from-trace")
     _check_signature_choice(options)
@@ -319,7 +331,7 @@ def _run_stages(
         levels = progress.stage(
             "lower",
             f"frozen tf -> {' -> '.join(options.lower)} (TensorFlow, IREE), profile re-attached",
-            lambda: _lower(options, out, lowerable, profile.totals.op_self_ps, note),
+            lambda: _lower(options, out, lowerable, profile.totals.op_self_ps, note, case),
         )
     optimized = None
     if options.optimize:
@@ -468,8 +480,19 @@ def _lower(
     tf_module: str,
     profile_self_ps: int,
     note: Callable[[str], None],
+    case: ModelCase | None,
 ) -> list[lowering.LoweredLevel]:
-    levels = lowering.lower(tf_module, out / "op_profile.json", options.lower, out, profile_self_ps)
+    iree = _iree_run(case, options.steps) if "iree" in options.lower and case else None
+    levels = lowering.lower(
+        tf_module, out / "op_profile.json", options.lower, out, profile_self_ps, iree
+    )
+    if iree is not None:
+        profile = IreeProfile.read(out / "iree_profile.json")
+        note(
+            f"iree: {len(profile.dispatches)} dispatches, "
+            f"{profile.attributed_ps / max(profile.dispatch_ps, 1):.2%} of their time on tf ops, "
+            f"outputs within {profile.outputs_max_abs:.3g} of TensorFlow's"
+        )
     for level in levels:
         coverage = level.coverage
         note(
@@ -477,6 +500,20 @@ def _lower(
             f"{coverage.coverage:.2%} of the op time reachable"
         )
     return levels
+
+
+def _iree_run(case: ModelCase, runs: int) -> lowering.IreeRun:
+    """The step's inputs and TensorFlow's outputs for them (an inference step: it
+    changes no state), for IREE to run and be compared with."""
+    import numpy as np
+    import tensorflow as tf
+
+    outputs = tf.nest.flatten(case.step())
+    return lowering.IreeRun(
+        tuple(np.asarray(value) for value in case.inputs),
+        tuple(np.asarray(value) for value in outputs),
+        runs,
+    )
 
 
 def _render(
@@ -586,6 +623,9 @@ def _report(
             analysis=analysis,
             analysis_chart="scope_chart.svg",
             optimize=optimized,
+            iree=IreeProfile.read(out / "iree_profile.json")
+            if (out / "iree_profile.json").is_file()
+            else None,
         ),
         out,
     )

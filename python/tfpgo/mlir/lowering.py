@@ -32,7 +32,10 @@ from tfpgo.errors import UserError
 from tfpgo.mlir import annotate, jax_names
 from tfpgo.mlir.diagnostics import error_message
 
-LEVELS = ("stablehlo", "linalg")
+LEVELS = ("stablehlo", "linalg", "iree")
+# Levels written as annotated modules; `iree` compiles and runs the program
+# (tfpgo.mlir.iree_run) after them.
+MODULE_LEVELS = ("stablehlo", "linalg")
 LEVEL_FORMAT = "tfpgo.level_profile"
 TF_TO_STABLEHLO = "tf-shape-inference,tf-stablehlo"
 # A function argument's name location (`%arg13: tensor<...> loc("x")`).
@@ -78,6 +81,16 @@ class LevelCoverage:
         if self.profile_self_ps == 0:
             return 1.0
         return self.source_self_ps / self.profile_self_ps
+
+
+@dataclass(frozen=True)
+class IreeRun:
+    """What `--lower iree` runs the compiled program on: the step's inputs and
+    TensorFlow's outputs for them (numpy arrays), and how many profiled runs."""
+
+    inputs: tuple[Any, ...]
+    expected: tuple[Any, ...]
+    runs: int
 
 
 @dataclass(frozen=True)
@@ -136,12 +149,14 @@ def lower(
     levels: tuple[str, ...],
     out: Path,
     profile_self_ps: int,
+    iree_run: IreeRun | None = None,
 ) -> list[LoweredLevel]:
     """Annotates `tf_module` (frozen tf MLIR text) with records in its locations and
     lowers it to each of `levels` (checked by `check_levels`) in order, writing
-    `model.<level>.mlir` and `op_graph.<level>.json` into `out`. Intermediate
-    files stay in a scratch directory; a model that cannot be lowered raises one
-    UserError line."""
+    `model.<level>.mlir` and `op_graph.<level>.json` into `out`; with `iree` (and
+    `iree_run`), `model.iree.vmfb` and `iree_profile.json` too (tfpgo.mlir.iree_run).
+    Intermediate files stay in a scratch directory; a model that cannot be lowered
+    raises one UserError line."""
     with tempfile.TemporaryDirectory(prefix="tfpgo-lower-") as scratch_dir:
         scratch = Path(scratch_dir)
         frozen = scratch / "tf.mlir"  # it holds every weight: never in the output
@@ -157,7 +172,10 @@ def lower(
         )
         tf_sources = _annotated_sources(scratch / "op_graph.tf.json")
         stablehlo = scratch / "stablehlo.mlir"
-        write_generic_stablehlo(_tf_to_stablehlo(carried), stablehlo)
+        stablehlo_text = _tf_to_stablehlo(carried)
+        write_generic_stablehlo(stablehlo_text, stablehlo)
+        if "iree" in levels and iree_run is not None:
+            _compile_and_run(stablehlo, stablehlo_text, iree_run, tf_sources, out, scratch)
         lowered = [("stablehlo", stablehlo)]
         if "linalg" in levels:
             linalg = scratch / "linalg.mlir"
@@ -166,8 +184,54 @@ def lower(
         return [
             _materialize(level, module, out, tf_sources, profile_self_ps, scratch)
             for level, module in lowered
-            if level in levels
+            if level in levels and level in MODULE_LEVELS
         ]
+
+
+def _compile_and_run(
+    stablehlo: Path,
+    stablehlo_text: str,
+    run: IreeRun,
+    tf_sources: dict[str, tuple[str, int]],
+    out: Path,
+    scratch: Path,
+) -> None:
+    """`--lower iree`: compile, run and compare, profile the dispatches, and write
+    `model.iree.vmfb` and `iree_profile.json` (tfpgo.mlir.iree_run)."""
+    import numpy as np
+
+    from tfpgo.mlir import iree_run
+
+    entry = _ENTRY_FUNCTION.search(stablehlo_text)
+    if entry is None:
+        raise UserError("iree level: the StableHLO module has no public function to run")
+    vmfb = scratch / "model.iree.vmfb"
+    sources = scratch / "executable_sources.mlir"
+    bytecode = scratch / "model.stablehlo.mlirbc"
+    iree_run.compile_module(stablehlo, vmfb, sources, bytecode)
+    inputs = []
+    for index, value in enumerate(run.inputs):
+        inputs.append(scratch / f"input_{index}.npy")
+        np.save(inputs[-1], np.asarray(value))
+    max_abs = iree_run.run_and_compare(vmfb, entry[1], inputs, run.expected, scratch)
+    timings = iree_run.profile_dispatches(vmfb, entry[1], inputs, run.runs, scratch)
+    profile = iree_run.build_profile(
+        "model.iree.vmfb",
+        entry[1],
+        run.runs,
+        max_abs,
+        timings,
+        iree_run.dispatch_sources(sources),
+        {name: self_ps for name, (_, self_ps) in tf_sources.items()},
+        _fused_into(scratch / "op_graph.tf.json"),
+    )
+    profile.write(out / "iree_profile.json")
+    for written in (vmfb, bytecode):  # the runnable program, weights and all
+        (out / written.name).write_bytes(written.read_bytes())
+
+
+# The public function of a lowered module: the one the runtime calls.
+_ENTRY_FUNCTION = re.compile(r"func\.func @([\w.$-]+)\(")
 
 
 def is_stablehlo(module_text: str) -> bool:
@@ -415,6 +479,15 @@ def read_level_coverage(
         )
     except (KeyError, TypeError) as error:
         raise UserError(f"{summary}: malformed {LEVEL_FORMAT} document ({error})") from None
+
+
+def _fused_into(op_graph: Path) -> dict[str, str]:
+    """tf node name → the op whose kernel ran it (`fused_into`), for fused ops."""
+    return {
+        node["name"]: node["fused_into"]
+        for node in read_json(op_graph)["nodes"]
+        if node.get("name") and node.get("fused_into")
+    }
 
 
 def _annotated_sources(op_graph: Path) -> dict[str, tuple[str, int]]:

@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING
 from tfpgo.analysis import Analysis
 from tfpgo.atomic import atomic_output_file
 from tfpgo.mlir.annotate import Attribution, UnresolvedEntry, xla_annotated_ps
+from tfpgo.mlir.iree_run import IreeProfile
 from tfpgo.mlir.lowering import LevelCoverage
 from tfpgo.render import RenderGraph, RenderNode
 from tfpgo.render.metrics import format_ps
 from tfpgo.render.model import Timing
 from tfpgo.report.analysis_tables import analysis_tables
 from tfpgo.report.device_tables import device_summary, device_tables
+from tfpgo.report.iree_tables import IREE_HEADER, iree_rows, iree_summary
 from tfpgo.report.tables import PAGE_STYLE, figure, html_table, markdown_table
 from tfpgo.trace.hlo_profile import HloProfile
 from tfpgo.trace.op_profile import OpProfile
@@ -62,6 +64,7 @@ class ReportInputs:
     analysis_chart: str | None = None  # icicle chart of time by scope (file name)
     hlo: HloProfile | None = None  # XLA-compiled steps only
     optimize: OptimizeResult | None = None  # --optimize: measured proposals
+    iree: IreeProfile | None = None  # --lower iree: the compiled program's dispatches
 
 
 def _hottest_ops(graph: RenderGraph, count: int) -> list[tuple[RenderNode, Timing]]:
@@ -367,6 +370,7 @@ def _xla_tables(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[st
     ]
 
 
+IREE_TITLE = "TensorFlow kernels vs IREE dispatches"
 _OP_HEADER = ["hot", "node", "op", "self", "total", "share", "count"]
 _RUNTIME_HEADER = ["runtime name", "kernel", "self", "share", "count"]
 
@@ -386,6 +390,10 @@ def to_markdown(inputs: ReportInputs) -> str:
         parts += ["", "## XLA", "", _xla_summary(inputs, inputs.hlo)]
         for title, header, rows in _xla_tables(inputs):
             parts += ["", f"### {title}", "", markdown_table(header, rows)]
+    if inputs.iree is not None:
+        steps, op_self = inputs.run.steps or 1, inputs.profile.totals.op_self_ps
+        parts += ["", f"## {IREE_TITLE}", "", iree_summary(inputs.iree, steps, op_self), ""]
+        parts += [markdown_table(IREE_HEADER, iree_rows(inputs.iree, steps, inputs.top_n))]
     if inputs.attribution.unresolved:
         parts += ["", "## Unresolved runtime names", ""]
         parts += [
@@ -486,6 +494,11 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         parts.append(f"<h2>XLA</h2><p>{esc(_xla_summary(inputs, inputs.hlo))}</p>")
         for title, header, rows in _xla_tables(inputs):
             parts += [f"<h3>{esc(title)}</h3>", html_table(header, rows)]
+    if inputs.iree is not None:
+        steps, op_self = inputs.run.steps or 1, inputs.profile.totals.op_self_ps
+        parts.append(f"<h2>{IREE_TITLE}</h2>")
+        parts.append(f"<p>{esc(iree_summary(inputs.iree, steps, op_self))}</p>")
+        parts.append(html_table(IREE_HEADER, iree_rows(inputs.iree, steps, inputs.top_n)))
     if inputs.attribution.unresolved:
         items = "".join(
             f"<li><code>{esc(entry.name)}</code> ({esc(_entry_time(inputs, entry))}): "

@@ -1,0 +1,106 @@
+"""`--lower iree`: the lowered program compiled by IREE, run on the profiled
+inputs and compared with TensorFlow, its dispatches profiled with IREE's HAL
+profiling and attributed to tf ops (real compiler and runtime, a small model)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from tfpgo.errors import UserError
+from tfpgo.flow.stages import FlowOptions, run_flow
+from tfpgo.mlir import iree_run
+from tfpgo.mlir.iree_run import IreeProfile
+
+STEPS = 3
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory):
+    out = tmp_path_factory.mktemp("iree") / "out"
+    options = FlowOptions(
+        model="cnn", batch_size=4, steps=STEPS, warmup=1, lower=("stablehlo", "linalg", "iree"),
+        output_dir=out, formats=("svg",),
+    )  # fmt: skip
+    run_flow(options)
+    return out
+
+
+def test_the_compiled_program_runs_and_its_dispatch_time_lands_on_tf_ops(flow):
+    profile = IreeProfile.read(flow / "iree_profile.json")
+    assert profile.runs == STEPS and profile.dispatches
+    assert all(d.count == STEPS for d in profile.dispatches)
+    assert profile.outputs_max_abs <= iree_run.ATOL + iree_run.RTOL
+    unattributed = sum(d.total_ps for d in profile.dispatches if not d.sources)
+    assert profile.attributed_ps + unattributed == profile.dispatch_ps  # exact sums
+    assert profile.attributed_ps >= 0.99 * profile.dispatch_ps
+    assert sum(profile.op_ps.values()) == profile.attributed_ps
+    assert {d.found_in for d in profile.dispatches} <= {"compute", "bindings"}
+    conv = [d for d in profile.dispatches if "conv_4x16x16x64" in d.name]
+    assert conv and conv[0].sources == ("cnn_1/conv_big_1/Relu",)  # fused into the Relu kernel
+    assert conv[0].tf_self_ps > 0
+    report = (flow / "report.md").read_text()
+    assert "## TensorFlow kernels vs IREE dispatches" in report and conv[0].name in report
+
+
+def test_the_whole_program_is_written_and_compiles(flow, tmp_path):
+    """model.stablehlo.mlirbc holds every weight: IREE compiles it to the same program."""
+    from iree.compiler.tools.binaries import find_tool
+
+    vmfb = tmp_path / "again.vmfb"
+    command = [find_tool("iree-compile"), *iree_run.IREE_FLAGS]
+    command += [str(flow / "model.stablehlo.mlirbc"), "-o", str(vmfb)]
+    subprocess.run(command, check=True, capture_output=True)
+    assert vmfb.stat().st_size > 0 and (flow / "model.iree.vmfb").stat().st_size > 0
+    assert "dense_resource<__elided__>" in (flow / "model.linalg.mlir").read_text()
+
+
+TINY = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %x, %x : tensor<4xf32> loc("square")
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+def test_outputs_that_differ_are_one_error_line(tmp_path):
+    stablehlo = tmp_path / "tiny.mlir"
+    stablehlo.write_text(TINY)
+    vmfb, sources = tmp_path / "tiny.vmfb", tmp_path / "tiny.sources.mlir"
+    iree_run.compile_module(stablehlo, vmfb, sources, tmp_path / "tiny.mlirbc")
+    x = np.arange(4, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert iree_run.run_and_compare(vmfb, "main", [tmp_path / "x.npy"], [x * x], tmp_path) == 0
+    with pytest.raises(UserError) as error:
+        iree_run.run_and_compare(vmfb, "main", [tmp_path / "x.npy"], [x * x + 1], tmp_path)
+    assert "\n" not in str(error.value)
+    assert str(error.value).startswith("iree level: output 0 of main differs from TensorFlow's")
+    timings = iree_run.profile_dispatches(vmfb, "main", [tmp_path / "x.npy"], 4, tmp_path)
+    ((name, (count, ps)),) = timings.items()
+    assert count == 4 and ps > 0
+    assert iree_run.dispatch_sources(sources)[name] == (("square",), "compute")
+
+
+def test_build_profile_splits_and_lists_unattributed_dispatches(tmp_path):
+    timings = {"d0": (2, 301), "d1": (2, 100), "d2": (2, 7)}
+    sources = {"d0": (("a/conv", "a/Relu"), "compute"), "d1": (("a/Relu",), "bindings")}
+    profile = iree_run.build_profile(
+        "m.vmfb", "main", 2, 0.0, timings, sources, {"a/Relu": 90}, {"a/conv": "a/Relu"}
+    )
+    by_name = {d.name: d for d in profile.dispatches}
+    assert by_name["d0"].sources == ("a/Relu",) and by_name["d0"].tf_self_ps == 45  # 90 / 2
+    assert by_name["d2"].sources == () and by_name["d2"].found_in == ""
+    assert profile.op_ps == {"a/Relu": 401} and profile.attributed_ps == 401
+    assert profile.dispatch_ps == 408
+    profile.write(tmp_path / "iree_profile.json")
+    assert IreeProfile.read(tmp_path / "iree_profile.json") == profile
+
+
+def test_iree_needs_an_inference_step(tmp_path):
+    levels = ("stablehlo", "linalg", "iree")
+    options = FlowOptions(lower=levels, mode="train", output_dir=tmp_path / "o")
+    with pytest.raises(UserError, match="--lower iree compiles and runs the loaded model's"):
+        run_flow(options)
+    assert not (tmp_path / "o").exists()
