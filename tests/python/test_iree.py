@@ -5,6 +5,7 @@ profiling and attributed to tf ops (real compiler and runtime, a small model).""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -104,3 +105,16 @@ def test_iree_needs_an_inference_step(tmp_path):
     with pytest.raises(UserError, match="--lower iree compiles and runs the loaded model's"):
         run_flow(options)
     assert not (tmp_path / "o").exists()
+
+
+def test_written_modules_keep_no_frames_of_tfpgo_itself(flow):
+    """The call stacks in the locations are the model's: no frame of tfpgo's own flow
+    (its package, bazel runfiles paths) in any module written, lowered ones included."""
+    import tfpgo
+
+    package = Path(tfpgo.__file__).parent
+    owns = {str(package), str(package.resolve()), "pgo.runfiles/tfpgo/tools"}
+    for module in sorted(flow.glob("model*.mlir")):
+        text = module.read_text()
+        assert not [own for own in owns if own in text], module.name
+    assert "keras" in (flow / "model.mlir").read_text()  # the model's own frames stay

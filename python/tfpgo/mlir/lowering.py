@@ -129,14 +129,16 @@ def freeze_and_export(concrete_function: Any) -> str:
         convert_variables_to_constants_v2,
     )
 
-    from tfpgo.models.profiling import EXPORT_PIPELINE
+    from tfpgo.models.profiling import EXPORT_PIPELINE, without_own_frames
 
     try:
         # Functional control flow stays functional: lowered to Switch/Merge,
         # a loop could not be lifted out of the tf_executor graph again.
         frozen = convert_variables_to_constants_v2(concrete_function, lower_control_flow=False)
-        return tf.mlir.experimental.convert_function(
-            frozen, pass_pipeline=EXPORT_PIPELINE, show_debug_info=True
+        return without_own_frames(
+            tf.mlir.experimental.convert_function(
+                frozen, pass_pipeline=EXPORT_PIPELINE, show_debug_info=True
+            )
         )
     except Exception as error:  # TensorFlow raises assorted errors here
         reason = error_message(str(error), "unknown error")

@@ -14,6 +14,7 @@ from the trace, and the per-op profile would miss them.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -121,9 +122,23 @@ def export_mlir(case: ModelCase) -> str:
     """
     import tensorflow as tf
 
-    return tf.mlir.experimental.convert_function(
-        case.concrete_function(), pass_pipeline=EXPORT_PIPELINE, show_debug_info=True
+    return without_own_frames(
+        tf.mlir.experimental.convert_function(
+            case.concrete_function(), pass_pipeline=EXPORT_PIPELINE, show_debug_info=True
+        )
     )
+
+
+def without_own_frames(module_text: str) -> str:
+    """`module_text` with the file locations of tfpgo's own Python frames (the flow
+    that built and traced the model: bazel runfiles paths) made `loc(unknown)`: the
+    call stacks in an export are the model's, not the tool's."""
+    package = Path(__file__).parents[1]  # python/tfpgo, as imported (runfiles or not)
+    roots = {str(package), str(package.resolve()), str(package.parents[1] / "tools")}
+    roots |= {str(package.resolve().parents[1] / "tools")}
+    pattern = "|".join(re.escape(root + "/") for root in sorted(roots))
+    own = re.compile(r'loc\("(?:' + pattern + r')[^"]*":\d+:\d+\)')
+    return own.sub("loc(unknown)", module_text)
 
 
 def _fetch(outputs: object) -> None:
