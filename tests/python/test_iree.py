@@ -44,6 +44,7 @@ def test_the_compiled_program_runs_and_its_dispatch_time_lands_on_tf_ops(flow):
     assert conv[0].tf_self_ps > 0
     report = (flow / "report.md").read_text()
     assert "## TensorFlow kernels vs IREE dispatches" in report and conv[0].name in report
+    assert "### By layer scope" in report and "| cnn_1/conv_big_1 |" in report
 
 
 def test_the_whole_program_is_written_and_compiles(flow, tmp_path):
@@ -94,6 +95,7 @@ def test_build_profile_splits_and_lists_unattributed_dispatches(tmp_path):
     assert by_name["d0"].sources == ("a/Relu",) and by_name["d0"].tf_self_ps == 45  # 90 / 2
     assert by_name["d2"].sources == () and by_name["d2"].found_in == ""
     assert profile.op_ps == {"a/Relu": 401} and profile.attributed_ps == 401
+    assert profile.op_tf_ps == {"a/Relu": 90}
     assert profile.dispatch_ps == 408
     profile.write(tmp_path / "iree_profile.json")
     assert IreeProfile.read(tmp_path / "iree_profile.json") == profile
@@ -118,3 +120,21 @@ def test_written_modules_keep_no_frames_of_tfpgo_itself(flow):
         text = module.read_text()
         assert not [own for own in owns if own in text], module.name
     assert "keras" in (flow / "model.mlir").read_text()  # the model's own frames stay
+
+
+def test_a_program_iree_cannot_compile_is_one_line_naming_the_op(tmp_path):
+    stablehlo = tmp_path / "custom.mlir"
+    stablehlo.write_text(
+        """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.custom_call @tfpgo_no_such_target(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+    )
+    out = tmp_path / "never.vmfb"
+    with pytest.raises(UserError) as error:
+        iree_run.compile_module(stablehlo, out, tmp_path / "s.mlir", tmp_path / "b.mlirbc")
+    message = str(error.value)
+    assert message.startswith("iree level: iree-compile failed: ") and "\n" not in message
+    assert "custom_call" in message and not out.exists()

@@ -78,6 +78,8 @@ class IreeProfile:
     dispatches: tuple[Dispatch, ...]
     # per tf node: its share of the dispatches' time (equal integer parts)
     op_ps: dict[str, int] = field(default_factory=dict)
+    # per tf node of `op_ps`: its TensorFlow self time over the profiled steps
+    op_tf_ps: dict[str, int] = field(default_factory=dict)
 
     @property
     def dispatch_ps(self) -> int:
@@ -99,7 +101,10 @@ class IreeProfile:
                 "dispatch_unattributed_ps": self.dispatch_ps - self.attributed_ps,
             },
             "dispatches": [{**asdict(d), "sources": list(d.sources)} for d in self.dispatches],
-            "ops": [{"name": name, "iree_ps": ps} for name, ps in self.op_ps.items()],
+            "ops": [
+                {"name": name, "iree_ps": ps, "tf_self_ps": self.op_tf_ps.get(name, 0)}
+                for name, ps in self.op_ps.items()
+            ],
         }
 
     def write(self, path: Path) -> None:
@@ -130,6 +135,7 @@ class IreeProfile:
                     for d in document["dispatches"]
                 ),
                 {op["name"]: op["iree_ps"] for op in document["ops"]},
+                {op["name"]: op["tf_self_ps"] for op in document["ops"]},
             )
         except (KeyError, TypeError) as error:
             raise UserError(f"{path}: malformed {FORMAT} document ({error})") from None
@@ -293,7 +299,8 @@ def build_profile(
         tf = sum(tf_self_ps.get(node, 0) // dispatches_of[node] for node in ran)
         dispatches.append(Dispatch(name, count, total_ps, ran, tf, found[name]))
     dispatches.sort(key=lambda d: (-d.total_ps, d.name))
-    return IreeProfile(source, entry, runs, max_abs, RTOL, ATOL, tuple(dispatches), op_ps)
+    op_tf = {node: tf_self_ps.get(node, 0) for node in op_ps}
+    return IreeProfile(source, entry, runs, max_abs, RTOL, ATOL, tuple(dispatches), op_ps, op_tf)
 
 
 def _run(tool: str, args: list[str], what: str) -> str:

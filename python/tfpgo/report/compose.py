@@ -27,7 +27,13 @@ from tfpgo.render.metrics import format_ps
 from tfpgo.render.model import Timing
 from tfpgo.report.analysis_tables import analysis_tables
 from tfpgo.report.device_tables import device_summary, device_tables
-from tfpgo.report.iree_tables import IREE_HEADER, iree_rows, iree_summary
+from tfpgo.report.iree_tables import (
+    IREE_HEADER,
+    SCOPE_HEADER,
+    iree_rows,
+    iree_summary,
+    scope_rows,
+)
 from tfpgo.report.tables import PAGE_STYLE, figure, html_table, markdown_table
 from tfpgo.trace.hlo_profile import HloProfile
 from tfpgo.trace.op_profile import OpProfile
@@ -394,6 +400,8 @@ def to_markdown(inputs: ReportInputs) -> str:
         steps, op_self = inputs.run.steps or 1, inputs.profile.totals.op_self_ps
         parts += ["", f"## {IREE_TITLE}", "", iree_summary(inputs.iree, steps, op_self), ""]
         parts += [markdown_table(IREE_HEADER, iree_rows(inputs.iree, steps, inputs.top_n))]
+        parts += ["", "### By layer scope", ""]
+        parts += [markdown_table(SCOPE_HEADER, scope_rows(inputs.iree, steps, inputs.top_n))]
     if inputs.attribution.unresolved:
         parts += ["", "## Unresolved runtime names", ""]
         parts += [
@@ -499,6 +507,8 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         parts.append(f"<h2>{IREE_TITLE}</h2>")
         parts.append(f"<p>{esc(iree_summary(inputs.iree, steps, op_self))}</p>")
         parts.append(html_table(IREE_HEADER, iree_rows(inputs.iree, steps, inputs.top_n)))
+        parts.append("<h3>By layer scope</h3>")
+        parts.append(html_table(SCOPE_HEADER, scope_rows(inputs.iree, steps, inputs.top_n)))
     if inputs.attribution.unresolved:
         items = "".join(
             f"<li><code>{esc(entry.name)}</code> ({esc(_entry_time(inputs, entry))}): "

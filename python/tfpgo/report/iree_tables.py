@@ -40,3 +40,22 @@ def iree_rows(profile: IreeProfile, tf_steps: int, top: int) -> list[list[str]]:
 
 
 IREE_HEADER = ["dispatch", "TF a step", "IREE a step", "IREE / TF", "tf ops"]
+
+
+def scope_rows(profile: IreeProfile, tf_steps: int, top: int) -> list[list[str]]:
+    """Per layer scope (a tf op's name without its last component): TF self time and
+    IREE dispatch time of its ops, a step each; largest gap first."""
+    sums: dict[str, list[int]] = {}
+    for name, iree_ps in profile.op_ps.items():
+        scope = name.rsplit("/", 1)[0] if "/" in name else name
+        row = sums.setdefault(scope, [0, 0])
+        row[0] += profile.op_tf_ps.get(name, 0) // max(tf_steps, 1)
+        row[1] += iree_ps // max(profile.runs, 1)
+    rows = sorted(sums.items(), key=lambda item: -abs(item[1][1] - item[1][0]))
+    return [
+        [scope, format_ps(tf), format_ps(iree), f"{iree / tf:.2f}x" if tf else "–"]
+        for scope, (tf, iree) in rows[:top]
+    ]
+
+
+SCOPE_HEADER = ["layer scope", "TF a step", "IREE a step", "IREE / TF"]
