@@ -4,6 +4,7 @@ profiling and attributed to tf ops (real compiler and runtime, a small model).""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -45,6 +46,12 @@ def test_the_compiled_program_runs_and_its_dispatch_time_lands_on_tf_ops(flow):
     report = (flow / "report.md").read_text()
     assert "## TensorFlow kernels vs IREE dispatches" in report and conv[0].name in report
     assert "### By layer scope" in report and "| cnn_1/conv_big_1 |" in report
+    graph = json.loads((flow / "op_graph.iree.json").read_text())
+    timed = [n for n in graph["nodes"] if n["profiler_data"]]
+    assert timed and all(
+        n["profiler_data"]["self"] == profile.op_ps[n["profiler_data"]["source"]] for n in timed
+    )
+    assert (flow / "op_graph.iree.svg").is_file()
 
 
 def test_the_whole_program_is_written_and_compiles(flow, tmp_path):

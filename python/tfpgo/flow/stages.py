@@ -30,7 +30,7 @@ from tfpgo.atomic import atomic_output_dir
 from tfpgo.cli import working_directory
 from tfpgo.errors import UserError
 from tfpgo.mlir import annotate, lowering
-from tfpgo.mlir.iree_run import IreeProfile
+from tfpgo.mlir.iree_run import IREE_OP_GRAPH, IreeProfile, write_iree_op_graph
 from tfpgo.models import DEFAULT_MODEL, ModelCase, check_model_spec
 from tfpgo.models.profiling import ProfilerLevels
 from tfpgo.models.user import SignatureChoice, parse_input
@@ -75,6 +75,9 @@ OUTPUT_FILES = {
     "(iree-compile compiles it)",
     "iree_profile.json": "--lower iree: each IREE dispatch's time and the tf ops it ran "
     "(docs/formats.md)",
+    "op_graph.iree.json": "--lower iree: the linalg op graph with each op's source timed by "
+    "IREE's dispatches instead of TensorFlow's kernels",
+    "op_graph.iree.{fmt}": "linalg op graph colored by IREE dispatch time",
     "op_graph.linalg.json": "op graph of the linalg module",
     "op_graph.linalg.{fmt}": "linalg op graph colored by self time",
     "event_dag.{fmt}": "event DAG (hottest events), critical path highlighted",
@@ -488,6 +491,7 @@ def _lower(
     )
     if iree is not None:
         profile = IreeProfile.read(out / "iree_profile.json")
+        write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH)
         note(
             f"iree: {len(profile.dispatches)} dispatches, "
             f"{profile.attributed_ps / max(profile.dispatch_ps, 1):.2%} of their time on tf ops, "
@@ -538,6 +542,11 @@ def _render(
             f"{level.coverage.level} op graph, colored by the self time of each op's source"
         )
         graphs.append((stem, level.op_graph.name))
+    if (out / IREE_OP_GRAPH).is_file():
+        captions["op_graph.iree"] = (
+            "linalg op graph, colored by the IREE dispatch time of each op's source"
+        )
+        graphs.append(("op_graph.iree", IREE_OP_GRAPH))
     pictures = []
     loaded = {}
     picture = next((fmt for fmt in ("svg", "png") if fmt in options.formats), None)

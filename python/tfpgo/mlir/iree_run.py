@@ -141,6 +141,43 @@ class IreeProfile:
             raise UserError(f"{path}: malformed {FORMAT} document ({error})") from None
 
 
+IREE_OP_GRAPH = "op_graph.iree.json"
+
+
+def write_iree_op_graph(linalg_graph: Path, profile: IreeProfile, path: Path) -> None:
+    """The linalg op graph (`tfpgo.op_graph`) with every record timed by IREE: an op
+    whose record's `source` tf op ran in dispatches shows that op's share of the
+    dispatch time (`IreeProfile.op_ps`, a run's worth in `dur`), as it shows the
+    source's TensorFlow time in the linalg graph; ops of other sources lose their
+    record. The picture of the compiled program's cost, op by op."""
+    document = read_json(linalg_graph)
+    runs = max(profile.runs, 1)
+    whole = max(profile.dispatch_ps, 1)
+    for node in document["nodes"]:
+        node["hot"], node["hot_rank"] = False, None  # TensorFlow's ranking, not IREE's
+        record = node.get("profiler_data")
+        if not record:
+            continue
+        ps = profile.op_ps.get(record.get("source", node.get("name")))
+        if ps is None:
+            node["profiler_data"] = None
+            continue
+        mean = ps // runs
+        node["profiler_data"] = {
+            **record,
+            "count": runs,
+            "total": ps,
+            "self": ps,
+            "dur": mean,
+            "min": mean,
+            "max": mean,
+            "p50": mean,
+            "p95": mean,
+            "share": ps / whole,
+        }
+    write_compact_json(path, document)
+
+
 def compile_module(stablehlo: Path, vmfb: Path, sources: Path, bytecode: Path) -> None:
     """The vmfb for the host CPU, the executable sources with locations, and the
     whole StableHLO program (weights included) as MLIR bytecode."""
