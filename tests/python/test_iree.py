@@ -52,6 +52,10 @@ def test_the_compiled_program_runs_and_its_dispatch_time_lands_on_tf_ops(flow):
         n["profiler_data"]["self"] == profile.op_ps[n["profiler_data"]["source"]] for n in timed
     )
     assert (flow / "op_graph.iree.svg").is_file()
+    dispatches = (flow / "model.dispatches.mlir").read_text()
+    record = f"iree_self = {profile.op_ps['cnn_1/conv_big_1/Relu']} : i64"
+    assert record in dispatches and 'source = "cnn_1/conv_big_1/Relu"' in dispatches
+    assert "hal.executable" in dispatches
 
 
 def test_the_whole_program_is_written_and_compiles(flow, tmp_path):

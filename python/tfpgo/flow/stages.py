@@ -75,6 +75,8 @@ OUTPUT_FILES = {
     "(iree-compile compiles it)",
     "iree_profile.json": "--lower iree: each IREE dispatch's time and the tf ops it ran "
     "(docs/formats.md)",
+    "model.dispatches.mlir": "--lower iree: IREE's executable sources, each dispatch's code "
+    "with profiler_data holding the TensorFlow time (self) and IREE's (iree_self)",
     "op_graph.iree.json": "--lower iree: the linalg op graph with each op's source timed by "
     "IREE's dispatches instead of TensorFlow's kernels",
     "op_graph.iree.{fmt}": "linalg op graph colored by IREE dispatch time",

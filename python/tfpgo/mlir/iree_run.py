@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfpgo.atomic import atomic_output_file
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
 from tfpgo.trace.xla_attribution import split_equally
@@ -41,6 +42,7 @@ IREE_FLAGS = (
     "--iree-llvmcpu-target-cpu=host",
 )
 DEVICE = "local-task"
+ELIDE_ELEMENTS = 64  # constants larger than this are elided in model.dispatches.mlir
 # Outputs must agree with TensorFlow's within RTOL relative + ATOL: float32
 # kernels of another compiler reassociate sums.
 RTOL = 1e-3
@@ -233,6 +235,57 @@ def _walk(op: Any, compute: dict[str, None], bindings: dict[str, None], exports:
         for block in region.blocks:
             for inner in block.operations:
                 _walk(inner.operation, compute, bindings, exports)
+
+
+DISPATCHES_MODULE = "model.dispatches.mlir"
+
+
+def write_dispatch_sources(
+    sources: Path, profile: IreeProfile, fused_into: dict[str, str], path: Path
+) -> None:
+    """The executable sources (each dispatch's code, large constants elided) with a
+    `profiler_data` record on every linalg op that names a tf op of the profile
+    (or one TensorFlow ran inside its kernel, `fused_into`): `source` (that tf op),
+    `self` (its TensorFlow self time, the profiled steps), `iree_self` (its share
+    of the dispatches that ran it), `dispatch`."""
+    from iree.compiler import ir
+
+    context = ir.Context()
+    module = ir.Module.parse(sources.read_text(), context)
+    with context:
+        i64 = ir.IntegerType.get_signless(64)
+        for executable in module.body.operations:
+            if executable.operation.name != "hal.executable":
+                continue
+            exports: list[str] = []
+            _walk(executable.operation, {}, {}, exports)
+            for op in _linalg_ops(executable.operation):
+                named = (fused_into.get(n, n) for n in _location_names(op.location))
+                source = next((n for n in named if n in profile.op_ps), None)
+                if source is None:
+                    continue
+                op.attributes["profiler_data"] = ir.DictAttr.get(
+                    {
+                        "source": ir.StringAttr.get(source),
+                        "self": ir.IntegerAttr.get(i64, profile.op_tf_ps.get(source, 0)),
+                        "iree_self": ir.IntegerAttr.get(i64, profile.op_ps[source]),
+                        "dispatch": ir.StringAttr.get(exports[0] if exports else ""),
+                    }
+                )
+    text = module.operation.get_asm(large_elements_limit=ELIDE_ELEMENTS)
+    with atomic_output_file(path) as handle:
+        handle.write(text)
+
+
+def _linalg_ops(op: Any) -> Iterator[Any]:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.operation.name.startswith("linalg.") and inner.operation.name not in (
+                    _NOT_COMPUTE
+                ):
+                    yield inner.operation
+                yield from _linalg_ops(inner.operation)
 
 
 def _location_names(location: Any) -> Iterable[str]:

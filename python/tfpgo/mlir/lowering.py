@@ -217,6 +217,7 @@ def _compile_and_run(
         np.save(inputs[-1], np.asarray(value))
     max_abs = iree_run.run_and_compare(vmfb, entry[1], inputs, run.expected, scratch)
     timings = iree_run.profile_dispatches(vmfb, entry[1], inputs, run.runs, scratch)
+    fused_into = _fused_into(scratch / "op_graph.tf.json")
     profile = iree_run.build_profile(
         "model.iree.vmfb",
         entry[1],
@@ -225,9 +226,11 @@ def _compile_and_run(
         timings,
         iree_run.dispatch_sources(sources),
         {name: self_ps for name, (_, self_ps) in tf_sources.items()},
-        _fused_into(scratch / "op_graph.tf.json"),
+        fused_into,
     )
     profile.write(out / "iree_profile.json")
+    dispatches = out / iree_run.DISPATCHES_MODULE
+    iree_run.write_dispatch_sources(sources, profile, fused_into, dispatches)
     for written in (vmfb, bytecode):  # the runnable program, weights and all
         (out / written.name).write_bytes(written.read_bytes())
 
