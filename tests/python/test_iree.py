@@ -32,7 +32,7 @@ def flow(tmp_path_factory):
 
 def test_the_compiled_program_runs_and_its_dispatch_time_lands_on_tf_ops(flow):
     profile = IreeProfile.read(flow / "iree_profile.json")
-    assert profile.runs == STEPS and profile.dispatches
+    assert (profile.runs, profile.warmup) == (STEPS, 1) and profile.dispatches
     assert all(d.count == STEPS for d in profile.dispatches)
     assert profile.outputs_max_abs <= iree_run.ATOL + iree_run.RTOL
     unattributed = sum(d.total_ps for d in profile.dispatches if not d.sources)
@@ -90,9 +90,9 @@ def test_outputs_that_differ_are_one_error_line(tmp_path):
         iree_run.run_and_compare(vmfb, "main", [tmp_path / "x.npy"], [x * x + 1], tmp_path)
     assert "\n" not in str(error.value)
     assert str(error.value).startswith("iree level: output 0 of main differs from TensorFlow's")
-    timings = iree_run.profile_dispatches(vmfb, "main", [tmp_path / "x.npy"], 4, tmp_path)
+    timings = iree_run.profile_dispatches(vmfb, "main", [tmp_path / "x.npy"], 4, tmp_path, 2)
     ((name, (count, ps)),) = timings.items()
-    assert count == 4 and ps > 0
+    assert count == 4 and ps > 0  # 6 runs profiled, the 2 warm-up runs dropped
     assert iree_run.dispatch_sources(sources)[name] == (("square",), "compute")
 
 
@@ -100,7 +100,7 @@ def test_build_profile_splits_and_lists_unattributed_dispatches(tmp_path):
     timings = {"d0": (2, 301), "d1": (2, 100), "d2": (2, 7)}
     sources = {"d0": (("a/conv", "a/Relu"), "compute"), "d1": (("a/Relu",), "bindings")}
     profile = iree_run.build_profile(
-        "m.vmfb", "main", 2, 0.0, timings, sources, {"a/Relu": 90}, {"a/conv": "a/Relu"}
+        "m.vmfb", "main", 2, 1, 0.0, timings, sources, {"a/Relu": 90}, {"a/conv": "a/Relu"}
     )
     by_name = {d.name: d for d in profile.dispatches}
     assert by_name["d0"].sources == ("a/Relu",) and by_name["d0"].tf_self_ps == 45  # 90 / 2

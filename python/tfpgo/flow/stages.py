@@ -487,7 +487,9 @@ def _lower(
     note: Callable[[str], None],
     case: ModelCase | None,
 ) -> list[lowering.LoweredLevel]:
-    iree = _iree_run(case, options.steps) if "iree" in options.lower and case else None
+    iree = (
+        _iree_run(case, options.steps, options.warmup) if "iree" in options.lower and case else None
+    )
     levels = lowering.lower(
         tf_module, out / "op_profile.json", options.lower, out, profile_self_ps, iree
     )
@@ -508,7 +510,7 @@ def _lower(
     return levels
 
 
-def _iree_run(case: ModelCase, runs: int) -> lowering.IreeRun:
+def _iree_run(case: ModelCase, runs: int, warmup: int) -> lowering.IreeRun:
     """The step's inputs and TensorFlow's outputs for them (an inference step: it
     changes no state), for IREE to run and be compared with."""
     import numpy as np
@@ -519,6 +521,7 @@ def _iree_run(case: ModelCase, runs: int) -> lowering.IreeRun:
         tuple(np.asarray(value) for value in case.inputs),
         tuple(np.asarray(value) for value in outputs),
         runs,
+        warmup,
     )
 
 

@@ -74,6 +74,7 @@ class IreeProfile:
     source: str
     entry: str
     runs: int
+    warmup: int  # runs profiled before them and dropped
     outputs_max_abs: float  # |IREE - TensorFlow| over every output element
     rtol: float
     atol: float
@@ -96,6 +97,7 @@ class IreeProfile:
             **new_header(FORMAT, VERSION, self.source),
             "entry": self.entry,
             "runs": self.runs,
+            "warmup": self.warmup,
             "outputs": {"max_abs": self.outputs_max_abs, "rtol": self.rtol, "atol": self.atol},
             "totals": {
                 "dispatch_ps": self.dispatch_ps,
@@ -122,6 +124,7 @@ class IreeProfile:
                 document["source"],
                 document["entry"],
                 document["runs"],
+                document["warmup"],
                 outputs["max_abs"],
                 outputs["rtol"],
                 outputs["atol"],
@@ -331,25 +334,33 @@ def run_and_compare(
 
 
 def profile_dispatches(
-    vmfb: Path, entry: str, inputs: Sequence[Path], runs: int, scratch: Path
+    vmfb: Path, entry: str, inputs: Sequence[Path], runs: int, scratch: Path, warmup: int = 0
 ) -> dict[str, tuple[int, int]]:
-    """Per dispatch function: (count, total ps) over `runs` runs of `entry`."""
+    """Per dispatch function: (count, total ps) over `runs` runs of `entry`, after
+    `warmup` runs that are profiled too and then dropped: each run is the same
+    number of queue submissions, in time order (`submission_id`)."""
     bundle = scratch / "run.ireeprof"
     args = [f"--module={vmfb}", f"--device={DEVICE}", f"--function={entry}"]
     args += [f"--input=@{path}" for path in inputs]
-    args += [f"--benchmark_min_time={runs}x", "--benchmark_repetitions=1"]
+    args += [f"--benchmark_min_time={warmup + runs}x", "--benchmark_repetitions=1"]
     args += ["--device_profiling_mode=host-execution,executable-metadata"]
     args += [f"--device_profiling_output={bundle}"]
     _run("iree-benchmark-module", args, "iree level (profile)")
     listing = _run(
-        "iree-profile", ["dispatch", "--format=jsonl", str(bundle)], "iree level (profile)"
+        "iree-profile",
+        ["dispatch", "--dispatch_events", "--format=jsonl", str(bundle)],
+        "iree level (profile)",
     )
+    events = [json.loads(line) for line in listing.splitlines()]
+    events = [e for e in events if e.get("type") == "host_dispatch_event" and e["valid"]]
+    submissions = sorted({e["submission_id"] for e in events})
+    per_run = max(len(submissions) // max(warmup + runs, 1), 1)
+    measured = set(submissions[len(submissions) - per_run * runs :])
     found: dict[str, tuple[int, int]] = {}
-    for line in listing.splitlines():
-        record = json.loads(line)
-        if record.get("type") == "host_dispatch_group":
-            count, ps = found.get(record["key"], (0, 0))
-            found[record["key"]] = (count + record["count"], ps + record["total_ns"] * 1000)
+    for event in events:
+        if event["submission_id"] in measured:
+            count, ps = found.get(event["key"], (0, 0))
+            found[event["key"]] = (count + 1, ps + event["duration_ns"] * 1000)
     return found
 
 
@@ -357,6 +368,7 @@ def build_profile(
     source: str,
     entry: str,
     runs: int,
+    warmup: int,
     max_abs: float,
     timings: dict[str, tuple[int, int]],
     sources: dict[str, tuple[tuple[str, ...], str]],
@@ -390,7 +402,9 @@ def build_profile(
         dispatches.append(Dispatch(name, count, total_ps, ran, tf, found[name]))
     dispatches.sort(key=lambda d: (-d.total_ps, d.name))
     op_tf = {node: tf_self_ps.get(node, 0) for node in op_ps}
-    return IreeProfile(source, entry, runs, max_abs, RTOL, ATOL, tuple(dispatches), op_ps, op_tf)
+    return IreeProfile(
+        source, entry, runs, warmup, max_abs, RTOL, ATOL, tuple(dispatches), op_ps, op_tf
+    )
 
 
 def _run(tool: str, args: list[str], what: str) -> str:

@@ -91,6 +91,7 @@ class IreeRun:
     inputs: tuple[Any, ...]
     expected: tuple[Any, ...]
     runs: int
+    warmup: int
 
 
 @dataclass(frozen=True)
@@ -216,12 +217,13 @@ def _compile_and_run(
         inputs.append(scratch / f"input_{index}.npy")
         np.save(inputs[-1], np.asarray(value))
     max_abs = iree_run.run_and_compare(vmfb, entry[1], inputs, run.expected, scratch)
-    timings = iree_run.profile_dispatches(vmfb, entry[1], inputs, run.runs, scratch)
+    timings = iree_run.profile_dispatches(vmfb, entry[1], inputs, run.runs, scratch, run.warmup)
     fused_into = _fused_into(scratch / "op_graph.tf.json")
     profile = iree_run.build_profile(
         "model.iree.vmfb",
         entry[1],
         run.runs,
+        run.warmup,
         max_abs,
         timings,
         iree_run.dispatch_sources(sources),
