@@ -149,3 +149,31 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
     message = str(error.value)
     assert message.startswith("iree level: iree-compile failed: ") and "\n" not in message
     assert "custom_call" in message and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("level", "module"), [("stablehlo", "stablehlo"), ("linalg", "linalg.explorer")]
+)
+def test_model_explorer_node_data_of_each_level_matches_its_adapter(flow, level, module):
+    """Every key of model_explorer.<level>.json is a node id Model Explorer's own MLIR
+    adapter gives the written module, on an op of the same name."""
+    import ai_edge_model_explorer_adapter as adapter
+
+    converted = json.loads(
+        adapter.ConvertMlirToJson(adapter.VisualizeConfig(), str(flow / f"model.{module}.mlir"))
+    )
+    labels = {
+        (graph["id"], node["id"]): node["label"]
+        for collection in converted
+        for graph in collection["subgraphs"]
+        for node in graph["nodes"]
+    }
+    graph = json.loads((flow / f"op_graph.{level}.json").read_text())
+    ops: dict[str, list[str]] = {}
+    for node in sorted(graph["nodes"], key=lambda node: node["id"]):
+        ops.setdefault(node["function"], []).append(node["op"])
+    document = json.loads((flow / f"model_explorer.{level}.json").read_text())
+    keys = [(graph_id, key) for graph_id, data in document.items() for key in data["results"]]
+    assert keys
+    for graph_id, key in keys:
+        assert labels[graph_id, key] == ops[graph_id][int(key)].removeprefix("tf.")

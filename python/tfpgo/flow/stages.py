@@ -43,6 +43,7 @@ from tfpgo.render import (
     write_pictures,
 )
 from tfpgo.render.exports import ExportInput, write_exports
+from tfpgo.render.exports.model_explorer import adapter_dialects, adapter_readable
 from tfpgo.render.model import EdgeKind
 from tfpgo.render.scope_chart import write_scope_chart
 from tfpgo.report import compose
@@ -84,6 +85,11 @@ OUTPUT_FILES = {
     "op_graph.linalg.{fmt}": "linalg op graph colored by self time",
     "event_dag.{fmt}": "event DAG (hottest events), critical path highlighted",
     "model_explorer.json": "Model Explorer node data: colors the same model in its graph view",
+    "model_explorer.stablehlo.json": "--lower: Model Explorer node data for model.stablehlo.mlir",
+    "model_explorer.linalg.json": "--lower linalg: Model Explorer node data for "
+    "model.linalg.explorer.mlir",
+    "model.linalg.explorer.mlir": "--lower linalg: model.linalg.mlir in a form Model Explorer's "
+    "adapter reads (ops of dialects it lacks moved into the tf dialect, same node ids)",
     "trace.json": "Chrome/Perfetto trace-event JSON of the profiled events",
     "speedscope.json": "flame chart of the profiled events per thread (www.speedscope.app)",
     "op_profile.csv": "the op profile as CSV",
@@ -577,6 +583,13 @@ def _render(
             "csv": out / "op_profile.csv",
         },
     }
+    for level in levels:  # node data for each lowered module Model Explorer opens
+        name = level.coverage.level
+        exports[level.op_graph.stem] = {"model-explorer": out / f"model_explorer.{name}.json"}
+        text = level.module.read_text()
+        readable = adapter_readable(text, adapter_dialects())
+        if readable != text:  # ops of dialects the adapter lacks (linalg, tensor)
+            (out / f"model.{name}.explorer.mlir").write_text(readable)
     for stem, requested in exports.items():
         write_exports(ExportInput(loaded[stem], RenderOptions(), profile), requested)
     return pictures, loaded["op_graph"]

@@ -22,12 +22,16 @@ and hot marks agree) and `value` in µs (time metrics) or % (share).
 
 from __future__ import annotations
 
+import functools
 import json
+import re
+import tempfile
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
 from tfpgo.atomic import atomic_output_file
+from tfpgo.errors import UserError
 from tfpgo.render import prepare
 from tfpgo.render.colormap import colormap_hex, text_color
 from tfpgo.render.exports.format import ExportFormat, ExportInput
@@ -85,6 +89,47 @@ def model_explorer_node_data(graph: RenderGraph, metric: Metric) -> dict:
         )
         for function, nodes in by_function.items()
     }
+
+
+# An op in generic form: `"dialect.op"(` after `=` or at a line's start.
+_GENERIC_OP = re.compile(r'(?<=[\s=])"(?P<dialect>[A-Za-z_][\w$]*)\.(?P<op>[\w.$]+)"(?=\()')
+_AVAILABLE = re.compile(r"Available dialects: ([\w, ]+?)\s*;")
+
+
+@functools.cache
+def adapter_dialects() -> frozenset[str]:
+    """The dialects Model Explorer's MLIR adapter registers, as the adapter itself
+    lists them when it meets an op of another dialect."""
+    import ai_edge_model_explorer_adapter as adapter
+
+    with tempfile.TemporaryDirectory(prefix="tfpgo-me-") as scratch:
+        probe = Path(scratch) / "probe.mlir"
+        probe.write_text("func.func @f() {\n  tfpgo_probe.op\n  return\n}\n")
+        try:
+            adapter.ConvertMlirToJson(adapter.VisualizeConfig(), str(probe))
+        except RuntimeError as error:
+            listed = _AVAILABLE.search(str(error))
+            if listed:
+                return frozenset(name.strip() for name in listed[1].split(","))
+    raise UserError(
+        "Model Explorer's MLIR adapter did not list its dialects; "
+        "check the ai-edge-model-explorer-adapter install (requirements.txt)"
+    )
+
+
+def adapter_readable(generic_module: str, dialects: frozenset[str]) -> str:
+    """A generic-form module whose ops of dialects the adapter lacks are moved into
+    the TensorFlow dialect (`"linalg.generic"` → `"tf.linalg.generic"`): the adapter
+    segfaults on any op of an unregistered dialect, and the tf dialect accepts
+    unknown ops (the adapter shows them without the `tf.` prefix). Op order, and so
+    the adapter's node ids, are unchanged."""
+
+    def rename(match: re.Match[str]) -> str:
+        if match["dialect"] in dialects:
+            return match[0]
+        return f'"tf.{match["dialect"]}.{match["op"]}"'
+
+    return _GENERIC_OP.sub(rename, generic_module)
 
 
 def write_model_explorer(graph: RenderGraph, metric: Metric, path: Path) -> None:
