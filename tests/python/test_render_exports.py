@@ -79,11 +79,36 @@ def test_model_explorer_keys_match_its_mlir_adapter():
         key = next(k for k, v in labels.items() if v == label)
         assert document["results"][key]["value"] == timing(ops[name]).self_ps / 1e6
     assert all(
-        labels[key] in {"ReadVariableOp", "Relu", "BiasAdd", "Identity"}
+        labels[key] in {"ReadVariableOp", "Relu", "BiasAdd", "Identity", "MatMul"}
         for key in document["results"]
     )
     relu_key = next(k for k, v in labels.items() if v == "Relu")
     assert document["results"][relu_key]["bgColor"] == HOT_FILL
+    # The MatMuls ran inside the fused kernels named after Relu and BiasAdd: they show
+    # their kernel's time and color, not white.
+    matmuls = [k for k, v in labels.items() if v == "MatMul"]
+    assert sorted(document["results"][k]["value"] for k in matmuls) == sorted(
+        [timing(ops["sequential_1/dense_1/Relu"]).self_ps / 1e6,
+         timing(ops["sequential_1/dense_1_2/BiasAdd"]).self_ps / 1e6]
+    )  # fmt: skip
+    assert document["results"][matmuls[0]] == document["results"][relu_key]
+
+
+def test_kernel_labels_name_the_kernel_and_every_op_it_ran():
+    import dataclasses
+
+    from tfpgo.render.exports.model_explorer_kernels import kernel_labels
+
+    graph = prepare(load_graph(MLP_OP_GRAPH), RenderOptions())
+    profile = OpProfile.read(MLP_OP_PROFILE)
+    fused = dataclasses.replace(
+        profile.ops[0], name="sequential_1/dense_1/Relu", op_types=("_MklNativeFusedMatMul",)
+    )
+    labels = kernel_labels(graph, dataclasses.replace(profile, ops=(fused,)))
+    results = labels["__inference_f_76"]["results"]
+    relu = "_MklNativeFusedMatMul: MatMul+BiasAdd+Relu, 17.8 µs"
+    assert [results[k]["value"] for k in ("4", "5", "6")] == [relu] * 3  # MatMul, BiasAdd, Relu
+    assert results["7"]["value"] == "BiasAdd: MatMul+BiasAdd, 7.55 µs"  # no profile entry
 
 
 def test_model_explorer_event_dag_is_keyed_by_node_name():

@@ -11,13 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from tfpgo.render.exports import csv_export, model_explorer, speedscope, trace_events
+from tfpgo.render.exports import (
+    csv_export,
+    model_explorer,
+    model_explorer_kernels,
+    speedscope,
+    trace_events,
+)
 from tfpgo.render.exports.format import ExportFormat, ExportInput
 
 EXPORT_FORMATS: dict[str, ExportFormat] = {
     export.name: export
     for export in (
         model_explorer.EXPORT,
+        model_explorer_kernels.EXPORT,
         trace_events.EXPORT,
         speedscope.EXPORT,
         csv_export.EXPORT,

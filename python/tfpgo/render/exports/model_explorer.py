@@ -80,15 +80,33 @@ def model_explorer_node_data(graph: RenderGraph, metric: Metric) -> dict:
     if graph.kind is GraphKind.EVENT_DAG:
         per_name = merge_by_name(graph)
         return _graph_node_data(name, [(n.name, n) for n in per_name.nodes], per_name, metric)
-    by_function: dict[str | None, list[RenderNode]] = defaultdict(list)
-    for node in sorted(graph.nodes, key=lambda node: node.id):
-        by_function[node.group].append(node)
-    return {
-        function or "main": _graph_node_data(
+    document = {}
+    for function, nodes in ops_by_function(graph).items():
+        data = _graph_node_data(
             name, [(str(index), node) for index, node in enumerate(nodes)], graph, metric
         )
-        for function, nodes in by_function.items()
-    }
+        _show_kernels_on_fused_ops(nodes, data["results"])
+        document[function] = data
+    return document
+
+
+def ops_by_function(graph: RenderGraph) -> dict[str, list[RenderNode]]:
+    """Each function's ops in id order: an op's Model Explorer node id is its index."""
+    by_function: dict[str, list[RenderNode]] = defaultdict(list)
+    for node in sorted(graph.nodes, key=lambda node: node.id):
+        by_function[node.group or "main"].append(node)
+    return by_function
+
+
+def _show_kernels_on_fused_ops(nodes: list[RenderNode], results: dict) -> None:
+    """An op TensorFlow ran inside another op's kernel (`fused_into`, e.g. the MatMul
+    of a MatMul+BiasAdd+Relu kernel named after the Relu) shows that kernel's value
+    and color: a MatMul left white reads as free while the Relu reads as the cost."""
+    key_of = {node.name: str(index) for index, node in enumerate(nodes)}
+    for index, node in enumerate(nodes):
+        kernel = key_of.get(node.fused_into or "")
+        if kernel is not None and kernel in results and str(index) not in results:
+            results[str(index)] = dict(results[kernel])
 
 
 # An op in generic form: `"dialect.op"(` after `=` or at a line's start.
