@@ -144,6 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
         "differs from itself from the same state, a change that draws other random numbers), "
         "marked 'numerics not checked'",
     )
+    add(
+        "--explore",
+        action="store_true",
+        help="when done, open the output in Model Explorer on 127.0.0.1 (the URL is printed; "
+        "Ctrl-C stops it): bazel run //tools:explore -- DIR does the same later",
+    )
+    add("--explore-port", type=int, default=8080, help="--explore: the port (default 8080)")
     add_host_reading_arguments(parser)
     return parser
 
@@ -185,7 +192,8 @@ def _levels_up_to(level: str | None) -> tuple[str, ...]:
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    options = options_from_args(build_parser().parse_args(argv))
+    args = build_parser().parse_args(argv)
+    options = options_from_args(args)
     result = run_flow(options)
     seconds = ", ".join(f"{name} {value:.1f}s" for name, value in result.stage_seconds)
     time = "device time" if result.attribution.profile_device_ps else "TF op time"
@@ -194,4 +202,8 @@ def main(argv: list[str]) -> int:
         file=sys.stderr,
     )
     print(f"pgo: report: {result.report_html}")
+    if args.explore:
+        from tfpgo.render.explore import exploration, serve
+
+        serve(exploration(result.output_dir), args.explore_port)
     return 0
