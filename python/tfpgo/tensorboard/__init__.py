@@ -1,0 +1,1 @@
+"""tfpgo in TensorBoard: a plugin tab beside xprof's, on the same logdir."""
