@@ -89,3 +89,34 @@ def test_runs_reports_files_and_the_diff(board):
     with pytest.raises(urllib.error.HTTPError) as outside:
         _get(f"{board}/data/plugin/tfpgo/file?run=mlp_b4&path=../mlp_b8/report.html")
     assert outside.value.code == 404
+
+
+def test_the_tab_and_the_report_in_a_real_browser(board, logdir, tmp_path):
+    """Headless Chromium over the DevTools protocol: the tab lists both runs, shows the
+    chosen run's report, and its diff button shows the comparison; report.html opens
+    on its own with its tables and pictures."""
+    from browser import Browser
+
+    with Browser() as browser:
+        browser.open(f"{board}/data/plugin_entry.html?name=tfpgo")
+        runs = browser.wait_for(
+            "[...document.querySelector('select').options].map((o) => o.value)", "the runs"
+        )
+        assert runs == ["mlp_b4", "mlp_b8"]
+        frame = "document.getElementById('tfpgo-report').contentDocument"
+        title = browser.wait_for(
+            f"{frame}.title.startsWith('tfpgo report') && {frame}.title", "report"
+        )
+        assert title == "tfpgo report: mlp"
+        assert browser.evaluate(f"{frame}.querySelectorAll('table').length") > 3
+        links = browser.evaluate("document.getElementById('tfpgo-files').textContent")
+        assert "trace.json" in links and "model.annotated.mlir" in links
+        assert browser.screenshot(tmp_path / "tab.png").stat().st_size > 10_000
+        browser.evaluate("document.querySelector('button').click()")
+        text = f"{frame}.body.textContent"
+        diff = browser.wait_for(f"{text}.includes('mlp_b8') && {text}", "the diff")
+        assert "mlp_b4" in diff
+        browser.open((logdir / "mlp_b4" / "report.html").as_uri())
+        browser.wait_for("document.readyState === 'complete'", "report.html")
+        assert browser.evaluate("document.title") == "tfpgo report: mlp"
+        assert browser.evaluate("document.querySelectorAll('svg').length") >= 2
