@@ -90,6 +90,7 @@ class Browser:
         self._socket.close()
         self._process.terminate()
         self._process.wait(timeout=30)
+        shutil.rmtree(self._profile.name, ignore_errors=True)  # Chromium's last writes race
         self._profile.cleanup()
 
     def __enter__(self) -> Browser:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -52,16 +53,20 @@ def test_a_directory_without_a_pgo_output_is_one_line(tmp_path, capsys):
     )
 
 
-def test_serves_on_localhost_until_ctrl_c(output):
-    port = _free_port()
+def _start(output: Path, port: int) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(Path(tfpgo.__file__).resolve().parents[1]))
-    server = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, str(EXPLORE), str(output), "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
+
+
+def test_serves_on_localhost_until_ctrl_c(output):
+    port = _free_port()
+    server = _start(output, port)
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -79,3 +84,47 @@ def test_serves_on_localhost_until_ctrl_c(output):
     assert f"http://{explore.HOST}:{port}/?data=" in stdout
     assert "model.annotated.mlir" in stdout and "model_explorer.kernels.json" in stdout
     assert "Traceback" not in stderr and server.returncode in (0, 130)
+
+
+def test_the_fused_matmul_shows_its_kernels_time_in_model_explorer(output, tmp_path):
+    """In a real browser (headless Chromium over the DevTools protocol): Model Explorer
+    lists both tfpgo node data, and the MatMul TensorFlow ran inside the fused kernel
+    named after its Relu shows that kernel's time, color and name in the page."""
+    from browser import Browser
+
+    times = json.loads((output / "model_explorer.json").read_text())
+    kernels = json.loads((output / "model_explorer.kernels.json").read_text())
+    ((function, data),) = times.items()
+    labels = kernels[function]["results"]
+    matmul = next(k for k, v in labels.items() if v["value"].split(": ")[1].startswith("MatMul+"))
+    value, color = data["results"][matmul]["value"], data["results"][matmul]["bgColor"]
+    label = labels[matmul]["value"]
+    server = _start(output, _free_port())
+    try:
+        url = next(line.strip() for line in server.stdout or () if line.startswith("http://"))
+        with Browser(timeout=180) as browser:
+            browser.open(url)
+            text = browser.wait_for(
+                f"document.body.innerText.includes({json.dumps(label)}) && document.body.innerText",
+                "Model Explorer's node data table",
+            )
+            assert "tfpgo self (µs)" in text and "tfpgo kernel" in text
+            # the value's cells in rows of a MatMul (the node data table), each with
+            # the first background color behind it
+            colors = browser.evaluate(
+                f"""[...document.querySelectorAll('*')]
+                  .filter((e) => e.children.length === 0 && e.textContent.trim() === '{value}')
+                  .filter((e) => (e.closest('tr')?.textContent || '').includes('MatMul'))
+                  .map((cell) => {{
+                    for (let e = cell; e; e = e.parentElement) {{
+                      const color = getComputedStyle(e).backgroundColor;
+                      if (color !== 'rgba(0, 0, 0, 0)') return color;
+                    }}
+                    return null; }})"""
+            )
+            red, green, blue = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+            assert f"rgb({red}, {green}, {blue})" in colors, colors
+            browser.screenshot(tmp_path / "model_explorer.png")
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=60)
