@@ -109,6 +109,8 @@ def test_the_fused_matmul_shows_its_kernels_time_in_model_explorer(output, tmp_p
                 "Model Explorer's node data table",
             )
             assert "tfpgo self (µs)" in text and "tfpgo kernel" in text
+            report = (output / "report.md").read_text()
+            assert "- **variable reads**: " in report and "Model Explorer hides" in report
             # the value's cells in rows of a MatMul (the node data table), each with
             # the first background color behind it
             colors = browser.evaluate(

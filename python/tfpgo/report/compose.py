@@ -114,6 +114,16 @@ def _summary_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
             f"{attribution.profile_entries} unresolved)",
         ),
     ]
+    reads = [op for op in profile.ops if "ReadVariableOp" in op.op_types]
+    if reads:
+        rows.append(
+            (
+                "variable reads",
+                f"{format_ps(sum(op.self_ps for op in reads))} self in {len(reads)} "
+                "ReadVariableOp ops (Model Explorer hides its ReadVariableOp nodes by default: "
+                "show them there to see this time)",
+            )
+        )
     if attribution.xla_launch_self_ps:
         rows.append(
             (
