@@ -54,7 +54,9 @@ def test_a_directory_without_a_pgo_output_is_one_line(tmp_path, capsys):
 
 
 def _start(output: Path, port: int) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=str(Path(tfpgo.__file__).resolve().parents[1]))
+    # Unbuffered: the URL line must reach the pipe while the server runs.
+    package_root = str(Path(tfpgo.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=package_root, PYTHONUNBUFFERED="1")
     return subprocess.Popen(
         [sys.executable, str(EXPLORE), str(output), "--port", str(port)],
         stdout=subprocess.PIPE,
