@@ -8,18 +8,14 @@ op_name). Each runs `pgo` in its own process, as `bazel run //:pgo` does."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pgo_process import run_pgo
 
-import tfpgo
 from tfpgo.trace.op_profile import OpProfile
 
 HOOKS = Path(__file__).resolve().parents[1] / "data" / "attribution"
-PGO = Path(__file__).resolve().parents[2] / "tools" / "pgo.py"
 # hook -> the rules its step must need (attribution.json `rule`)
 RULES = {
     "gelu_transformer": {"grappler_unary_ops_composition"},
@@ -34,12 +30,7 @@ def run(request, tmp_path_factory):
     out = tmp_path_factory.mktemp(name) / "out"
     flags = ["--model", str(HOOKS / f"{name}.py"), "--mode", "train", "--batch-size", "8"]
     flags += ["--steps", "3", "--warmup", "2", "--output-dir", str(out)]
-    package_root = str(Path(tfpgo.__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=package_root, TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run(
-        [sys.executable, str(PGO), *flags], env=env, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_pgo(flags)
     return name, out
 
 

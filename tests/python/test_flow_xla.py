@@ -6,20 +6,16 @@ the mixed hook turns XLA auto-clustering on for its whole process."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pgo_process import run_pgo
 
-import tfpgo
 from tfpgo.mlir import annotate
 from tfpgo.trace.op_profile import OpProfile
 
 HOOKS = Path(__file__).resolve().parents[1] / "data" / "xla"
-PGO = Path(__file__).resolve().parents[2] / "tools" / "pgo.py"
 
 # (hook, mode, batch size): the training batch keeps XLA's weight copies, which
 # no TF node owns, well under 1% (see tests/data/xla/train_adam.py).
@@ -39,12 +35,7 @@ def run(request, tmp_path_factory):
     # Two warmup steps: in the first steps XLA's buffers are new, and page faults
     # lengthen its small copies.
     flags += ["--steps", "3", "--warmup", "2", "--output-dir", str(out)]
-    package_root = str(Path(tfpgo.__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=package_root, TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run(
-        [sys.executable, str(PGO), *flags], env=env, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_pgo(flags)
     return name, out, done.stderr
 
 

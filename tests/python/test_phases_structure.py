@@ -8,14 +8,11 @@ other: the structure does not depend on it."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pgo_process import run_pgo
 
-import tfpgo
 from tfpgo.analysis import analyse
 from tfpgo.analysis.phase import Phase
 from tfpgo.analysis.structure import OpDataflow, is_update, node_phases, phases_by_entry
@@ -23,7 +20,6 @@ from tfpgo.mlir import annotate
 from tfpgo.trace.op_profile import OpProfile
 
 HOOKS = Path(__file__).resolve().parents[1] / "data" / "phases"
-PGO = Path(__file__).resolve().parents[2] / "tools" / "pgo.py"
 
 
 @pytest.fixture(scope="module", params=["adamw", "sgd_momentum", "adafactor"])
@@ -31,12 +27,7 @@ def run(request, tmp_path_factory):
     out = tmp_path_factory.mktemp(request.param) / "out"
     flags = ["--model", str(HOOKS / f"{request.param}.py"), "--mode", "train"]
     flags += ["--batch-size", "8", "--steps", "2", "--warmup", "1", "--output-dir", str(out)]
-    package_root = str(Path(tfpgo.__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=package_root, TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run(
-        [sys.executable, str(PGO), *flags], env=env, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_pgo(flags)
     return request.param, out
 
 
