@@ -15,8 +15,10 @@ from pgo_process import run_pgo
 
 from tfpgo.analysis import analyse
 from tfpgo.analysis.phase import Phase
-from tfpgo.analysis.structure import OpDataflow, is_update, node_phases, phases_by_entry
+from tfpgo.analysis.structure import OpDataflow, is_update, node_phases
+from tfpgo.flow.stages import structural_phases
 from tfpgo.mlir import annotate
+from tfpgo.render import load_graph
 from tfpgo.trace.op_profile import OpProfile
 
 HOOKS = Path(__file__).resolve().parents[1] / "data" / "phases"
@@ -32,15 +34,10 @@ def run(request, tmp_path_factory):
 
 
 def _structural(out: Path, profile: OpProfile) -> dict[str, Phase]:
-    graph = json.loads((out / "op_graph.json").read_text())
-    index = {node["id"]: at for at, node in enumerate(graph["nodes"])}
-    dataflow = OpDataflow(
-        tuple(node["name"] or "" for node in graph["nodes"]),
-        tuple(node["op"].removeprefix("tf.") for node in graph["nodes"]),
-        tuple((index[e["from"]], index[e["to"]]) for e in graph["edges"] if e["kind"] == "data"),
-    )
-    landed = annotate.landed_on(annotate.read_attribution(out / "attribution.json"))
-    return phases_by_entry(dataflow, landed, [op.name for op in profile.ops])
+    """What the flow's report used: its op graph and attribution, read back."""
+    graph = load_graph(out / "op_graph.json")
+    attribution = annotate.read_attribution(out / "attribution.json")
+    return structural_phases(graph, attribution, profile)
 
 
 def test_every_update_is_under_optimizer(run):

@@ -25,6 +25,7 @@ from typing import TypeVar
 
 from tfpgo import HOT_OPS
 from tfpgo.analysis import analyse
+from tfpgo.analysis.phase import Phase
 from tfpgo.analysis.structure import OpDataflow, phases_by_entry
 from tfpgo.atomic import atomic_output_dir
 from tfpgo.cli import working_directory
@@ -600,6 +601,15 @@ def _render(
     return pictures, loaded["op_graph"]
 
 
+def structural_phases(
+    op_graph: RenderGraph, attribution: annotate.Attribution, profile: OpProfile
+) -> dict[str, Phase]:
+    """Each profile entry's phase from the op graph's structure, through the ops the
+    entry landed on (tfpgo.analysis.structure)."""
+    landed = annotate.landed_on(attribution)
+    return phases_by_entry(_dataflow(op_graph), landed, (op.name for op in profile.ops))
+
+
 def _dataflow(graph: RenderGraph) -> OpDataflow:
     """The op graph's ops and data edges, as the structural phase rule reads them."""
     index = {node.id: at for at, node in enumerate(graph.nodes)}
@@ -625,10 +635,7 @@ def _report(
     levels,
     optimized=None,
 ) -> None:
-    structural = phases_by_entry(
-        _dataflow(op_graph), annotate.landed_on(attribution), (op.name for op in profile.ops)
-    )
-    analysis = analyse(profile, structural)
+    analysis = analyse(profile, structural_phases(op_graph, attribution, profile))
     analysis.write(out / "analysis.json")
     if analysis.device is not None:  # a GPU trace: the chart draws device time
         title = "device time by layer scope: width = time, color = main phase"
