@@ -93,7 +93,8 @@ def test_outputs_that_differ_are_one_error_line(tmp_path):
     timings = iree_run.profile_dispatches(vmfb, "main", [tmp_path / "x.npy"], 4, tmp_path, 2)
     ((name, (count, ps)),) = timings.items()
     assert count == 4 and ps > 0  # 6 runs profiled, the 2 warm-up runs dropped
-    assert iree_run.dispatch_sources(sources)[name] == (("square",), "compute")
+    parsed = iree_run.parse_sources(sources)
+    assert iree_run.dispatch_sources(parsed)[name] == (("square",), "compute")
 
 
 def test_build_profile_splits_and_lists_unattributed_dispatches(tmp_path):

@@ -202,15 +202,19 @@ def compile_module(stablehlo: Path, vmfb: Path, sources: Path, bytecode: Path) -
     )
 
 
-def dispatch_sources(sources: Path) -> dict[str, tuple[tuple[str, ...], str]]:
+def parse_sources(sources: Path) -> Any:
+    """The executable sources as an MLIR module (IREE's Python bindings), parsed once
+    for `dispatch_sources` and `write_dispatch_sources`."""
+    from iree.compiler import ir
+
+    return ir.Module.parse(sources.read_text(), ir.Context())
+
+
+def dispatch_sources(module: Any) -> dict[str, tuple[tuple[str, ...], str]]:
     """Per executable export (the dispatch function's name): the tf node names its
     compute ops carry, in first-seen order, and where they were found: `compute`,
     or `bindings` when no compute op carries one (a copy or layout change IREE
     made: the names of the values it reads and writes), "" when none."""
-    from iree.compiler import ir
-
-    context = ir.Context()
-    module = ir.Module.parse(sources.read_text(), context)
     found: dict[str, tuple[tuple[str, ...], str]] = {}
     for executable in module.body.operations:
         if executable.operation.name != "hal.executable":
@@ -244,7 +248,7 @@ DISPATCHES_MODULE = "model.dispatches.mlir"
 
 
 def write_dispatch_sources(
-    sources: Path, profile: IreeProfile, fused_into: dict[str, str], path: Path
+    module: Any, profile: IreeProfile, fused_into: dict[str, str], path: Path
 ) -> None:
     """The executable sources (each dispatch's code, large constants elided) with a
     `profiler_data` record on every linalg op that names a tf op of the profile
@@ -253,9 +257,7 @@ def write_dispatch_sources(
     of the dispatches that ran it), `dispatch`."""
     from iree.compiler import ir
 
-    context = ir.Context()
-    module = ir.Module.parse(sources.read_text(), context)
-    with context:
+    with module.context:
         i64 = ir.IntegerType.get_signless(64)
         for executable in module.body.operations:
             if executable.operation.name != "hal.executable":

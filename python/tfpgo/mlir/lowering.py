@@ -173,12 +173,14 @@ def lower(
             scratch / "attribution.tf.json",
             carry_in_location=True,
         )
-        tf_sources = _annotated_sources(scratch / "op_graph.tf.json")
+        tf_graph = read_json(scratch / "op_graph.tf.json")
+        tf_sources = _annotated_sources(tf_graph)
         stablehlo = scratch / "stablehlo.mlir"
         stablehlo_text = _tf_to_stablehlo(carried)
         write_generic_stablehlo(stablehlo_text, stablehlo)
         if "iree" in levels and iree_run is not None:
-            _compile_and_run(stablehlo, stablehlo_text, iree_run, tf_sources, out, scratch)
+            fused_into = _fused_into(tf_graph)
+            _compile_and_run(stablehlo, stablehlo_text, iree_run, tf_sources, fused_into, out)
         lowered = [("stablehlo", stablehlo)]
         if "linalg" in levels:
             linalg = scratch / "linalg.mlir"
@@ -196,8 +198,8 @@ def _compile_and_run(
     stablehlo_text: str,
     run: IreeRun,
     tf_sources: dict[str, tuple[str, int]],
+    fused_into: dict[str, str],
     out: Path,
-    scratch: Path,
 ) -> None:
     """`--lower iree`: compile, run and compare, profile the dispatches, and write
     `model.iree.vmfb` and `iree_profile.json` (tfpgo.mlir.iree_run)."""
@@ -208,6 +210,7 @@ def _compile_and_run(
     entry = _ENTRY_FUNCTION.search(stablehlo_text)
     if entry is None:
         raise UserError("iree level: the StableHLO module has no public function to run")
+    scratch = stablehlo.parent
     vmfb = scratch / "model.iree.vmfb"
     sources = scratch / "executable_sources.mlir"
     bytecode = scratch / "model.stablehlo.mlirbc"
@@ -218,7 +221,7 @@ def _compile_and_run(
         np.save(inputs[-1], np.asarray(value))
     max_abs = iree_run.run_and_compare(vmfb, entry[1], inputs, run.expected, scratch)
     timings = iree_run.profile_dispatches(vmfb, entry[1], inputs, run.runs, scratch, run.warmup)
-    fused_into = _fused_into(scratch / "op_graph.tf.json")
+    parsed = iree_run.parse_sources(sources)
     profile = iree_run.build_profile(
         "model.iree.vmfb",
         entry[1],
@@ -226,13 +229,13 @@ def _compile_and_run(
         run.warmup,
         max_abs,
         timings,
-        iree_run.dispatch_sources(sources),
+        iree_run.dispatch_sources(parsed),
         {name: self_ps for name, (_, self_ps) in tf_sources.items()},
         fused_into,
     )
     profile.write(out / "iree_profile.json")
     dispatches = out / iree_run.DISPATCHES_MODULE
-    iree_run.write_dispatch_sources(sources, profile, fused_into, dispatches)
+    iree_run.write_dispatch_sources(parsed, profile, fused_into, dispatches)
     for written in (vmfb, bytecode):  # the runnable program, weights and all
         (out / written.name).write_bytes(written.read_bytes())
 
@@ -488,22 +491,22 @@ def read_level_coverage(
         raise UserError(f"{summary}: malformed {LEVEL_FORMAT} document ({error})") from None
 
 
-def _fused_into(op_graph: Path) -> dict[str, str]:
+def _fused_into(op_graph: dict[str, Any]) -> dict[str, str]:
     """tf node name → the op whose kernel ran it (`fused_into`), for fused ops."""
     return {
         node["name"]: node["fused_into"]
-        for node in read_json(op_graph)["nodes"]
+        for node in op_graph["nodes"]
         if node.get("name") and node.get("fused_into")
     }
 
 
-def _annotated_sources(op_graph: Path) -> dict[str, tuple[str, int]]:
-    """tf node name → (op type, self ps) of every measured op of an op graph. An
-    op that only carries another op's record (its `source`) adds no source."""
-    document = read_json(op_graph)
+def _annotated_sources(op_graph: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    """tf node name → (op type, self ps) of every measured op of an op graph (an
+    `op_graph.json` document). An op that only carries another op's record (its
+    `source`) adds no source."""
     return {
         node["name"]: (node["op"], node["profiler_data"]["self"])
-        for node in document["nodes"]
+        for node in op_graph["nodes"]
         if node.get("profiler_data")
         and node.get("name")
         and node["profiler_data"].get("source", node["name"]) == node["name"]
