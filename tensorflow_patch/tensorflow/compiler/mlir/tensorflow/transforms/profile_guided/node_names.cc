@@ -8,6 +8,7 @@
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
 
 namespace mlir {
@@ -42,13 +43,27 @@ llvm::StringRef FindNodeName(Location loc) {
   return "";
 }
 
+/// Returns true if `text` is one or more decimal digits (TensorFlow's
+/// counters).
+bool IsNumber(llvm::StringRef text) {
+  return !text.empty() && llvm::all_of(text, llvm::isDigit);
+}
+
+/// Returns `name` up to the first `-` of its last component: the node a
+/// Grappler optimizer named a node after, before the suffix it appended.
+llvm::StringRef UpToSuffixDash(llvm::StringRef name) {
+  size_t scope_end = name.rfind('/');
+  size_t dash =
+      name.find('-', scope_end == llvm::StringRef::npos ? 0 : scope_end);
+  return dash == llvm::StringRef::npos ? name : name.take_front(dash);
+}
+
 /// Splits `_<digits>/` off the front of `name`, if present.
 llvm::StringRef DropFrameIndex(llvm::StringRef name) {
   if (!name.starts_with("_"))
     return name;
   auto [index, rest] = name.drop_front().split('/');
-  if (index.empty() || rest.empty() ||
-      !llvm::all_of(index, [](char c) { return c >= '0' && c <= '9'; }))
+  if (rest.empty() || !IsNumber(index))
     return name;
   return rest;
 }
@@ -85,8 +100,7 @@ llvm::StringRef UnaryCompositionRoot(llvm::StringRef name) {
 llvm::StringRef PartitionedSource(llvm::StringRef name) {
   auto [source, counter] = name.rsplit('/');
   if (source.size() == name.size() || !counter.consume_front("_") ||
-      counter.empty() ||
-      !llvm::all_of(counter, [](char c) { return c >= '0' && c <= '9'; }))
+      !IsNumber(counter))
     return "";
   source.consume_back("/ctrl");
   return source;
@@ -96,9 +110,8 @@ llvm::StringRef PartitionedSource(llvm::StringRef name) {
 /// a node into a NoOp named `GroupCrossDeviceControlEdges_<k>/<node>`.
 llvm::StringRef GroupedControlTarget(llvm::StringRef name) {
   auto [group, node] = name.split('/');
-  if (!group.consume_front("GroupCrossDeviceControlEdges_") || group.empty() ||
-      node.empty() ||
-      !llvm::all_of(group, [](char c) { return c >= '0' && c <= '9'; }))
+  if (!group.consume_front("GroupCrossDeviceControlEdges_") ||
+      !IsNumber(group) || node.empty())
     return "";
   return node;
 }
@@ -106,8 +119,7 @@ llvm::StringRef GroupedControlTarget(llvm::StringRef name) {
 /// Drops a trailing `-<digits>` from `name`; false if there is none.
 bool ConsumeDashNumber(llvm::StringRef &name) {
   auto [head, number] = name.rsplit('-');
-  if (head.size() == name.size() || number.empty() ||
-      !llvm::all_of(number, [](char c) { return c >= '0' && c <= '9'; }))
+  if (head.size() == name.size() || !IsNumber(number))
     return false;
   name = head;
   return true;
@@ -129,12 +141,7 @@ llvm::StringRef MixedPrecisionCastSource(llvm::StringRef name) {
 /// LayoutOptimizer` (and the node itself `<node>-LayoutOptimizer`): the
 /// node is the last name component up to its first `-`.
 llvm::StringRef LayoutOptimizerNode(llvm::StringRef name) {
-  if (!name.consume_back("-LayoutOptimizer"))
-    return "";
-  size_t scope_end = name.rfind('/');
-  size_t dash =
-      name.find('-', scope_end == llvm::StringRef::npos ? 0 : scope_end);
-  return dash == llvm::StringRef::npos ? name : name.take_front(dash);
+  return name.consume_back("-LayoutOptimizer") ? UpToSuffixDash(name) : "";
 }
 
 /// Grappler's constant folding names what it creates for `<node>`
@@ -142,12 +149,7 @@ llvm::StringRef LayoutOptimizerNode(llvm::StringRef name) {
 /// `-folded`, `-bcastargs-<j>`, `-reduction_indices`, ...: the node is the
 /// rest up to its last component's first `-`.
 llvm::StringRef ConstantFoldingNode(llvm::StringRef name) {
-  if (!name.consume_front("ConstantFolding/"))
-    return "";
-  size_t scope_end = name.rfind('/');
-  size_t dash =
-      name.find('-', scope_end == llvm::StringRef::npos ? 0 : scope_end);
-  return dash == llvm::StringRef::npos ? name : name.take_front(dash);
+  return name.consume_front("ConstantFolding/") ? UpToSuffixDash(name) : "";
 }
 
 /// Grappler's loop optimizer hoists a loop-invariant node out of its frame as
@@ -240,9 +242,7 @@ std::string StripUniquifiers(llvm::StringRef name) {
     auto [component, rest] = name.split('/');
     size_t underscore = component.rfind('_');
     if (underscore != llvm::StringRef::npos && underscore > 0 &&
-        underscore + 1 < component.size() &&
-        llvm::all_of(component.drop_front(underscore + 1),
-                     [](char c) { return c >= '0' && c <= '9'; }))
+        IsNumber(component.drop_front(underscore + 1)))
       component = component.take_front(underscore);
     stem.append(component.begin(), component.end());
     if (!rest.empty() || name.ends_with("/"))
