@@ -47,6 +47,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 1 to 65535."""
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be a TCP port from 1 to 65535")
+    return value
+
+
 def fraction(text: str) -> float:
     """argparse type: a share between 0 and 1."""
     value = float(text)

@@ -16,6 +16,11 @@
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/stablehlo.mlir \
 // RUN:   --tf-profile-materialize-annotations="path-to-profile=%S/Inputs/annotate_op_profile.json" \
 // RUN:   | FileCheck %s --check-prefix=NAMES
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/linalg.mlir \
+// RUN:   --tf-profile-materialize-annotations --tf-profile-mark-hotspots="top-k=1" \
+// RUN:   | FileCheck %s --check-prefix=CHARGED-HOT
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/split.mlir --tf-profile-materialize-annotations \
+// RUN:   | FileCheck %s --check-prefix=SPLIT
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/tosa.mlir --tf-profile-materialize-annotations \
 // RUN:   | FileCheck %s --check-prefix=TOSA
 // RUN: %tfpgo_opt %t/missing.mlir -verify-diagnostics \
@@ -42,26 +47,33 @@ func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 }
 
 //--- linalg.mlir
-// What IREE makes of it: the Relu became tensor.empty + linalg.generic (fan-out
-// 2; the body's arith op is inside an op of the same source), the MatMul a
-// fill + matmul whose records say "fused"; an elementwise fusion left another
-// source's location on an op inside the generic: fused_sources.
+// What IREE makes of it: the Relu became tensor.empty + linalg.generic, the
+// MatMul a fill + matmul whose records say "fused into the Relu's kernel" (so
+// they carry the Relu as their source); an elementwise fusion left another
+// source's location on an op inside the generic: fused_sources. Each source's
+// time goes to its carriers that do the most work: the kernel's to the matmul
+// (a reduction), the add's to the generic; constants, empty tensors and a fill
+// of a constant are charged nothing but keep the source's whole time in
+// `source_self`.
 #relu = loc(fused<{profiler_data = {count = 2 : i64, dur = 1500 : i64, max = 2000 : i64, min = 1000 : i64, p50 = 1000 : i64, p95 = 2000 : i64, self = 3000 : i64, share = 1.0 : f64, source = "model/dense/Relu", total = 3000 : i64, ts = 100 : i64}}>["model/dense/Relu"])
 #add = loc(fused<{profiler_data = {count = 1 : i64, dur = 1000 : i64, max = 1000 : i64, min = 1000 : i64, p50 = 1000 : i64, p95 = 1000 : i64, self = 1000 : i64, share = 1.0 : f64, source = "model/add", total = 1000 : i64, ts = 900 : i64}}>["model/add"])
 #mm = loc(fused<{profiler_data = {fused_into = "model/dense/Relu"}}>["model/dense/MatMul"])
 // LINALG-LABEL: func.func @main
-// LINALG: tensor.empty() {profiler_data = {fused_into = "model/dense/Relu"}}
-// LINALG: linalg.fill {{.*}}profiler_data = {fused_into = "model/dense/Relu"}
-// LINALG: linalg.matmul {{.*}}profiler_data = {fused_into = "model/dense/Relu"}
-// LINALG: tensor.empty() {profiler_data = {count = 2 : i64, dur = 1500 : i64, fanout = 2 : i64, max = 2000 : i64, {{.*}}self = 3000 : i64, share = 7.500000e-01 : f64, source = "model/dense/Relu", total = 3000 : i64
-// LINALG: linalg.generic {{.*}}profiler_data = {count = 2 : i64, dur = 1500 : i64, fanout = 2 : i64, fused_sources = ["model/add"], max = 2000 : i64, {{.*}}source = "model/dense/Relu"
+// LINALG: tensor.empty() {profiler_data = {count = 2 : i64, dur = 0 : i64, fanout = 5 : i64, {{.*}}self = 0 : i64, share = 0.000000e+00 : f64, source = "model/dense/Relu", source_self = 3000 : i64, total = 0 : i64
+// LINALG: linalg.fill {profiler_data = {{{.*}}self = 0 : i64, {{.*}}source = "model/dense/Relu", source_self = 3000 : i64
+// LINALG: linalg.matmul {profiler_data = {count = 2 : i64, dur = 1500 : i64, fanout = 5 : i64, {{.*}}self = 3000 : i64, share = 7.500000e-01 : f64, source = "model/dense/Relu", source_self = 3000 : i64, total = 3000 : i64
+// LINALG: tensor.empty() {profiler_data = {{{.*}}self = 0 : i64
+// The generic holds the Relu (charged 0: the matmul did the kernel's work) and
+// the add fused into its body (charged its 1000 ps).
+// LINALG: linalg.generic {{.*}}profiler_data = {count = 2 : i64, dur = 500 : i64, fanout = 5 : i64, fused_parts = [1000], fused_sources = ["model/add"], {{.*}}self = 1000 : i64, share = 2.500000e-01 : f64, source = "model/dense/Relu", source_self = 3000 : i64, total = 1000 : i64
 // LINALG: arith.maximumf
 // LINALG-NOT: profiler_data
 // LINALG: arith.addf
 // LINALG-NOT: profiler_data
 // LINALG: linalg.yield
-// A source held as a fused one counts in the fan-out too (and once in sums).
-// LINALG: arith.constant {profiler_data = {count = 1 : i64, dur = 1000 : i64, fanout = 2 : i64, {{.*}}share = 2.500000e-01 : f64, source = "model/add"
+// A source held as a fused one counts in the fan-out too; the constant
+// computes nothing.
+// LINALG: arith.constant {profiler_data = {count = 1 : i64, dur = 0 : i64, fanout = 2 : i64, {{.*}}self = 0 : i64, share = 0.000000e+00 : f64, source = "model/add", source_self = 1000 : i64
 // LINALG: return
 func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %zero = arith.constant 0.0 : f32
@@ -84,6 +96,12 @@ func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 // HOT-LABEL: func.func @main
 // HOT: tensor.empty() {profiler_hot = 1 : i64}
 // HOT-NOT: profiler_hot
+// Once materialized, the hot mark follows the charged time: the matmul that
+// did the kernel's work, not the empty tensor that comes first.
+// CHARGED-HOT-LABEL: func.func @main
+// CHARGED-HOT-NOT: profiler_hot
+// CHARGED-HOT: linalg.matmul {profiler_data = {{{.*}}}, profiler_hot = 1 : i64}
+// CHARGED-HOT-NOT: profiler_hot
 // Stripping removes the carried record and keeps the original location.
 // STRIP-LABEL: func.func @main
 // STRIP-NOT: profiler_data
@@ -97,12 +115,14 @@ func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 // SUMMARY-NEXT: "self_ps": 3000,
 // SUMMARY-NEXT: "total_ps": 3000,
 // SUMMARY-NEXT: "count": 2,
-// SUMMARY-NEXT: "ops": 2
+// SUMMARY-NEXT: "ops": 5,
+// SUMMARY-NEXT: "charged_ops": 1
 // SUMMARY: "name": "model/add",
 // SUMMARY-NEXT: "self_ps": 1000,
 // SUMMARY-NEXT: "total_ps": 1000,
 // SUMMARY-NEXT: "count": 1,
-// SUMMARY-NEXT: "ops": 2
+// SUMMARY-NEXT: "ops": 2,
+// SUMMARY-NEXT: "charged_ops": 1
 
 //--- stablehlo.mlir
 // StableHLO (no dialect upstream: generic, unregistered) and an upstream op,
@@ -111,8 +131,9 @@ func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 // fused, which is why the flow carries records in locations).
 // NAMES-LABEL: func.func @main
 // NAMES: "stablehlo.dot"(%arg0, %arg0) : (
-// NAMES: "stablehlo.maximum"{{.*}}profiler_data = {count = 2 : i64, {{.*}}fanout = 2 : i64, {{.*}}source = "model/dense/Relu"
-// NAMES: arith.negf {{.*}}profiler_data = {count = 2 : i64, {{.*}}fanout = 2 : i64, {{.*}}source = "model/dense/Relu"
+// Two ops compute the Relu: its 3000 ps in two exact parts.
+// NAMES: "stablehlo.maximum"{{.*}}profiler_data = {count = 2 : i64, {{.*}}fanout = 2 : i64, {{.*}}self = 1500 : i64, {{.*}}source = "model/dense/Relu", source_self = 3000 : i64
+// NAMES: arith.negf {{.*}}profiler_data = {count = 2 : i64, {{.*}}fanout = 2 : i64, {{.*}}self = 1500 : i64, {{.*}}source = "model/dense/Relu", source_self = 3000 : i64
 // NAMES: "stablehlo.unknown_name"
 // NAMES-NOT: profiler_data
 // NAMES: return
@@ -124,11 +145,44 @@ func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   return %3 : tensor<4x4xf32>
 }
 
+//--- split.mlir
+// Exact integer parts: 1001 ps over three elementwise ops of one source are
+// 334 + 334 + 333. The broadcast of a constant computes nothing. Of the
+// StableHLO ops of a Mean, the reduce carries the time, not the division by
+// the count that follows it.
+#three = loc(fused<{profiler_data = {count = 1 : i64, dur = 1001 : i64, max = 1001 : i64, min = 1001 : i64, p50 = 1001 : i64, p95 = 1001 : i64, self = 1001 : i64, share = 1.0 : f64, source = "net/gelu", total = 1001 : i64, ts = 1 : i64}}>["net/gelu"])
+#mean = loc(fused<{profiler_data = {count = 1 : i64, dur = 7 : i64, max = 7 : i64, min = 7 : i64, p50 = 7 : i64, p95 = 7 : i64, self = 7 : i64, share = 1.0 : f64, source = "net/Mean", total = 7 : i64, ts = 1 : i64}}>["net/Mean"])
+// SPLIT-LABEL: func.func @main
+// SPLIT: "stablehlo.constant"(){{.*}}self = 0 : i64, {{.*}}source = "net/gelu", source_self = 1001 : i64
+// SPLIT: "stablehlo.broadcast_in_dim"{{.*}}self = 0 : i64, {{.*}}source = "net/gelu"
+// SPLIT: "stablehlo.multiply"{{.*}}self = 334 : i64, {{.*}}source = "net/gelu"
+// SPLIT: "stablehlo.tanh"{{.*}}self = 334 : i64, {{.*}}source = "net/gelu"
+// SPLIT: "stablehlo.add"{{.*}}self = 333 : i64, {{.*}}source = "net/gelu"
+// SPLIT: "stablehlo.reduce"
+// SPLIT: "stablehlo.add"
+// SPLIT-NOT: profiler_data
+// SPLIT: }) {{.*}}self = 7 : i64, {{.*}}source = "net/Mean"
+// SPLIT: "stablehlo.divide"{{.*}}self = 0 : i64, {{.*}}source = "net/Mean"
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+  %c = "stablehlo.constant"() {value = dense<0.5> : tensor<f32>} : () -> tensor<f32> loc(#three)
+  %b = "stablehlo.broadcast_in_dim"(%c) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<4xf32> loc(#three)
+  %0 = "stablehlo.multiply"(%x, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc(#three)
+  %1 = "stablehlo.tanh"(%0) : (tensor<4xf32>) -> tensor<4xf32> loc(#three)
+  %2 = "stablehlo.add"(%1, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc(#three)
+  %s = "stablehlo.reduce"(%2, %c) ({
+  ^bb0(%a: tensor<f32>, %y: tensor<f32>):
+    %t = "stablehlo.add"(%a, %y) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc(#mean)
+    "stablehlo.return"(%t) : (tensor<f32>) -> () loc(#mean)
+  }) {dimensions = array<i64: 0>} : (tensor<4xf32>, tensor<f32>) -> tensor<f32> loc(#mean)
+  %m = "stablehlo.divide"(%s, %c) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc(#mean)
+  return %m : tensor<f32>
+}
+
 //--- tosa.mlir
 // TOSA ops answer the interface too.
 #conv = loc(fused<{profiler_data = {count = 1 : i64, dur = 5 : i64, max = 5 : i64, min = 5 : i64, p50 = 5 : i64, p95 = 5 : i64, self = 5 : i64, share = 1.0 : f64, source = "net/Relu", total = 5 : i64, ts = 1 : i64}}>["net/Relu"])
 // TOSA-LABEL: func.func @main
-// TOSA: tosa.clamp {{.*}}profiler_data = {count = 1 : i64, dur = 5 : i64, fanout = 1 : i64, {{.*}}share = 1.000000e+00 : f64, source = "net/Relu"
+// TOSA: tosa.clamp {{.*}}profiler_data = {count = 1 : i64, dur = 5 : i64, fanout = 1 : i64, {{.*}}share = 1.000000e+00 : f64, source = "net/Relu", source_self = 5 : i64
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = tosa.clamp %x {min_val = 0.0 : f32, max_val = 6.0 : f32} : (tensor<4xf32>) -> tensor<4xf32> loc(#conv)
   return %0 : tensor<4xf32>

@@ -53,6 +53,32 @@ def test_a_directory_without_a_pgo_output_is_one_line(tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize("port", ["70000", "0", "http"])
+def test_a_port_out_of_range_is_one_line(output, capsys, port):
+    with pytest.raises(SystemExit) as exited:
+        run_main(explore.main, [str(output), "--port", port], prog="explore")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exited.value.code == 2 and len(err) == 1 and "--port" in err[0], err
+
+
+def test_a_port_in_use_is_one_line_before_any_work(tmp_path, capsys):
+    from tfpgo.flow import pgo
+
+    with socket.socket() as busy:
+        busy.bind((explore.HOST, 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = tmp_path / "out"
+        args = ["--explore", "--explore-port", str(port), "--output-dir", str(out)]
+        assert run_main(pgo.main, args, prog="pgo") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"pgo: error: --explore-port {port}: cannot listen on {explore.HOST}:{port} (Address "
+        "already in use); choose a free port with --explore-port"
+    ]
+    assert not out.exists()
+
+
 def _start(output: Path, port: int) -> subprocess.Popen[str]:
     # Unbuffered: the URL line must reach the pipe while the server runs.
     package_root = str(Path(tfpgo.__file__).resolve().parents[1])
@@ -80,9 +106,14 @@ def test_serves_on_localhost_until_ctrl_c(output):
                 assert server.poll() is None, server.communicate()
                 assert time.monotonic() < deadline, "Model Explorer did not start"
                 time.sleep(0.5)
+        # Model Explorer's check for a newer release is answered offline: nothing
+        # reaches for the network, and no thread waits on it after Ctrl-C.
+        url = f"http://{explore.HOST}:{port}/api/v1/check_new_version"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            assert json.loads(answer.read())["version"] == ""
     finally:
         server.send_signal(signal.SIGINT)
-        stdout, stderr = server.communicate(timeout=60)
+        stdout, stderr = server.communicate(timeout=15)
     assert f"http://{explore.HOST}:{port}/?data=" in stdout
     assert "model.annotated.mlir" in stdout and "model_explorer.kernels.json" in stdout
     assert "Traceback" not in stderr and server.returncode in (0, 130)

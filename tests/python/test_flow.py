@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tfpgo.attribution.conservation import check_output
 from tfpgo.cli import run_main
 from tfpgo.flow import pgo
 from tfpgo.trace.op_profile import OpProfile
@@ -218,6 +219,30 @@ def test_user_models_run_the_whole_flow(user_models, name, tmp_path):
     assert "profiler_data = {count" in (out / "model.annotated.mlir").read_text()
 
 
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("4x16:float64", "dtype float64 does not match the signature's float32"),
+        ("4x16:variant", "dtype variant does not match the signature's float32"),
+        ("4x١٦", "expected NAME=SHAPE[:DTYPE]"),  # Arabic-Indic digits
+        ("4x16:nosuchtype", "unknown dtype 'nosuchtype'"),
+    ],
+)
+def test_saved_model_input_flags_are_one_line(user_models, tmp_path, capsys, given, message):
+    import tensorflow as tf
+
+    signature = tf.saved_model.load(str(user_models / "saved_model")).signatures["serving_default"]
+    (name,) = signature.structured_input_signature[1]
+    status, out = _run(
+        tmp_path, "--model", str(user_models / "saved_model"), "--input", f"{name}={given}"
+    )
+    assert status == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("pgo: error: ") and message in err[-1], err
+    assert not any("Traceback" in line for line in err)
+    assert not out.exists()
+
+
 def test_hook_file_without_the_hook_is_one_line(tmp_path, capsys):
     broken = tmp_path / "no_hook.py"
     broken.write_text("x = 1\n")
@@ -276,6 +301,18 @@ def test_outputs_name_final_paths_not_the_staging_directory(train_run):
         assert Path(source).is_relative_to(train_run) and Path(source).is_file(), source
     trace = json.loads((train_run / "trace.json").read_text())
     assert (train_run / trace["otherData"]["source"]).is_file()
+    profile = json.loads((train_run / "attribution.json").read_text())["profile"]
+    assert (train_run / profile).is_file(), profile
+
+
+@pytest.mark.parametrize("run", ["rnn_run", "train_run", "transformer_train_run"])
+def test_every_output_conserves_time(run, request):
+    """The conservation law (tfpgo.attribution.conservation) on every op graph and
+    Model Explorer file of the built-in models' runs: a while loop, a training step
+    with fused kernels, attention with Grappler rewrites."""
+    sums = check_output(request.getfixturevalue(run))
+    assert {"op_graph.json", "model_explorer.json"} <= {s.file for s in sums}
+    assert all(s.holds for s in sums)
 
 
 def _rerun_into_a_copy(run: Path, tmp_path: Path, trace: str) -> tuple[int, Path]:

@@ -120,3 +120,13 @@ def test_the_tab_and_the_report_in_a_real_browser(board, logdir, tmp_path):
         browser.wait_for("document.readyState === 'complete'", "report.html")
         assert browser.evaluate("document.title") == "tfpgo report: mlp"
         assert browser.evaluate("document.querySelectorAll('svg').length") >= 2
+
+
+def test_no_logdir_is_one_line():
+    env = dict(os.environ, PYTHONPATH=str(Path(tfpgo.__file__).resolve().parents[1]))
+    done = subprocess.run(
+        [sys.executable, str(TENSORBOARD)], capture_output=True, text=True, env=env, check=False
+    )
+    err = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(err) == 1, done.stderr
+    assert err[0].startswith("tensorboard: error: A logdir or db must be specified")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tfpgo.attribution.parts import split_equally
 from tfpgo.errors import UserError
 from tfpgo.flow import stages
 from tfpgo.mlir import annotate
@@ -17,7 +18,7 @@ from tfpgo.trace.op_profile import OpProfile, build_op_profile
 from tfpgo.trace.readers import read_trace
 from tfpgo.trace.readers.hlo_metadata import parse_hlo_proto
 from tfpgo.trace.readers.xplane_proto import xplane_pb2
-from tfpgo.trace.xla_attribution import attribute, hlo_events, split_equally
+from tfpgo.trace.xla_attribution import attribute, hlo_events
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "xla"
 SCENARIOS = ("train_adam", "infer", "mixed")

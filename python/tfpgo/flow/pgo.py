@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 
 from tfpgo import HOT_OPS
-from tfpgo.cli import ArgumentParser, positive_int, user_path
+from tfpgo.cli import ArgumentParser, port_number, positive_int, user_path
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.mlir.lowering import LEVELS
 from tfpgo.models import BUILTIN_MODELS, DEFAULT_MODEL
@@ -150,7 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="when done, open the output in Model Explorer on 127.0.0.1 (the URL is printed; "
         "Ctrl-C stops it): bazel run //tools:explore -- DIR does the same later",
     )
-    add("--explore-port", type=int, default=8080, help="--explore: the port (default 8080)")
+    add(
+        "--explore-port",
+        type=port_number,
+        default=8080,
+        help="--explore: the port (default 8080; checked free before anything runs)",
+    )
     add_host_reading_arguments(parser)
     return parser
 
@@ -194,6 +199,10 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = build_parser().parse_args(argv)
     options = options_from_args(args)
+    if args.explore:
+        from tfpgo.render.explore import check_port_free
+
+        check_port_free(args.explore_port, "--explore-port")
     result = run_flow(options)
     seconds = ", ".join(f"{name} {value:.1f}s" for name, value in result.stage_seconds)
     time = "device time" if result.attribution.profile_device_ps else "TF op time"

@@ -143,15 +143,26 @@ def annotate_module(
     carry_in_location: bool = False,
 ) -> Attribution:
     """Annotates `module` with `op_profile`, writing `annotated`, `op_graph` and the
-    `attribution` document; returns the attribution read from it."""
-    spec = pipeline_spec(op_profile, op_graph, top_k, min_share, attribution, carry_in_location)
-    run_tfpgo_opt(module, annotated, [f"--tf-profile-guided-pipeline={spec}"])
+    `attribution` document; returns the attribution read from it. The document
+    names the profile relative to itself when they share a directory (a flow's
+    output is built in a staging directory that is renamed afterwards)."""
+    where = attribution.parent.absolute()
+    named = op_profile.absolute()
+    if named.is_relative_to(where):
+        named = named.relative_to(where)
+    spec = pipeline_spec(named, op_graph.absolute(), top_k, min_share, attribution.absolute(),
+                         carry_in_location)  # fmt: skip
+    run_tfpgo_opt(
+        module.absolute(), annotated.absolute(), [f"--tf-profile-guided-pipeline={spec}"], where
+    )
     return read_attribution(attribution)
 
 
-def run_tfpgo_opt(module: Path, output: Path, pass_flags: list[str]) -> None:
-    """Runs tfpgo-opt on `module` into `output`; a failure is one UserError line
-    naming the driver's first error."""
+def run_tfpgo_opt(
+    module: Path, output: Path, pass_flags: list[str], cwd: Path | None = None
+) -> None:
+    """Runs tfpgo-opt on `module` into `output` (relative paths from `cwd`); a
+    failure is one UserError line naming the driver's first error."""
     done = subprocess.run(
         [
             str(tfpgo_opt()),
@@ -165,6 +176,7 @@ def run_tfpgo_opt(module: Path, output: Path, pass_flags: list[str]) -> None:
         capture_output=True,
         text=True,
         check=False,
+        cwd=cwd,
     )
     if done.returncode != 0:
         detail = first_error(done.stderr, f"exit status {done.returncode}")

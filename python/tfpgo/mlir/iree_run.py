@@ -28,10 +28,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfpgo import HOT_OPS
 from tfpgo.atomic import atomic_output_file
+from tfpgo.attribution.parts import split_equally, split_in_proportion
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
-from tfpgo.trace.xla_attribution import split_equally
 
 FORMAT = "tfpgo.iree_profile"
 VERSION = 1
@@ -67,6 +68,12 @@ class Dispatch:
     # `compute` (its linalg/arith ops carry them), `bindings` (only the values it
     # reads and writes do: a copy IREE made), "" (none: unattributed)
     found_in: str = ""
+
+    def parts(self) -> dict[str, int]:
+        """Its time per tf op it ran: equal integer parts, summing exactly."""
+        if not self.sources:
+            return {}
+        return dict(zip(self.sources, split_equally(self.total_ps, len(self.sources)), strict=True))
 
 
 @dataclass(frozen=True)
@@ -150,37 +157,74 @@ IREE_OP_GRAPH = "op_graph.iree.json"
 
 
 def write_iree_op_graph(linalg_graph: Path, profile: IreeProfile, path: Path) -> None:
-    """The linalg op graph (`tfpgo.op_graph`) with every record timed by IREE: an op
-    whose record's `source` tf op ran in dispatches shows that op's share of the
-    dispatch time (`IreeProfile.op_ps`, a run's worth in `dur`), as it shows the
-    source's TensorFlow time in the linalg graph; ops of other sources lose their
-    record. The picture of the compiled program's cost, op by op."""
+    """The linalg op graph (`tfpgo.op_graph`) with every record timed by IREE. Each
+    tf op's dispatch time (`IreeProfile.op_ps`) is split over the linalg ops that
+    carry it in proportion to the parts of its TensorFlow time they are charged
+    (`source_parts`), so the ops doing the work carry it there too and the graph
+    sums exactly to the dispatch time it holds; a tf op no linalg op carries is
+    listed in `unplaced` with its time. The hottest ops by IREE time are marked."""
     document = read_json(linalg_graph)
     runs = max(profile.runs, 1)
-    whole = max(profile.dispatch_ps, 1)
+    carriers: dict[str, list[tuple[dict, int]]] = {}
     for node in document["nodes"]:
-        node["hot"], node["hot_rank"] = False, None  # TensorFlow's ranking, not IREE's
-        record = node.get("profiler_data")
-        if not record:
-            continue
-        ps = profile.op_ps.get(record.get("source", node.get("name")))
+        node["hot"], node["hot_rank"] = False, None
+        for source, tf_ps in source_parts(node.get("profiler_data")).items():
+            carriers.setdefault(source, []).append((node, tf_ps))
+    iree_parts: dict[int, dict[str, int]] = {}
+    for source, held in carriers.items():
+        ps = profile.op_ps.get(source)
         if ps is None:
+            continue
+        split = split_in_proportion(ps, [tf_ps for _, tf_ps in held])
+        for (node, _), part in zip(held, split, strict=True):
+            iree_parts.setdefault(node["id"], {})[source] = part
+    whole = sum(sum(parts.values()) for parts in iree_parts.values()) or 1
+    for node in document["nodes"]:
+        record = node.get("profiler_data")
+        parts = iree_parts.get(node["id"])
+        if not record or parts is None:
             node["profiler_data"] = None
             continue
-        mean = ps // runs
-        node["profiler_data"] = {
-            **record,
-            "count": runs,
-            "total": ps,
-            "self": ps,
-            "dur": mean,
-            "min": mean,
-            "max": mean,
-            "p50": mean,
-            "p95": mean,
-            "share": ps / whole,
-        }
+        node["profiler_data"] = _iree_record(record, parts, profile, runs, whole)
+    timed = sorted(
+        (n for n in document["nodes"] if n["profiler_data"] and n["profiler_data"]["self"] > 0),
+        key=lambda n: -n["profiler_data"]["self"],
+    )
+    for rank, node in enumerate(timed[:HOT_OPS], start=1):
+        node["hot"], node["hot_rank"] = True, rank
+    document["unplaced"] = [
+        {"source": source, "ps": ps, "reason": "no op of the linalg module carries it"}
+        for source, ps in profile.op_ps.items()
+        if source not in carriers
+    ]
     write_compact_json(path, document)
+
+
+def source_parts(record: dict[str, Any] | None) -> dict[str, int]:
+    """Per source an op graph record carries: the part of its time charged to the
+    op (`self` is the record's source's part plus its `fused_parts`)."""
+    if not record or "self" not in record:
+        return {}
+    fused = dict(zip(record.get("fused_sources", ()), record.get("fused_parts", ()), strict=False))
+    own = record["self"] - sum(fused.values())
+    return {record.get("source", ""): own, **fused}
+
+
+def _iree_record(
+    record: dict[str, Any], parts: dict[str, int], profile: IreeProfile, runs: int, whole: int
+) -> dict[str, Any]:
+    ps = sum(parts.values())
+    mean = ps // runs
+    timed: dict[str, Any] = {
+        "count": runs, "total": ps, "self": ps, "dur": mean, "min": mean, "max": mean,
+        "p50": mean, "p95": mean, "share": ps / whole,
+        "source_self": profile.op_ps.get(record.get("source", ""), 0),
+    }  # fmt: skip
+    kept = {k: v for k, v in record.items() if k not in ("fused_sources", "fused_parts")}
+    fused = [name for name in record.get("fused_sources", ()) if name in parts]
+    if fused:
+        timed |= {"fused_sources": fused, "fused_parts": [parts[name] for name in fused]}
+    return kept | timed
 
 
 def compile_module(stablehlo: Path, vmfb: Path, sources: Path, bytecode: Path) -> None:
@@ -250,36 +294,114 @@ DISPATCHES_MODULE = "model.dispatches.mlir"
 def write_dispatch_sources(
     module: Any, profile: IreeProfile, fused_into: dict[str, str], path: Path
 ) -> None:
-    """The executable sources (each dispatch's code, large constants elided) with a
-    `profiler_data` record on every linalg op that names a tf op of the profile
-    (or one TensorFlow ran inside its kernel, `fused_into`): `source` (that tf op),
-    `self` (its TensorFlow self time, the profiled steps), `iree_self` (its share
-    of the dispatches that ran it), `dispatch`."""
+    """The executable sources (each dispatch's code, large constants elided) with
+    the dispatch time on the ops that ran it. Each dispatch's part for a tf op
+    (`Dispatch.parts`) is split over the linalg ops of its executable that name
+    that op (or one TensorFlow ran inside its kernel, `fused_into`), those with a
+    reduction loop first (`_busiest`), as `iree_self`; the tf op's TensorFlow self
+    time the same way over all its linalg ops, as `self`. A part no linalg op
+    names stays on the dispatch's `hal.executable.export` (`iree_self` there), so
+    `iree_self` sums to the attributed dispatch time."""
     from iree.compiler import ir
 
+    dispatches = {d.name: d for d in profile.dispatches}
+    placed: list[tuple[Any, str, str, int]] = []  # (op, source, dispatch, iree ps)
+    left_on: dict[str, tuple[Any, int]] = {}  # dispatch -> (export op, iree ps)
+    for executable in module.body.operations:
+        if executable.operation.name != "hal.executable":
+            continue
+        exports = _exports(executable.operation)
+        named: dict[str, list[Any]] = {}
+        for op in _linalg_ops(executable.operation):
+            for name in dict.fromkeys(fused_into.get(n, n) for n in _location_names(op.location)):
+                named.setdefault(name, []).append(op)
+        for export_name, export in exports:
+            dispatch = dispatches.get(export_name)
+            if dispatch is None:
+                continue
+            left = 0
+            for source, ps in dispatch.parts().items():
+                ops = _busiest(named.get(source, []))
+                if not ops:
+                    left += ps
+                    continue
+                for op, part in zip(ops, split_equally(ps, len(ops)), strict=True):
+                    placed.append((op, source, export_name, part))
+            left_on[export_name] = (export, left)
+    tf_parts = _tf_parts(placed, profile)
     with module.context:
         i64 = ir.IntegerType.get_signless(64)
-        for executable in module.body.operations:
-            if executable.operation.name != "hal.executable":
-                continue
-            exports: list[str] = []
-            _walk(executable.operation, {}, {}, exports)
-            for op in _linalg_ops(executable.operation):
-                named = (fused_into.get(n, n) for n in _location_names(op.location))
-                source = next((n for n in named if n in profile.op_ps), None)
-                if source is None:
-                    continue
-                op.attributes["profiler_data"] = ir.DictAttr.get(
-                    {
-                        "source": ir.StringAttr.get(source),
-                        "self": ir.IntegerAttr.get(i64, profile.op_tf_ps.get(source, 0)),
-                        "iree_self": ir.IntegerAttr.get(i64, profile.op_ps[source]),
-                        "dispatch": ir.StringAttr.get(exports[0] if exports else ""),
-                    }
-                )
+        by_op: dict[Any, dict[str, Any]] = {}
+        for op, source, export_name, part in placed:
+            record = by_op.setdefault(
+                op, {"source": source, "dispatch": export_name, "iree_self": 0, "self": 0}
+            )
+            record["iree_self"] += part
+            record["self"] += next(tf_parts[source])
+        for op, record in by_op.items():
+            source = record["source"]
+            op.attributes["profiler_data"] = ir.DictAttr.get(
+                {
+                    "source": ir.StringAttr.get(record["source"]),
+                    "dispatch": ir.StringAttr.get(record["dispatch"]),
+                    "self": ir.IntegerAttr.get(i64, record["self"]),
+                    "iree_self": ir.IntegerAttr.get(i64, record["iree_self"]),
+                    "source_self": ir.IntegerAttr.get(i64, profile.op_tf_ps.get(source, 0)),
+                    "source_iree_self": ir.IntegerAttr.get(i64, profile.op_ps[source]),
+                }
+            )
+        for name, (export, left) in left_on.items():
+            export.attributes["profiler_data"] = ir.DictAttr.get(
+                {
+                    "dispatch_ps": ir.IntegerAttr.get(i64, dispatches[name].total_ps),
+                    "iree_self": ir.IntegerAttr.get(i64, left),
+                }
+            )
     text = module.operation.get_asm(large_elements_limit=ELIDE_ELEMENTS)
     with atomic_output_file(path) as handle:
         handle.write(text)
+
+
+def _exports(op: Any) -> list[tuple[str, Any]]:
+    """The `hal.executable.export` ops under `op`, with their names."""
+    found = []
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.operation.name == "hal.executable.export":
+                    name = str(inner.operation.attributes["sym_name"]).strip('"')
+                    found.append((name, inner.operation))
+                found.extend(_exports(inner.operation))
+    return found
+
+
+def _busiest(ops: list[Any]) -> list[Any]:
+    """The ops a dispatch's time for one tf op goes to: those with a reduction loop
+    (the convolution or matmul of a fused kernel, not its elementwise epilogue),
+    else all; the rule of `tf-profile-materialize-annotations` (`KindOfWork`)."""
+    reducing = [op for op in ops if _reduces(op)]
+    return reducing or ops
+
+
+def _reduces(op: Any) -> bool:
+    if "iterator_types" in op.attributes:
+        return "reduction" in str(op.attributes["iterator_types"])
+    name = op.name.removeprefix("linalg.")
+    return name.startswith(("conv", "depthwise_conv", "pooling", "matmul", "batch_matmul",
+                            "matvec", "vecmat", "dot", "mmt4d", "contract", "reduce"))  # fmt: skip
+
+
+def _tf_parts(
+    placed: list[tuple[Any, str, str, int]], profile: IreeProfile
+) -> dict[str, Iterator[int]]:
+    """Each tf op's TensorFlow self time in equal parts over its placements."""
+    count: dict[str, int] = {}
+    for _, source, _, _ in placed:
+        count[source] = count.get(source, 0) + 1
+    return {
+        source: iter(split_equally(profile.op_tf_ps.get(source, 0), n))
+        for source, n in count.items()
+    }
 
 
 def _linalg_ops(op: Any) -> Iterator[Any]:
@@ -393,15 +515,20 @@ def build_profile(
     for ran in ran_by.values():
         for node in ran:
             dispatches_of[node] = dispatches_of.get(node, 0) + 1
+    # A tf op several dispatches ran gives each an equal integer part of its TF time.
+    tf_parts = {
+        node: iter(split_equally(tf_self_ps.get(node, 0), count))
+        for node, count in dispatches_of.items()
+    }
     dispatches = []
     op_ps: dict[str, int] = {}
     for name, (count, total_ps) in timings.items():
         ran = ran_by[name]
-        if ran:  # else unattributed: listed with its time
-            for node, ps in zip(ran, split_equally(total_ps, len(ran)), strict=True):
-                op_ps[node] = op_ps.get(node, 0) + ps
-        tf = sum(tf_self_ps.get(node, 0) // dispatches_of[node] for node in ran)
-        dispatches.append(Dispatch(name, count, total_ps, ran, tf, found[name]))
+        tf = sum(next(tf_parts[node]) for node in ran)
+        dispatch = Dispatch(name, count, total_ps, ran, tf, found[name])
+        for node, ps in dispatch.parts().items():  # none: unattributed, listed
+            op_ps[node] = op_ps.get(node, 0) + ps
+        dispatches.append(dispatch)
     dispatches.sort(key=lambda d: (-d.total_ps, d.name))
     op_tf = {node: tf_self_ps.get(node, 0) for node in op_ps}
     return IreeProfile(

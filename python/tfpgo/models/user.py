@@ -151,7 +151,8 @@ def parse_input(text: str) -> InputSpec:
     if shape_text == "scalar":
         return InputSpec(name, (), dtype)
     dims = shape_text.replace(",", "x").split("x")
-    if not all(dim.isdigit() for dim in dims):
+    # ASCII only: str.isdigit() also accepts "²" and other scripts' digits.
+    if not all(dim.isascii() and dim.isdigit() for dim in dims):
         raise UserError(usage)
     return InputSpec(name, tuple(int(dim) for dim in dims), dtype)
 
@@ -201,6 +202,12 @@ def _saved_model(path: Path, mode: Mode, batch_size: int, choice: SignatureChoic
     names, tensors = [], []
     for name, spec in sorted(kwargs_spec.items()):
         shape, dtype = _example_shape(path, name, spec, given.get(name), batch_size)
+        if not (dtype == tf.string or dtype.is_bool or dtype.is_integer or dtype.is_floating
+                or dtype.is_complex):  # fmt: skip
+            raise UserError(
+                f"{path}: input {name!r} is a {dtype.name} tensor, which tfpgo cannot make "
+                "example values for; profile the model through a .py hook that builds its inputs"
+            )
         names.append(name)
         tensors.append(example_tensor(shape, dtype, rng))
 
@@ -230,6 +237,11 @@ def _example_shape(
             dtype = tf.as_dtype(given.dtype) if given.dtype else spec.dtype
         except TypeError:
             raise UserError(f"--input {name}: unknown dtype {given.dtype!r}") from None
+        if dtype != spec.dtype:
+            raise UserError(
+                f"--input {name}: dtype {dtype.name} does not match the signature's "
+                f"{spec.dtype.name}; give :{spec.dtype.name} or leave the dtype out"
+            )
         if not spec.shape.is_compatible_with(given.shape):
             raise UserError(
                 f"--input {name}: shape {list(given.shape)} does not fit the signature's "

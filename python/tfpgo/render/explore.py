@@ -13,11 +13,11 @@ Explorer prints the URL; Ctrl-C stops it.
 
 from __future__ import annotations
 
-import argparse
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfpgo.cli import user_path
+from tfpgo.cli import ArgumentParser, port_number, user_path
 from tfpgo.errors import UserError
 
 # (module, its node data files), in the order Model Explorer lists them.
@@ -53,10 +53,41 @@ def exploration(output_dir: Path) -> Exploration:
     return Exploration(tuple(modules), tuple(node_data))
 
 
+def check_port_free(port: int, flag: str = "--port") -> None:
+    """One error line if 127.0.0.1:`port` cannot be listened on (before any work:
+    Model Explorer would print its own message and exit 1, or quietly pick another
+    port for 8080)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+        try:
+            probe.bind((HOST, port))
+        except OSError as error:
+            raise UserError(
+                f"{flag} {port}: cannot listen on {HOST}:{port} ({error.strerror}); "
+                f"choose a free port with {flag}"
+            ) from None
+
+
+def _offline_version_check(print_msg: bool = True) -> dict[str, str]:
+    """Stands in for Model Explorer's check against PyPI: nothing of tfpgo reaches
+    for the network, and its non-daemon thread kept the process alive after Ctrl-C
+    until the offline request timed out."""
+    del print_msg
+    return {"version": "", "runningVersion": "", "releaseUrl": "", "desktopAppUrl": ""}
+
+
 def serve(found: Exploration, port: int) -> None:
     """Serves until Ctrl-C (KeyboardInterrupt, turned into exit status 130 by run_main)."""
-    import model_explorer
-
+    try:
+        import model_explorer
+        from model_explorer import server
+    except ImportError:
+        raise UserError(
+            "Model Explorer is not installed (pip install ai-edge-model-explorer; "
+            "tools/bootstrap.sh installs it)"
+        ) from None
+    check_port_free(port)
+    server._check_new_version = _offline_version_check
     config = model_explorer.config()
     for module in found.modules:
         config.add_model_from_path(str(module))
@@ -66,9 +97,11 @@ def serve(found: Exploration, port: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="explore", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="explore", description=__doc__.split("\n\n")[0])
     parser.add_argument("output_dir", help="the --output-dir of a finished pgo run")
-    parser.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (default 8080)")
+    parser.add_argument(
+        "--port", type=port_number, default=8080, help="port on 127.0.0.1 (default 8080)"
+    )
     args = parser.parse_args(argv)
     serve(exploration(user_path(args.output_dir)), args.port)
     return 0

@@ -6,7 +6,7 @@ One rule per source of truth, tried in this order:
   * `hlo_op` (XLA): the stat names an instruction of the module its `hlo_module` /
     `program_id` names in the trace's `HloProto`s; the instruction's nodes (a
     fusion: the nodes of every instruction inside it) get the event's time in
-    equal integer parts (`xla_attribution.split_equally`, as on the CPU);
+    equal integer parts (`tfpgo.attribution.parts.split_equally`, as on the CPU);
   * command buffers: `hlo_op` names no instruction of a known module (it is
     `command_buffer_N`): the kernel is matched inside its execution
     (`tfpgo.trace.command_buffer`: by kernel name, then by the schedule);

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tfpgo.attribution.parts import split_equally
 from tfpgo.trace.device import device_track_mask
 from tfpgo.trace.device_attribution import DeviceAttribution
 from tfpgo.trace.events import EventTable
@@ -122,12 +123,6 @@ class XlaInserted:
     reason: str
     count: int
     total_ps: int
-
-
-def split_equally(total_ps: int, parts: int) -> list[int]:
-    """`total_ps` in `parts` integer parts that differ by at most 1 and sum exactly."""
-    base, remainder = divmod(total_ps, parts)
-    return [base + 1 if i < remainder else base for i in range(parts)]
 
 
 def hlo_event_rows(table: EventTable) -> np.ndarray:

@@ -31,12 +31,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from tfpgo.atomic import atomic_output_file
+from tfpgo.attribution.parts import split_equally
 from tfpgo.errors import UserError
 from tfpgo.render import prepare
 from tfpgo.render.colormap import colormap_hex, text_color
 from tfpgo.render.exports.format import ExportFormat, ExportInput
 from tfpgo.render.metrics import Metric, metric_value
-from tfpgo.render.model import GraphKind, RenderGraph, RenderNode
+from tfpgo.render.model import GraphKind, NodeState, RenderGraph, RenderNode, Timing
 from tfpgo.render.reduce import merge_by_name
 from tfpgo.render.style import color_scale, node_style
 
@@ -81,12 +82,11 @@ def model_explorer_node_data(graph: RenderGraph, metric: Metric) -> dict:
         per_name = merge_by_name(graph)
         return _graph_node_data(name, [(n.name, n) for n in per_name.nodes], per_name, metric)
     document = {}
-    for function, nodes in ops_by_function(graph).items():
-        data = _graph_node_data(
-            name, [(str(index), node) for index, node in enumerate(nodes)], graph, metric
+    charged = charge_fused_ops(graph)
+    for function, nodes in ops_by_function(charged).items():
+        document[function] = _graph_node_data(
+            name, [(str(index), node) for index, node in enumerate(nodes)], charged, metric
         )
-        _show_kernels_on_fused_ops(nodes, data["results"])
-        document[function] = data
     return document
 
 
@@ -98,15 +98,39 @@ def ops_by_function(graph: RenderGraph) -> dict[str, list[RenderNode]]:
     return by_function
 
 
-def _show_kernels_on_fused_ops(nodes: list[RenderNode], results: dict) -> None:
-    """An op TensorFlow ran inside another op's kernel (`fused_into`, e.g. the MatMul
-    of a MatMul+BiasAdd+Relu kernel named after the Relu) shows that kernel's value
-    and color: a MatMul left white reads as free while the Relu reads as the cost."""
-    key_of = {node.name: str(index) for index, node in enumerate(nodes)}
-    for index, node in enumerate(nodes):
-        kernel = key_of.get(node.fused_into or "")
-        if kernel is not None and kernel in results and str(index) not in results:
-            results[str(index)] = dict(results[kernel])
+def charge_fused_ops(graph: RenderGraph) -> RenderGraph:
+    """`graph` with each fused kernel's time split over the ops it ran: the op that
+    holds the kernel's record and every op TensorFlow ran inside it (`fused_into`,
+    e.g. the MatMul and BiasAdd of a MatMul+BiasAdd+Relu kernel named after the
+    Relu) each carry an equal integer part of its self and total time and share
+    (`split_equally`), so no op of the kernel reads as free and the values still
+    sum to the profile; the mean and count stay the kernel's. The kernel's name and
+    whole time are each op's label in model_explorer.kernels.json."""
+    members: dict[tuple[str | None, str], list[RenderNode]] = defaultdict(list)
+    for node in graph.nodes:
+        if node.fused_into:
+            members[(node.group, node.fused_into)].append(node)
+    if not members:
+        return graph
+    charged: dict[int, Timing] = {}
+    for node in graph.nodes:
+        fused = members.get((node.group, node.name))
+        if node.timing is None or not fused:
+            continue
+        held = [node, *fused]
+        timing = node.timing
+        selfs = split_equally(timing.self_ps, len(held))
+        totals = split_equally(timing.total_ps, len(held))
+        for member, self_ps, total_ps in zip(held, selfs, totals, strict=True):
+            share = timing.share * self_ps / timing.self_ps if timing.self_ps else 0.0
+            charged[member.id] = replace(timing, self_ps=self_ps, total_ps=total_ps, share=share)
+    nodes = tuple(
+        replace(node, timing=charged[node.id], state=NodeState.EXECUTED)
+        if node.id in charged
+        else node
+        for node in graph.nodes
+    )
+    return replace(graph, nodes=nodes)
 
 
 # An op in generic form: `"dialect.op"(` after `=` or at a line's start.

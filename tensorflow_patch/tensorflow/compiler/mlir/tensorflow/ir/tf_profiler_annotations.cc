@@ -23,6 +23,9 @@ constexpr llvm::StringLiteral kTs = "ts", kDur = "dur", kCount = "count",
                               kMerged = "merged", kSource = "source",
                               kFanout = "fanout",
                               kFusedSources = "fused_sources",
+                              kFusedParts = "fused_parts",
+                              kSourceSelf = "source_self",
+                              kSourceDeviceSelf = "source_device_self",
                               kXlaFusion = "xla_fusion",
                               kXlaModule = "xla_module",
                               kDeviceCount = "device_count",
@@ -44,9 +47,13 @@ bool ReadOptionalFields(DictionaryAttr attr, ProfilerData &data) {
   if (Attribute merged = attr.get(kMerged))
     if (!ReadInt(merged, data.merged))
       return false;
-  if (Attribute fanout = attr.get(kFanout))
-    if (!ReadInt(fanout, data.fanout))
-      return false;
+  for (auto [key, slot] :
+       {std::pair{kFanout, &data.fanout},
+        std::pair{kSourceSelf, &data.source_self},
+        std::pair{kSourceDeviceSelf, &data.source_device_self}})
+    if (Attribute value = attr.get(key))
+      if (!ReadInt(value, *slot))
+        return false;
   if (Attribute count = attr.get(kDeviceCount))
     if (!ReadInt(count, data.device_count))
       return false;
@@ -81,6 +88,17 @@ bool ReadOptionalFields(DictionaryAttr attr, ProfilerData &data) {
       data.fused_sources.push_back(text.getValue().str());
     }
   }
+  if (Attribute parts = attr.get(kFusedParts)) {
+    auto array = llvm::dyn_cast<ArrayAttr>(parts);
+    if (!array)
+      return false;
+    for (Attribute element : array) {
+      int64_t part = 0;
+      if (!ReadInt(element, part))
+        return false;
+      data.fused_parts.push_back(part);
+    }
+  }
   return true;
 }
 
@@ -111,6 +129,7 @@ ProfilerDataEncoder::ProfilerDataEncoder(MLIRContext *context)
       dur_(StringAttr::get(context, kDur)),
       fanout_(StringAttr::get(context, kFanout)),
       fused_into_(StringAttr::get(context, kFusedInto)),
+      fused_parts_(StringAttr::get(context, kFusedParts)),
       fused_sources_(StringAttr::get(context, kFusedSources)),
       max_(StringAttr::get(context, kMax)),
       merged_(StringAttr::get(context, kMerged)),
@@ -120,6 +139,8 @@ ProfilerDataEncoder::ProfilerDataEncoder(MLIRContext *context)
       self_(StringAttr::get(context, kSelf)),
       share_(StringAttr::get(context, kShare)),
       source_(StringAttr::get(context, kSource)),
+      source_device_self_(StringAttr::get(context, kSourceDeviceSelf)),
+      source_self_(StringAttr::get(context, kSourceSelf)),
       total_(StringAttr::get(context, kTotal)),
       ts_(StringAttr::get(context, kTs)),
       xla_fusion_(StringAttr::get(context, kXlaFusion)),
@@ -135,7 +156,7 @@ DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
   // Built in sorted order: skips DictionaryAttr's sort and duplicate check.
   // The optional fields appear only when set, so a plain tf-level record
   // stays the ten documented fields.
-  llvm::SmallVector<NamedAttribute, 17> fields = {
+  llvm::SmallVector<NamedAttribute, 20> fields = {
       {count_, integer(data.count)}};
   if (data.device_count > 0)
     fields.append({{device_count_, integer(data.device_count)},
@@ -145,6 +166,12 @@ DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
   fields.push_back({dur_, integer(data.dur)});
   if (data.fanout > 0)
     fields.push_back({fanout_, integer(data.fanout)});
+  if (!data.fused_parts.empty()) {
+    llvm::SmallVector<Attribute, 4> parts;
+    for (int64_t part : data.fused_parts)
+      parts.push_back(integer(part));
+    fields.push_back({fused_parts_, ArrayAttr::get(context, parts)});
+  }
   if (!data.fused_sources.empty()) {
     llvm::SmallVector<Attribute, 4> names;
     for (const std::string &name : data.fused_sources)
@@ -162,6 +189,10 @@ DictionaryAttr ProfilerDataEncoder::Encode(const ProfilerData &data) const {
        {share_, FloatAttr::get(Float64Type::get(context), data.share)}});
   if (!data.source.empty())
     fields.push_back({source_, StringAttr::get(context, data.source)});
+  if (data.source_device_self > 0)
+    fields.push_back({source_device_self_, integer(data.source_device_self)});
+  if (!data.source.empty() && data.fanout > 0)
+    fields.push_back({source_self_, integer(data.source_self)});
   fields.append({{total_, integer(data.total)}, {ts_, integer(data.ts)}});
   // `xla_*` sorts after `ts`.
   if (!data.xla_fusion.empty())

@@ -78,8 +78,15 @@ struct ProfilerData {
   std::string source;
   /// Number of ops at this level that carry `source`'s measurements.
   int64_t fanout = 0;
+  /// The whole self (and device) time of `source`, of which this op is
+  /// charged a part in `self` (below tf, where a source became several ops).
+  int64_t source_self = 0;
+  int64_t source_device_self = 0;
   /// Further sources whose ops were fused into this one (lowering fusions).
   std::vector<std::string> fused_sources;
+  /// The self time of each of `fused_sources` charged to this op (same order;
+  /// part of `self`, so `self` minus their sum is `source`'s part).
+  std::vector<int64_t> fused_parts;
   /// XLA module the op's time was measured in ("" if it ran as a TF kernel).
   std::string xla_module;
   /// XLA fusion instruction that did most of the op's work ("" if none).
@@ -118,8 +125,9 @@ private:
   StringAttr attr_name_;
   /// Field names, in the order DictionaryAttr sorts them.
   StringAttr count_, device_count_, device_self_, device_share_, dur_, fanout_,
-      fused_into_, fused_sources_, max_, merged_, min_, p50_, p95_, self_,
-      share_, source_, total_, ts_, xla_fusion_, xla_module_;
+      fused_into_, fused_parts_, fused_sources_, max_, merged_, min_, p50_,
+      p95_, self_, share_, source_, source_device_self_, source_self_, total_,
+      ts_, xla_fusion_, xla_module_;
 };
 
 /// Attribute-level helpers shared by the trait, the external models of

@@ -239,12 +239,21 @@ private:
         json.attribute("merged", data.merged);
       if (!data.source.empty())
         json.attribute("source", data.source);
-      if (data.fanout > 0)
+      if (data.fanout > 0) {
         json.attribute("fanout", data.fanout);
+        json.attribute("source_self", data.source_self);
+      }
+      if (data.source_device_self > 0)
+        json.attribute("source_device_self", data.source_device_self);
       if (!data.fused_sources.empty())
         json.attributeArray("fused_sources", [&] {
           for (const std::string &source : data.fused_sources)
             json.value(source);
+        });
+      if (!data.fused_parts.empty())
+        json.attributeArray("fused_parts", [&] {
+          for (int64_t part : data.fused_parts)
+            json.value(part);
         });
       if (!data.xla_module.empty())
         json.attribute("xla_module", data.xla_module);

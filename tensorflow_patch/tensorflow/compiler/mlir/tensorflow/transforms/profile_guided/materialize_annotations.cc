@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -25,7 +26,9 @@
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_profile_reader.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_timing.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 
@@ -37,7 +40,9 @@ namespace TF {
 
 namespace {
 
-/// The sources found on one op, its own first.
+/// The sources found on one op, its own first. A record that only says
+/// "fused into K" (the kernel K ran this op's work) names K as a source
+/// without timing: K's timed record comes from the ops that carry it.
 struct OpSources {
   /// Source name -> its record (fused records carry only `fused_into`).
   llvm::SmallVector<std::pair<std::string, ProfilerData>, 1> sources;
@@ -50,10 +55,89 @@ struct OpSources {
   }
 };
 
-/// One source found at this level: its record and how many ops carry it.
+/// How much of a source's time an op that carries it does. A source's time
+/// is split over the ops of its highest kind only (docs/formats.md,
+/// "Conservation"): in a fused convolution + bias + Relu kernel the
+/// convolution is charged, not the elementwise epilogue; a fill, a pad or a
+/// constant is charged nothing when a matmul or generic of the same source
+/// does the work, and gets the time only when nothing else carries it.
+enum class Work { kNone = 0, kMovement = 1, kCompute = 2, kReduction = 3 };
+
+/// StableHLO/MHLO ops that reduce (contract) over some dimensions.
+bool IsReductionName(llvm::StringRef dialect, llvm::StringRef name) {
+  return (dialect == "stablehlo" || dialect == "mhlo") &&
+         llvm::is_contained({"convolution", "dot", "dot_general", "reduce",
+                             "reduce_window", "select_and_scatter"},
+                            name);
+}
+
+/// Names (without dialect) of StableHLO/MHLO ops and upstream ops that only
+/// move or reshape data.
+bool IsMovementName(llvm::StringRef dialect, llvm::StringRef name) {
+  if (dialect == "stablehlo" || dialect == "mhlo")
+    return llvm::is_contained({"reshape", "broadcast_in_dim", "broadcast",
+                               "dynamic_broadcast_in_dim", "transpose", "pad",
+                               "slice", "dynamic_slice", "concatenate",
+                               "bitcast_convert", "get_tuple_element", "tuple"},
+                              name);
+  if (dialect == "linalg")
+    return llvm::is_contained({"fill", "copy", "transpose", "broadcast"}, name);
+  if (dialect == "tensor")
+    return llvm::is_contained({"pad", "extract_slice", "insert_slice",
+                               "expand_shape", "collapse_shape", "reshape",
+                               "cast", "concat", "bitcast"},
+                              name);
+  return false;
+}
+
+/// An op that computes nothing at run time: a constant, an empty tensor, or
+/// an op whose operands are all such values (a broadcast of a constant:
+/// compilers fold it).
+bool ComputesNothing(Operation *op,
+                     const llvm::DenseMap<Operation *, Work> &kinds) {
+  llvm::StringRef name = op->getName().stripDialect();
+  if (op->hasTrait<OpTrait::ConstantLike>() || name == "constant" ||
+      name == "Const" || op->getName().getStringRef() == "tensor.empty" ||
+      op->getName().getStringRef() == "bufferization.alloc_tensor")
+    return true;
+  if (op->getNumOperands() == 0)
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value operand) {
+    Operation *producer = operand.getDefiningOp();
+    if (!producer)
+      return false;
+    auto kind = kinds.find(producer);
+    return kind != kinds.end() && kind->second == Work::kNone;
+  });
+}
+
+/// The work `op` does; `kinds` holds the kinds of the ops before it.
+Work KindOfWork(Operation *op, const llvm::DenseMap<Operation *, Work> &kinds) {
+  if (ComputesNothing(op, kinds))
+    return Work::kNone;
+  llvm::StringRef dialect = op->getName().getDialectNamespace();
+  llvm::StringRef name = op->getName().stripDialect();
+  if (IsMovementName(dialect, name))
+    return Work::kMovement;
+  if (auto structured = llvm::dyn_cast<linalg::LinalgOp>(op))
+    return structured.getNumReductionLoops() > 0 ? Work::kReduction
+                                                 : Work::kCompute;
+  return IsReductionName(dialect, name) ? Work::kReduction : Work::kCompute;
+}
+
+/// One source found at this level: its record, the ops carrying it, and the
+/// kind of work of the busiest of them.
 struct LevelSource {
   ProfilerData data;
-  int64_t ops = 0;
+  bool timed = false; ///< A carrier had its timed record (not only fused).
+  llvm::SmallVector<Operation *, 2> ops;
+  Work charged_kind = Work::kNone;
+  int64_t charged_ops = 0;
+};
+
+/// The part of one source charged to one op.
+struct Part {
+  int64_t self = 0, total = 0, device = 0;
 };
 
 /// See passes.td.
@@ -81,7 +165,7 @@ void FindSources(Operation *op, const llvm::StringMap<ProfilerData> &by_name,
     std::optional<ProfilerData> data = ProfilerData::FromAttr(record);
     if (!data)
       continue;
-    std::string name = data->source;
+    std::string name = data->IsFused() ? data->fused_into : data->source;
     if (name.empty())
       name = GetNodeName(op).str();
     out.Add(std::move(name), std::move(*data));
@@ -115,13 +199,17 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
   }
 
   // Gather: the outermost op of each source keeps it; ops nested in an
-  // annotated op (a linalg.generic's body) add their sources to it.
+  // annotated op (a linalg.generic's body) add their sources to it. Every
+  // op's kind of work is known before its users are visited.
   llvm::MapVector<Operation *, OpSources> annotated;
+  llvm::DenseMap<Operation *, Work> kinds;
   int64_t level_ops = 0;
   module.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (op == module || llvm::isa<FunctionOpInterface>(op) ||
-        op->hasTrait<OpTrait::IsTerminator>() ||
-        !IsProfileAnnotatableAtAnyLevel(op))
+        op->hasTrait<OpTrait::IsTerminator>())
+      return WalkResult::advance();
+    kinds[op] = KindOfWork(op, kinds);
+    if (!IsProfileAnnotatableAtAnyLevel(op))
       return WalkResult::advance();
     ++level_ops;
     OpSources found;
@@ -141,38 +229,84 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
     return WalkResult::advance();
   });
 
-  // Every source that reached the level, as an op's own or a fused one,
-  // with the number of ops holding it; fused records hold no time of their
-  // own.
+  // Every source that reached the level, with the ops carrying it (as their
+  // own or a fused source, or as the kernel they were fused into).
   llvm::MapVector<llvm::StringRef, LevelSource> level;
   for (auto &[op, found] : annotated)
     for (auto &[name, data] : found.sources) {
-      if (data.IsFused())
-        continue;
       LevelSource &source = level[name];
-      source.data = data;
-      ++source.ops;
+      if (!data.IsFused() && !source.timed) {
+        source.data = data;
+        source.timed = true;
+      }
+      source.ops.push_back(op);
+      source.charged_kind = std::max(source.charged_kind, kinds.lookup(op));
     }
-  int64_t level_self = 0;
-  for (auto &entry : level)
-    level_self += entry.second.data.self;
+  level.remove_if([](const auto &entry) { return !entry.second.timed; });
+
+  // Split: each source's time in equal integer parts over its carriers of
+  // the highest kind of work; the others are charged nothing.
+  llvm::DenseMap<std::pair<Operation *, llvm::StringRef>, Part> parts;
+  int64_t level_self = 0, level_device = 0;
+  for (auto &[name, source] : level) {
+    llvm::SmallVector<Operation *, 2> charged;
+    for (Operation *op : source.ops)
+      if (kinds.lookup(op) == source.charged_kind)
+        charged.push_back(op);
+    source.charged_ops = charged.size();
+    for (auto [index, op] : llvm::enumerate(charged)) {
+      int64_t i = index, n = charged.size();
+      parts[{op, name}] = {EqualPart(source.data.self, i, n),
+                           EqualPart(source.data.total, i, n),
+                           EqualPart(source.data.device_self, i, n)};
+    }
+    level_self += source.data.self;
+    level_device += source.data.device_self;
+  }
 
   module.walk([](Operation *op) { RemoveProfileAnnotations(op); });
   ProfilerDataEncoder encoder(module.getContext());
   for (auto &[op, found] : annotated) {
-    auto &[name, own] = found.sources.front();
-    ProfilerData data = own;
-    if (!data.IsFused()) {
-      data.source = name;
-      data.fanout = level.find(name)->second.ops;
-      data.share = level_self > 0
-                       ? RoundShare(static_cast<double>(data.self) / level_self)
-                       : 0.0;
-      for (auto &other : llvm::drop_begin(found.sources))
-        data.fused_sources.push_back(other.first);
-      if (!data.fused_sources.empty())
-        ++numFusedSourceOps;
+    auto own = llvm::find_if(found.sources, [&](const auto &entry) {
+      return level.count(entry.first);
+    });
+    if (own == found.sources.end()) { // kernels timed nowhere at this level
+      AttachProfilerData(op, found.sources.front().second, encoder);
+      continue;
     }
+    const LevelSource &source = level.find(own->first)->second;
+    ProfilerData data = source.data;
+    data.fused_into.clear();
+    data.source = own->first;
+    data.fanout = source.ops.size();
+    data.source_self = source.data.self;
+    data.source_device_self = source.data.device_self;
+    data.fused_sources.clear();
+    data.fused_parts.clear();
+    Part sum = parts.lookup({op, own->first});
+    for (auto &[name, other] : found.sources) {
+      if (name == own->first || !level.count(name))
+        continue;
+      Part part = parts.lookup({op, name});
+      data.fused_sources.push_back(name);
+      data.fused_parts.push_back(part.self);
+      sum.self += part.self;
+      sum.total += part.total;
+      sum.device += part.device;
+    }
+    if (!data.fused_sources.empty())
+      ++numFusedSourceOps;
+    data.self = sum.self;
+    data.total = sum.total;
+    data.device_self = sum.device;
+    data.dur = data.count ? (data.total + data.count / 2) / data.count : 0;
+    data.share = level_self > 0
+                     ? RoundShare(static_cast<double>(data.self) / level_self)
+                     : 0.0;
+    data.device_share =
+        level_device > 0
+            ? RoundShare(static_cast<double>(data.device_self) / level_device)
+            : 0.0;
     AttachProfilerData(op, data, encoder);
   }
   numAnnotatedOps += annotated.size();
@@ -209,7 +343,8 @@ bool ProfileMaterializeAnnotationsPass::WriteSummary(
             json.attribute("count", source.data.count);
             if (source.data.device_count > 0)
               json.attribute("device_ps", source.data.device_self);
-            json.attribute("ops", source.ops);
+            json.attribute("ops", static_cast<int64_t>(source.ops.size()));
+            json.attribute("charged_ops", source.charged_ops);
           });
       });
     });

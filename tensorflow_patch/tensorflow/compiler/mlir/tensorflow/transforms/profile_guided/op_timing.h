@@ -36,6 +36,14 @@ inline constexpr int kShareDigits = 6;
 /// Returns `value` rounded to kShareDigits significant decimal digits.
 double RoundShare(double value);
 
+/// Part `part` (0-based) of `value` split into `parts` integer parts that
+/// differ by at most one and sum exactly to `value`: the lower-numbered
+/// parts take the remainder, one unit each. The one rule for splitting a
+/// measured figure over several ops (docs/formats.md, "Conservation").
+inline int64_t EqualPart(int64_t value, int64_t part, int64_t parts) {
+  return value / parts + (part < value % parts ? 1 : 0);
+}
+
 /// Every runtime execution attributed to one op, merged.
 struct OpTiming {
   int64_t ts = std::numeric_limits<int64_t>::max();
@@ -77,9 +85,7 @@ struct OpTiming {
   /// the entry's). Its durations stay out of the percentiles, which describe
   /// whole executions of this op's own names.
   void AddMergedPart(const OpProfileEntry &entry, int64_t part, int64_t parts) {
-    auto share = [&](int64_t value) {
-      return value / parts + (part < value % parts ? 1 : 0);
-    };
+    auto share = [&](int64_t value) { return EqualPart(value, part, parts); };
     if (parts == 1) {
       durations.insert(durations.end(), entry.durations_ps.begin(),
                        entry.durations_ps.end());

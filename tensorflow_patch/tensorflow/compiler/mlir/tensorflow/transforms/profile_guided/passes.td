@@ -320,14 +320,19 @@ def ProfileMaterializeAnnotationsPass
     an op of the same source (the body of a `linalg.generic`) and
     terminators are skipped.
 
-    When one source op became N ops, each carries the source's measurements
-    with `source = "<node>"` and `fanout = N` (ops holding it as their own or
-    as a fused source): summaries count each source once, so their total
-    equals the tf-level total. Where a lowering fused
-    the locations of several sources (or a region holds ops of other
-    sources, as after linalg elementwise fusion), the first is the op's
-    source and the others are listed in `fused_sources`. `share` is the
-    source's share of the self time of every source found.
+    When one source op became N ops, each carries the source's record with
+    `source = "<node>"`, `fanout = N` and `source_self` (the source's whole
+    self time), and the source's time is charged once: split in exact integer
+    parts over the carriers that do its work (reductions such as a matmul or
+    convolution, else other computing ops, else data movement such as a fill
+    or pad, else constants and empty tensors; docs/formats.md,
+    "Conservation"), the others charged 0. Where a lowering fused the
+    locations of several sources (or a region holds ops of other sources, as
+    after linalg elementwise fusion), the first is the op's source and the
+    others are listed in `fused_sources` with their charged parts in
+    `fused_parts`; `self` is the sum of the op's parts, so the level's ops sum
+    to the time of the sources that reached it. `share` is `self` over that
+    sum.
 
     ```mlir
     %0 = "linalg.matmul"(...) loc(fused<{profiler_data = {count = 3 : i64,
@@ -338,7 +343,8 @@ def ProfileMaterializeAnnotationsPass
 
     ```mlir
     %0 = "linalg.matmul"(...) {profiler_data = {count = 3 : i64, ...,
-        fanout = 2 : i64, ..., source = "dense/MatMul", ...}} loc(...)
+        fanout = 2 : i64, ..., self = 3000 : i64, ..., source = "dense/MatMul",
+        source_self = 3000 : i64, ...}} loc(...)
     ```
 
     With `summary-output`, a `tfpgo.level_profile` document
