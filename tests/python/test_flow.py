@@ -243,6 +243,23 @@ def test_saved_model_input_flags_are_one_line(user_models, tmp_path, capsys, giv
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("    return tf.keras.layers.AveragePooling2D()", "tfpgo_model(4) failed: TypeError: "),
+        ("    return 3", "tfpgo_model must return (model_or_function, example_inputs), not int"),
+    ],
+)
+def test_a_failing_hook_names_its_own_error(tmp_path, capsys, body, message):
+    hook = tmp_path / "hook.py"
+    hook.write_text(f"import tensorflow as tf\n\n\ndef tfpgo_model(batch_size):\n{body}\n")
+    status, out = _run(tmp_path, "--model", str(hook), "--batch-size", "4")
+    assert status == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("pgo: error: ") and message in last, last
+    assert not out.exists()
+
+
 def test_hook_file_without_the_hook_is_one_line(tmp_path, capsys):
     broken = tmp_path / "no_hook.py"
     broken.write_text("x = 1\n")

@@ -81,10 +81,17 @@ def _hook_file(path: Path, mode: Mode, batch_size: int) -> ModelCase:
         )
     try:
         result = hook(batch_size)
+    except Exception as error:  # the user's code: name its own error, not the return shape
+        detail = " ".join(str(error).split())
+        raise UserError(
+            f"{path}: {HOOK_NAME}({batch_size}) failed: {type(error).__name__}: {detail}"
+        ) from None
+    try:
         target, inputs = result
     except (TypeError, ValueError):
         raise UserError(
-            f"{path}: {HOOK_NAME} must return (model_or_function, example_inputs)"
+            f"{path}: {HOOK_NAME} must return (model_or_function, example_inputs), "
+            f"not {type(result).__name__}"
         ) from None
     inputs = tuple(inputs) if isinstance(inputs, list | tuple) else (inputs,)
     if _is_keras_model(target):
