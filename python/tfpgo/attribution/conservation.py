@@ -54,20 +54,25 @@ class LevelSum:
 
 
 def check_output(out: Path) -> list[LevelSum]:
-    """Every level of a pgo output directory, checked; raises on a violation."""
-    sums = [_tf_level(out)]
-    tf_graph = read_json(out / "op_graph.json")
+    """Every level of a pgo output directory, checked; raises on a violation. Each
+    document is read once."""
+    graphs = {path.name: read_json(path) for path in sorted(out.glob("op_graph*.json"))}
+    tf_graph = graphs["op_graph.json"]
     tf_self = {n["name"]: _self(n, False) for n in tf_graph["nodes"] if n.get("name")}
-    for path in sorted(out.glob("op_graph.*.json")):
-        if path.name == "op_graph.iree.json":
-            sums.append(_iree_level(out, path))
-        else:
-            sums.append(_lowered_level(path, tf_self))
-    if (out / "model.dispatches.mlir").is_file():
-        sums.append(_dispatches(out))
+    sums = [_tf_level(out, tf_graph)]
+    dispatches = out / "model.dispatches.mlir"
+    iree = "op_graph.iree.json" in graphs or dispatches.is_file()
+    iree_profile = read_json(out / "iree_profile.json") if iree else {}
+    for name, graph in graphs.items():
+        if name == "op_graph.iree.json":
+            sums.append(_iree_level(name, graph, iree_profile))
+        elif name != "op_graph.json":
+            sums.append(_lowered_level(name, graph, tf_self))
+    if dispatches.is_file():
+        sums.append(_dispatches(dispatches, iree_profile))
     for path in sorted(out.glob("model_explorer*.json")):
         if path.name != "model_explorer.kernels.json":
-            sums.append(_model_explorer(out, path))
+            sums.append(_model_explorer(path, graphs))
     broken = [s for s in sums if not s.holds]
     if broken:
         raise UserError(
@@ -90,63 +95,56 @@ def _self(node: dict[str, Any], device: bool) -> int:
     return int(record.get("device_self" if device else "self", 0))
 
 
-def _graph_sum(path: Path, graph: dict[str, Any], expected: int) -> LevelSum:
+def _graph_sum(name: str, graph: dict[str, Any], expected: int) -> LevelSum:
     device = _device(graph)
     records = [n["profiler_data"] for n in graph["nodes"] if n.get("profiler_data")]
     share = "device_share" if device else "share"
     return LevelSum(
-        path.name,
+        name,
         sum(_self(n, device) for n in graph["nodes"]),
         expected,
         sum(float(r.get(share, 0.0)) for r in records),
     )
 
 
-def _tf_level(out: Path) -> LevelSum:
+def _tf_level(out: Path, graph: dict[str, Any]) -> LevelSum:
     attribution = read_json(out / "attribution.json")
-    graph = read_json(out / "op_graph.json")
     key = "attributed_device_ps" if _device(graph) else "attributed_self_ps"
-    return _graph_sum(out / "op_graph.json", graph, int(attribution[key]))
+    return _graph_sum("op_graph.json", graph, int(attribution[key]))
 
 
-def _lowered_level(path: Path, tf_self: dict[str, int]) -> LevelSum:
-    graph = read_json(path)
+def _lowered_level(name: str, graph: dict[str, Any], tf_self: dict[str, int]) -> LevelSum:
     sources: set[str] = set()
     for node in graph["nodes"]:
         record = node.get("profiler_data") or {}
         if "self" in record:
             sources.add(record.get("source", node.get("name") or ""))
             sources.update(record.get("fused_sources", ()))
-    return _graph_sum(path, graph, sum(tf_self.get(name, 0) for name in sources))
+    return _graph_sum(name, graph, sum(tf_self.get(source, 0) for source in sources))
 
 
-def _iree_level(out: Path, path: Path) -> LevelSum:
-    profile = read_json(out / "iree_profile.json")
-    graph = read_json(path)
+def _iree_level(name: str, graph: dict[str, Any], profile: dict[str, Any]) -> LevelSum:
     unplaced = sum(int(entry["ps"]) for entry in graph.get("unplaced", ()))
     expected = int(profile["totals"]["dispatch_attributed_ps"]) - unplaced
-    return _graph_sum(path, graph, expected)
+    return _graph_sum(name, graph, expected)
 
 
 _IREE_SELF = re.compile(r"[{ ,]iree_self = (\d+) : i64")
 
 
-def _dispatches(out: Path) -> LevelSum:
-    profile = read_json(out / "iree_profile.json")
-    text = (out / "model.dispatches.mlir").read_text()
+def _dispatches(path: Path, profile: dict[str, Any]) -> LevelSum:
+    text = path.read_text()
     charged = sum(int(ps) for ps in _IREE_SELF.findall(text))
     return LevelSum(
         "model.dispatches.mlir", charged, int(profile["totals"]["dispatch_attributed_ps"]), 0.0
     )
 
 
-def _model_explorer(out: Path, path: Path) -> LevelSum:
-    """Node data values against the op graph of the same level (or the event DAG's
-    op time for a node-name keyed file)."""
+def _model_explorer(path: Path, graphs: dict[str, dict[str, Any]]) -> LevelSum:
+    """Node data values against the op graph of the same level."""
     document = read_json(path)
     level = path.stem.removeprefix("model_explorer").lstrip(".")
-    graph_path = out / (f"op_graph.{level}.json" if level else "op_graph.json")
-    graph = read_json(graph_path)
+    graph = graphs[f"op_graph.{level}.json" if level else "op_graph.json"]
     device = _device(graph)
     expected = sum(_self(n, device) for n in graph["nodes"])
     per_graph = document.values() if "results" not in document else [document]

@@ -265,18 +265,15 @@ def dispatch_sources(module: Any) -> dict[str, tuple[tuple[str, ...], str]]:
             continue
         compute: dict[str, None] = {}
         bindings: dict[str, None] = {}
-        exports: list[str] = []
-        _walk(executable.operation, compute, bindings, exports)
+        _walk(executable.operation, compute, bindings)
         names, where = (compute, "compute") if compute else (bindings, "bindings")
-        for export in exports:
+        for export, _ in _exports(executable.operation):
             found[export] = (tuple(names), where if names else "")
     return found
 
 
-def _walk(op: Any, compute: dict[str, None], bindings: dict[str, None], exports: list[str]) -> None:
-    if op.name == "hal.executable.export":
-        exports.append(str(op.attributes["sym_name"]).strip('"'))
-    elif op.name.startswith(_COMPUTE_DIALECTS) and op.name not in _NOT_COMPUTE:
+def _walk(op: Any, compute: dict[str, None], bindings: dict[str, None]) -> None:
+    if op.name.startswith(_COMPUTE_DIALECTS) and op.name not in _NOT_COMPUTE:
         for name in _location_names(op.location):
             compute.setdefault(name, None)
     elif op.name.endswith((".load", ".store")):
@@ -285,7 +282,7 @@ def _walk(op: Any, compute: dict[str, None], bindings: dict[str, None], exports:
     for region in op.regions:
         for block in region.blocks:
             for inner in block.operations:
-                _walk(inner.operation, compute, bindings, exports)
+                _walk(inner.operation, compute, bindings)
 
 
 DISPATCHES_MODULE = "model.dispatches.mlir"
@@ -310,12 +307,11 @@ def write_dispatch_sources(
     for executable in module.body.operations:
         if executable.operation.name != "hal.executable":
             continue
-        exports = _exports(executable.operation)
         named: dict[str, list[Any]] = {}
         for op in _linalg_ops(executable.operation):
             for name in dict.fromkeys(fused_into.get(n, n) for n in _location_names(op.location)):
                 named.setdefault(name, []).append(op)
-        for export_name, export in exports:
+        for export_name, export in _exports(executable.operation):
             dispatch = dispatches.get(export_name)
             if dispatch is None:
                 continue
@@ -342,7 +338,7 @@ def write_dispatch_sources(
             source = record["source"]
             op.attributes["profiler_data"] = ir.DictAttr.get(
                 {
-                    "source": ir.StringAttr.get(record["source"]),
+                    "source": ir.StringAttr.get(source),
                     "dispatch": ir.StringAttr.get(record["dispatch"]),
                     "self": ir.IntegerAttr.get(i64, record["self"]),
                     "iree_self": ir.IntegerAttr.get(i64, record["iree_self"]),

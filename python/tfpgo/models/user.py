@@ -209,14 +209,8 @@ def _saved_model(path: Path, mode: Mode, batch_size: int, choice: SignatureChoic
     names, tensors = [], []
     for name, spec in sorted(kwargs_spec.items()):
         shape, dtype = _example_shape(path, name, spec, given.get(name), batch_size)
-        if not (dtype == tf.string or dtype.is_bool or dtype.is_integer or dtype.is_floating
-                or dtype.is_complex):  # fmt: skip
-            raise UserError(
-                f"{path}: input {name!r} is a {dtype.name} tensor, which tfpgo cannot make "
-                "example values for; profile the model through a .py hook that builds its inputs"
-            )
         names.append(name)
-        tensors.append(example_tensor(shape, dtype, rng))
+        tensors.append(example_tensor(shape, dtype, rng, f"{path}: input {name!r}"))
 
     def run_signature(*xs: Any, _loaded: Any = loaded) -> Any:  # keeps `loaded` alive
         return signature(**dict(zip(names, xs, strict=True)))
@@ -270,9 +264,10 @@ def _example_shape(
     return tuple(shape), spec.dtype
 
 
-def example_tensor(shape: tuple[int, ...], dtype: Any, rng: Any) -> Any:
+def example_tensor(shape: tuple[int, ...], dtype: Any, rng: Any, what: str) -> Any:
     """Deterministic example values of any dtype a signature takes: normal floats,
-    small integers, booleans, and strings `"0"`, `"1"`, ..."""
+    small integers, booleans, and strings `"0"`, `"1"`, ...; for another dtype
+    (variant, resource) one error line naming `what` needs it."""
     import tensorflow as tf
 
     size = int(np.prod(shape)) if shape else 1
@@ -282,8 +277,13 @@ def example_tensor(shape: tuple[int, ...], dtype: Any, rng: Any) -> Any:
         values = rng.integers(0, 2, shape).astype(bool)
     elif dtype.is_integer:
         values = rng.integers(0, 8, shape).astype(dtype.as_numpy_dtype)
-    else:
+    elif dtype.is_floating or dtype.is_complex:
         values = rng.standard_normal(shape).astype(dtype.as_numpy_dtype)
+    else:
+        raise UserError(
+            f"{what} is a {dtype.name} tensor, which tfpgo cannot make example values for; "
+            "profile the model through a .py hook that builds its inputs"
+        )
     return tf.constant(values, dtype=dtype)
 
 
