@@ -44,13 +44,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tfpgo.trace import hosts
-from tfpgo.trace import trace_reader
+from tfpgo.trace import host_parts, hosts
+from tfpgo.flow import trace_reader
 
 
 def main():
     logdir, out, workers, scheduler = sys.argv[1:5]
-    reading = hosts.HostReading(
+    reading = host_parts.HostReading(
         None if workers == "-" else int(workers), None if scheduler == "-" else scheduler
     )
     clock = time.perf_counter()

@@ -45,7 +45,7 @@ TRACE_READER = """
 import sys
 import time
 from pathlib import Path
-from tfpgo.trace.trace_reader import run
+from tfpgo.flow.trace_reader import run
 out = Path(sys.argv[2])
 start = time.perf_counter()
 result = run(Path(sys.argv[1]), dag_out=out / "mlir_graph.json",

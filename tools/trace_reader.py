@@ -3,7 +3,7 @@
 import sys
 
 from tfpgo import cli
-from tfpgo.trace import trace_reader
+from tfpgo.flow import trace_reader
 
 if __name__ == "__main__":
     sys.exit(cli.run_main(trace_reader.main, prog=trace_reader.PROG))

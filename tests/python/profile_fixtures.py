@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tfpgo.trace.op_profile import OpProfile
+from tfpgo.attribution.op_profile import OpProfile
 
 TF2_21 = Path(__file__).resolve().parents[1] / "data" / "tf2_21"
 TRAIN = TF2_21 / "train" / "op_profile.json"  # dense MLP training step, oneDNN kernels, SGD
@@ -17,8 +17,8 @@ DENSE_INFER = TF2_21 / "dense" / "op_profile.json"
 def profile_real_step(directory: Path, model: str = "transformer", mode: str = "train") -> Path:
     """Profiles 3 steps (after 1 warmup) of a built-in model at batch 2 and
     writes its op_profile.json into `directory`; returns that path."""
+    from tfpgo.flow import trace_reader
     from tfpgo.models import load_model, profiling
-    from tfpgo.trace import trace_reader
 
     case = load_model(model, mode, batch_size=2)
     run = profiling.profile(case, directory / "profile", steps=3, warmup=1)

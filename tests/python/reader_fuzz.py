@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfpgo import cli, errors
-from tfpgo.trace import trace_reader
-from tfpgo.trace.op_profile import OpProfile
+from tfpgo.attribution.op_profile import OpProfile
+from tfpgo.flow import trace_reader
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 LIT_INPUTS = Path(__file__).resolve().parent.parent / "lit" / "Inputs"

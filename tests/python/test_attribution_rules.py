@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pgo_process import run_pgo
 
-from tfpgo.trace.op_profile import OpProfile
+from tfpgo.attribution.op_profile import OpProfile
 
 HOOKS = Path(__file__).resolve().parents[1] / "data" / "attribution"
 # hook -> the rules its step must need (attribution.json `rule`)

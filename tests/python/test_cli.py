@@ -90,7 +90,7 @@ def test_atomic_outputs_get_ordinary_permissions(tmp_path):
         ("tfpgo.flow.pgo", ["--steps", "0"], "argument --steps: must be at least 1"),
         ("tfpgo.flow.pgo", ["--mode", "eval"], "argument --mode: invalid choice"),
         ("tfpgo.render.plot_graph", ["--no-such-flag"], "the following arguments are required"),
-        ("tfpgo.trace.trace_reader", [], "the following arguments are required: --path-to-trace"),
+        ("tfpgo.flow.trace_reader", [], "the following arguments are required: --path-to-trace"),
     ],
 )
 def test_bad_flags_are_one_line(module, argv, message, capsys):

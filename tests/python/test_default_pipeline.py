@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from tfpgo.flow import trace_reader
 from tfpgo.mlir import annotate
 from tfpgo.models import load_model, profiling
-from tfpgo.trace import trace_reader
 
 HOOK = Path(__file__).resolve().parents[1] / "data" / "models" / "optimizer_step.py"
 

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from tfpgo.attribution import command_buffer
+from tfpgo.attribution.device_attribution import attribute_device
+from tfpgo.attribution.hlo_profile import HloProfile, build_hlo_profile
+from tfpgo.attribution.op_profile import OpProfile, build_op_profile
+from tfpgo.attribution.xla_attribution import attribute
 from tfpgo.errors import UserError
-from tfpgo.trace import command_buffer
 from tfpgo.trace.device import DeviceKind, device_kind, device_rows
-from tfpgo.trace.device_attribution import attribute_device
 from tfpgo.trace.events import NO_STEP
-from tfpgo.trace.hlo_profile import HloProfile, build_hlo_profile
-from tfpgo.trace.op_profile import OpProfile, build_op_profile
 from tfpgo.trace.readers import read_trace
 from tfpgo.trace.readers.hlo_metadata import HloInstruction, HloModule, TfNode
-from tfpgo.trace.xla_attribution import attribute
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 GRAPH = {model: DATA / f"jax_gpu_{model}.xplane.pb" for model in ("mlp", "conv")}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tfpgo.attribution.op_profile import build_op_profile
 from tfpgo.trace.device import device_rows
-from tfpgo.trace.op_profile import build_op_profile
 from tfpgo.trace.readers import read_trace
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "gpu" / "tf_gpu.xplane.pb"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tfpgo.attribution.conservation import check_output
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.cli import run_main
 from tfpgo.flow import pgo
-from tfpgo.trace.op_profile import OpProfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tfpgo import cli
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.flow import pgo
-from tfpgo.trace.op_profile import OpProfile
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 
@@ -119,9 +119,9 @@ def test_the_module_of_another_run_fails_on_device_coverage(tmp_path, capsys):
 
 
 def test_profile_diff_compares_device_time(flows, tmp_path):
+    from tfpgo.attribution.op_profile import build_op_profile
     from tfpgo.diff.compare import compare
     from tfpgo.diff.output import write_outputs
-    from tfpgo.trace.op_profile import build_op_profile
     from tfpgo.trace.readers import read_trace
 
     graph = OpProfile.read(flows["mlp"] / "op_profile.json")

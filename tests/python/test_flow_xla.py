@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pgo_process import run_pgo
 
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.mlir import annotate
-from tfpgo.trace.op_profile import OpProfile
 
 HOOKS = Path(__file__).resolve().parents[1] / "data" / "xla"
 

@@ -15,8 +15,9 @@ import pytest
 import trace_fixtures as fx
 
 from tfpgo import cli, errors
-from tfpgo.trace import hosts, trace_reader
-from tfpgo.trace.op_profile import OpProfile
+from tfpgo.attribution.op_profile import OpProfile
+from tfpgo.flow import trace_reader
+from tfpgo.trace import host_parts, hosts
 from tfpgo.trace.readers import resolve_xplanes, xplane
 from tfpgo.trace.readers.xplane_proto import xplane_pb2
 
@@ -71,7 +72,7 @@ def xla_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
 
-def read_to(logdir: Path, out: Path, reading: hosts.HostReading) -> dict[str, bytes]:
+def read_to(logdir: Path, out: Path, reading: host_parts.HostReading) -> dict[str, bytes]:
     out.mkdir()
     trace_reader.run(
         logdir,
@@ -85,26 +86,28 @@ def read_to(logdir: Path, out: Path, reading: hosts.HostReading) -> dict[str, by
 
 @pytest.fixture(scope="module")
 def serial(logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return read_to(logdir, tmp_path_factory.mktemp("serial") / "out", hosts.HostReading(1))
+    return read_to(logdir, tmp_path_factory.mktemp("serial") / "out", host_parts.HostReading(1))
 
 
 def test_merge_of_host_parts_is_the_serial_table(logdir):
     files = resolve_xplanes(logdir)
     source = str(files[0].parent)
     want = xplane.read_xplane_files(files, source).build()
-    got = hosts.merge_parts([hosts.read_host(str(f), source) for f in files], source).build()
+    got = host_parts.merge_parts(
+        [host_parts.read_host(str(f), source) for f in files], source
+    ).build()
     assert (got.names, got.tracks, got.steps) == (want.names, want.tracks, want.steps)
     for column in ("name_id", "track_id", "start_ps", "duration_ps", "step", "flows"):
         assert np.array_equal(getattr(got, column), getattr(want, column)), column
     assert got.stats == want.stats and list(got.stats) == list(want.stats)
     assert got.hosts == ["vm", "worker-0", "worker-1"]
     # Each file counts from its own earliest line; the merge shifted all but the first.
-    bases = {hosts.read_host(str(f), source).base_ns for f in files}
+    bases = {host_parts.read_host(str(f), source).base_ns for f in files}
     assert len(bases) > 1
 
 
 def test_process_pool_writes_the_serial_outputs_byte_for_byte(logdir, serial, tmp_path):
-    assert read_to(logdir, tmp_path / "pool", hosts.HostReading(workers=2)) == serial
+    assert read_to(logdir, tmp_path / "pool", host_parts.HostReading(workers=2)) == serial
     assert set(serial) == {"mlir_graph.json", "op_profile.json"}
 
 
@@ -113,7 +116,9 @@ def test_hlo_modules_of_one_host_merge_as_in_the_serial_read(xla_logdir):
     files = resolve_xplanes(xla_logdir)
     source = str(files[0].parent)
     want = xplane.read_xplane_files(files, source).build()
-    got = hosts.merge_parts([hosts.read_host(str(f), source) for f in files], source).build()
+    got = host_parts.merge_parts(
+        [host_parts.read_host(str(f), source) for f in files], source
+    ).build()
     assert want.hlo_modules and list(got.hlo_modules.items()) == list(want.hlo_modules.items())
     assert np.array_equal(got.start_ps, want.start_ps) and got.hosts == ["host-a", "host-b"]
 
@@ -190,9 +195,9 @@ def test_the_flow_passes_the_host_reading_on():
 
     argv = ["--scheduler", "tcp://10.0.0.1:8786", "--host-workers", "3", "--scheduler-timeout", "5"]
     options = flow_cli.options_from_args(flow_cli.build_parser().parse_args(argv))
-    assert options.host_reading == hosts.HostReading(3, "tcp://10.0.0.1:8786", 5.0)
+    assert options.host_reading == host_parts.HostReading(3, "tcp://10.0.0.1:8786", 5.0)
     assert flow_cli.options_from_args(flow_cli.build_parser().parse_args([])).host_reading == (
-        hosts.HostReading()
+        host_parts.HostReading()
     )
 
 
@@ -227,6 +232,6 @@ def test_small_logdirs_are_read_serially_unless_told(logdir):
     # Starting processes costs more than reading a few MB: the default stays serial.
     files = resolve_xplanes(logdir)
     assert sum(f.stat().st_size for f in files) < hosts.POOL_MIN_BYTES
-    assert hosts._local_workers(hosts.HostReading(), files) == 1
-    assert hosts._local_workers(hosts.HostReading(workers=2), files) == 2
-    assert hosts._local_workers(hosts.HostReading(workers=8), files) == len(files)
+    assert hosts._local_workers(host_parts.HostReading(), files) == 1
+    assert hosts._local_workers(host_parts.HostReading(workers=2), files) == 2
+    assert hosts._local_workers(host_parts.HostReading(workers=8), files) == len(files)

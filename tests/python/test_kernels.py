@@ -77,7 +77,7 @@ def _self_times_by_stack(starts, durations, tracks):
 
 def test_nested_self_times_equals_the_stack_walk_on_random_intervals():
     """Nesting, outlasting children (clipped), equal starts, zero durations, tracks."""
-    from tfpgo.trace.op_profile import nested_self_times as self_times_of_events
+    from tfpgo.attribution.op_profile import nested_self_times as self_times_of_events
 
     rng = np.random.default_rng(3)
     for _ in range(1000):

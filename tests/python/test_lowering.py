@@ -93,8 +93,8 @@ def test_location_records_survive_tensorflows_passes(tmp_path):
     names still where TF's name extraction (and ours) finds them."""
     import tensorflow as tf
 
+    from tfpgo.flow import trace_reader
     from tfpgo.models import load_model, profiling
-    from tfpgo.trace import trace_reader
 
     case = load_model(str(MODELS / "small_convnet.py"), "infer", 4)
     run = profiling.profile(case, tmp_path / "profile", steps=2, warmup=1)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import trace_fixtures as fx
 
+from tfpgo.attribution.op_profile import OpProfile, build_op_profile, nearest_rank
 from tfpgo.errors import UserError
 from tfpgo.trace.events import TableBuilder
-from tfpgo.trace.op_profile import OpProfile, build_op_profile, nearest_rank
 from tfpgo.trace.readers import read_trace
 
 
@@ -153,7 +153,7 @@ def test_agrees_with_xprof_framework_op_stats(tmp_path, model):
 
 def test_overlap_with_windows_matches_a_brute_force_count():
     """The binary-search overlap equals counting covered picoseconds one by one."""
-    from tfpgo.trace.op_profile import _overlap, _union
+    from tfpgo.attribution.op_profile import _overlap, _union
 
     rng = np.random.default_rng(7)
     for _ in range(200):

@@ -16,10 +16,10 @@ from pgo_process import run_pgo
 from tfpgo.analysis import analyse
 from tfpgo.analysis.phase import Phase
 from tfpgo.analysis.structure import OpDataflow, is_update, node_phases
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.flow.stages import structural_phases
 from tfpgo.mlir import annotate
 from tfpgo.render import load_graph
-from tfpgo.trace.op_profile import OpProfile
 
 HOOKS = Path(__file__).resolve().parents[1] / "data" / "phases"
 

@@ -5,9 +5,9 @@ import re
 import pytest
 
 from tfpgo import models
+from tfpgo.attribution.op_profile import build_op_profile
 from tfpgo.errors import UserError
 from tfpgo.models import profiling
-from tfpgo.trace.op_profile import build_op_profile
 from tfpgo.trace.readers import read_trace
 
 # Nodes the runtime adds or that exist only around a function call: never in the MLIR.

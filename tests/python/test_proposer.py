@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tfpgo.analysis import analyse
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.errors import UserError
 from tfpgo.proposer import (
     EvidenceKind,
@@ -28,7 +29,6 @@ from tfpgo.proposer import (
 from tfpgo.proposer.ab import ABResult, ABSamples, Verdict, interleave, judge, step_timer
 from tfpgo.proposer.optimize import read
 from tfpgo.proposer.worker import ModelSpec
-from tfpgo.trace.op_profile import OpProfile
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "optimize"
 
@@ -517,8 +517,8 @@ def test_mixed_precision_rule_and_where_it_applies(monkeypatch: pytest.MonkeyPat
 
 def test_onednn_flag_takes_effect_in_the_worker(tmp_path: Path) -> None:
     """The candidate's profile runs oneDNN's kernels: the change really applies."""
+    from tfpgo.flow import trace_reader
     from tfpgo.proposer.worker import profile_in_worker
-    from tfpgo.trace import trace_reader
 
     profile_in_worker(ModelSpec("mlp", "infer", 2), ("--onednn", "1"), tmp_path, 1, 1)
     profile = trace_reader.run(tmp_path, build_graph=False).op_profile
@@ -528,8 +528,8 @@ def test_onednn_flag_takes_effect_in_the_worker(tmp_path: Path) -> None:
 
 def test_auto_jit_flag_clusters_the_step_in_the_worker(tmp_path: Path) -> None:
     """The auto_clustering candidate runs XLA clusters on the CPU (`_XlaRun`)."""
+    from tfpgo.flow import trace_reader
     from tfpgo.proposer.worker import profile_in_worker
-    from tfpgo.trace import trace_reader
 
     profile_in_worker(ModelSpec("mlp", "train", 2), ("--auto-jit",), tmp_path, 1, 1)
     profile = trace_reader.run(tmp_path, build_graph=False).op_profile
@@ -627,9 +627,9 @@ def test_run_optimize_measures_records_and_diffs(tmp_path: Path, bfloat16_cpu: N
     measured in-process, threads (no model spec for workers) is recorded as not
     applied; the best candidate is profiled and diffed; optimize.json reads back
     to the same result."""
+    from tfpgo.flow import trace_reader
     from tfpgo.models import profiling
     from tfpgo.proposer.optimize import ABSettings, run_optimize
-    from tfpgo.trace import trace_reader
 
     case = tiny_case()
     run = profiling.profile(case, tmp_path / "baseline", steps=2, warmup=1)

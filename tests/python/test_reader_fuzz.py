@@ -15,8 +15,8 @@ import pytest
 import reader_fuzz
 
 from tfpgo import cli, errors, toolpaths
-from tfpgo.trace import trace_reader
-from tfpgo.trace.op_profile import OpProfile
+from tfpgo.attribution.op_profile import OpProfile
+from tfpgo.flow import trace_reader
 
 SEED = 17
 PYTHON_INPUTS = 300

@@ -19,6 +19,7 @@ from render_fixtures import (
     timing,
 )
 
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.errors import UserError
 from tfpgo.render import (
     GraphKind,
@@ -37,7 +38,6 @@ from tfpgo.render.exports.speedscope import speedscope_document
 from tfpgo.render.exports.trace_events import trace_events
 from tfpgo.render.model import Timing
 from tfpgo.render.style import HOT_FILL
-from tfpgo.trace.op_profile import OpProfile
 
 STRICT = dacite.Config(strict=True)
 

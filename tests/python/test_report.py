@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from render_fixtures import MLP_OP_GRAPH, MLP_OP_PROFILE
 
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.mlir.annotate import Attribution
 from tfpgo.render import load_graph
 from tfpgo.report import compose
-from tfpgo.trace.op_profile import OpProfile
 
 
 def _inputs(step_wall_ns: tuple[int, ...]) -> compose.ReportInputs:

@@ -6,10 +6,10 @@ import pytest
 import trace_fixtures as fx
 
 from tfpgo import cli
-from tfpgo.trace import trace_reader
+from tfpgo.attribution.op_profile import OpProfile
+from tfpgo.flow import trace_reader
 from tfpgo.trace.dag_json import read_dag
 from tfpgo.trace.event_filter import EventFilter, parse_steps
-from tfpgo.trace.op_profile import OpProfile
 
 
 def run_cli(argv):

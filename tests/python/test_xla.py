@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from tfpgo.attribution.hlo_profile import HloProfile, build_hlo_profile
+from tfpgo.attribution.op_profile import OpProfile, build_op_profile
 from tfpgo.attribution.parts import split_equally
+from tfpgo.attribution.xla_attribution import attribute, hlo_events
 from tfpgo.errors import UserError
 from tfpgo.flow import stages
 from tfpgo.mlir import annotate
-from tfpgo.trace.hlo_profile import HloProfile, build_hlo_profile
-from tfpgo.trace.op_profile import OpProfile, build_op_profile
 from tfpgo.trace.readers import read_trace
 from tfpgo.trace.readers.hlo_metadata import parse_hlo_proto
 from tfpgo.trace.readers.xplane_proto import xplane_pb2
-from tfpgo.trace.xla_attribution import attribute, hlo_events
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "xla"
 SCENARIOS = ("train_adam", "infer", "mixed")
@@ -271,7 +271,7 @@ def test_unannotated_module_is_not_called_dropped(tmp_path):
 
 
 def test_trace_reader_cli_writes_hlo_profile_only_for_xla_traces(tmp_path, capsys):
-    from tfpgo.trace import trace_reader
+    from tfpgo.flow import trace_reader
 
     hlo_out = tmp_path / "hlo_profile.json"
     trace = DATA / "mixed" / "trace.xplane.pb"

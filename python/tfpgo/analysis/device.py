@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfpgo.trace.op_profile import Durations, OpProfile, OpStats, Totals
+from tfpgo.attribution.op_profile import Durations, OpProfile, OpStats, Totals
 
 _DEVICE_TOTALS = tuple(f.name for f in dataclasses.fields(Totals) if f.name.startswith("device_"))
 

@@ -16,8 +16,8 @@ from tfpgo.analysis.op_type import OpTypeRow, op_type_breakdown
 from tfpgo.analysis.phase import Phase, PhaseBreakdown, phase_breakdown
 from tfpgo.analysis.scope import ScopeNode, scope_tree
 from tfpgo.atomic import atomic_output_file
+from tfpgo.attribution.op_profile import OpProfile, Totals
 from tfpgo.documents import new_header
-from tfpgo.trace.op_profile import OpProfile, Totals
 
 FORMAT = "tfpgo.analysis"
 VERSION = 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfpgo.trace.op_profile import OpProfile
+from tfpgo.attribution.op_profile import OpProfile
 
 _ONEDNN_PREFIXES = ("_MklNative", "_Mkl")
 # oneDNN's layout conversion kernels have no TensorFlow op of their own.

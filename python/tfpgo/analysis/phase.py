@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tfpgo.trace.op_profile import OpProfile
+from tfpgo.attribution.op_profile import OpProfile
 
 GRADIENT_SCOPES = frozenset({"gradient_tape", "gradients"})
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tfpgo.analysis.phase import Phase, PhaseClassifier, fold_gradient_scope, is_optimizer_scope
-from tfpgo.trace.op_profile import OpProfile
+from tfpgo.attribution.op_profile import OpProfile
 
 
 @dataclass(frozen=True)

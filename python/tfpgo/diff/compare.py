@@ -19,8 +19,8 @@ from fractions import Fraction
 
 from tfpgo.analysis.device import device_view
 from tfpgo.analysis.scope import ScopeNode, scope_tree, walk
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.diff.step_time import StepTimeChange, step_time_change
-from tfpgo.trace.op_profile import OpProfile
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tfpgo import cli, errors
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.diff import compare
 from tfpgo.diff.output import summary_rows, write_outputs
-from tfpgo.trace.op_profile import OpProfile
 
 PROG = "profile_diff"
 

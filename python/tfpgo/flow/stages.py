@@ -28,6 +28,8 @@ from tfpgo.analysis import analyse
 from tfpgo.analysis.phase import Phase
 from tfpgo.analysis.structure import OpDataflow, phases_by_entry
 from tfpgo.atomic import atomic_output_dir
+from tfpgo.attribution.hlo_profile import HloProfile
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.cli import working_directory
 from tfpgo.errors import UserError
 from tfpgo.mlir import annotate, lowering
@@ -48,9 +50,7 @@ from tfpgo.render.exports.model_explorer import adapter_dialects, adapter_readab
 from tfpgo.render.model import EdgeKind
 from tfpgo.render.scope_chart import write_scope_chart
 from tfpgo.report import compose
-from tfpgo.trace.hlo_profile import HloProfile
 from tfpgo.trace.hosts import HostReading
-from tfpgo.trace.op_profile import OpProfile
 
 T = TypeVar("T")
 
@@ -441,7 +441,7 @@ def _read_trace(
 ) -> tuple[OpProfile, HloProfile | None]:
     """The op profile and, for XLA-compiled steps, the HLO profile. A trace with
     nothing to annotate stops here, saying why, rather than after annotating."""
-    from tfpgo.trace import trace_reader
+    from tfpgo.flow import trace_reader
 
     result = trace_reader.run(
         trace,

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo import HOT_OPS
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.mlir.diagnostics import first_error
 from tfpgo.toolpaths import tfpgo_opt
-from tfpgo.trace.op_profile import OpProfile
 
 ATTRIBUTION_FORMAT = "tfpgo.attribution"
 

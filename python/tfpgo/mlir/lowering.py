@@ -259,7 +259,7 @@ def annotate_named_stablehlo(
     location names an entry, by `tf-profile-materialize-annotations` matching names.
     Writes `annotated` (generic form) and its `op_graph`; returns how much of the
     profile landed on the module."""
-    from tfpgo.trace.op_profile import OpProfile
+    from tfpgo.attribution.op_profile import OpProfile
 
     with tempfile.TemporaryDirectory(prefix="tfpgo-named-") as scratch_dir:
         scratch = Path(scratch_dir)

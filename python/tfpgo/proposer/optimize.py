@@ -19,6 +19,7 @@ from typing import Any
 
 from tfpgo.analysis import Analysis
 from tfpgo.atomic import atomic_output_file
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.models import ModelCase
@@ -27,7 +28,6 @@ from tfpgo.proposer.ab import NOISE, ABResult, ABSamples, interleave, judge, ste
 from tfpgo.proposer.numerics import NumericsCheck, NumericsStatus, check_numerics, judge_outputs
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal, advice_json
 from tfpgo.proposer.worker import ModelSpec, WorkerArm, profile_in_worker
-from tfpgo.trace.op_profile import OpProfile
 
 FORMAT = "tfpgo.optimize"
 VERSION = 1
@@ -276,8 +276,8 @@ def _profile_candidate(
 ) -> OpProfile:
     """The candidate's op profile: profiled here, or in a worker process for a
     change made there."""
+    from tfpgo.flow import trace_reader
     from tfpgo.models import profiling
-    from tfpgo.trace import trace_reader
 
     logdir = directory / "profile"
     if candidate is not None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from tfpgo.attribution.op_profile import nested_self_times
 from tfpgo.documents import document_header, read_json
 from tfpgo.errors import UserError
 from tfpgo.render.model import (
@@ -32,7 +33,6 @@ from tfpgo.render.model import (
     RenderNode,
     Timing,
 )
-from tfpgo.trace.op_profile import nested_self_times
 
 
 def field(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo import HOT_OPS
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.cli import ArgumentParser, fraction, positive_int, run_main, user_path
 from tfpgo.errors import UserError
 from tfpgo.render import PICTURE_FORMATS, RenderOptions, load_graph, prepare, write_pictures
@@ -24,7 +25,6 @@ from tfpgo.render.exports import EXPORT_FORMATS, ExportInput, write_exports
 from tfpgo.render.layout import ENGINES
 from tfpgo.render.metrics import Metric
 from tfpgo.render.model import RenderGraph
-from tfpgo.trace.op_profile import OpProfile
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from tfpgo.analysis import Analysis
 from tfpgo.atomic import atomic_output_file
+from tfpgo.attribution.hlo_profile import HloProfile
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.mlir.annotate import Attribution, UnresolvedEntry, xla_annotated_ps
 from tfpgo.mlir.iree_run import IreeProfile
 from tfpgo.mlir.lowering import LevelCoverage
@@ -35,8 +37,6 @@ from tfpgo.report.iree_tables import (
     scope_rows,
 )
 from tfpgo.report.tables import PAGE_STYLE, figure, html_table, markdown_table
-from tfpgo.trace.hlo_profile import HloProfile
-from tfpgo.trace.op_profile import OpProfile
 
 if TYPE_CHECKING:
     from tfpgo.proposer.optimize import OptimizeResult

@@ -4,9 +4,9 @@ op could take (with the reason) and busy/idle time per step. Presentation only."
 
 from __future__ import annotations
 
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.render.metrics import format_ps
 from tfpgo.report.analysis_tables import Table
-from tfpgo.trace.op_profile import OpProfile
 
 # A kernel row names this many of the ops it ran for, then "+k more".
 _OPS_SHOWN = 4

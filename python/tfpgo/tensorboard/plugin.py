@@ -96,9 +96,9 @@ class TfpgoPlugin(base_plugin.TBPlugin):
         return http_util.Respond(request, path.read_bytes(), kind)
 
     def _diff(self, request: wrappers.Request) -> wrappers.Response:
+        from tfpgo.attribution.op_profile import OpProfile
         from tfpgo.diff import compare
         from tfpgo.diff.output import write_outputs
-        from tfpgo.trace.op_profile import OpProfile
 
         names = [request.args.get("a", ""), request.args.get("b", "")]
         runs = [self._run_dir(name) for name in names]

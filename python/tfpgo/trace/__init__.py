@@ -1,4 +1,3 @@
-"""From a trace to profiles: readers (by content) -> the typed event table ->
-filters -> the event DAG (`mlir_graph.json`), the per-op profile
-(`op_profile.json`) and, for XLA steps, the HLO profile (`hlo_profile.json`).
-`trace_reader` is the stage's library entry and command line."""
+"""From a trace to events: readers (by content) -> the typed event table ->
+filters -> the event DAG (`mlir_graph.json`). Turning the events into profiles is
+`tfpgo.attribution`'s; `tfpgo.flow.trace_reader` runs both."""

@@ -51,10 +51,9 @@ from typing import Any, Literal
 import numpy as np
 
 from tfpgo import kernels
-from tfpgo.trace.device import device_rows
+from tfpgo.trace.device import device_rows, hlo_event_rows
 from tfpgo.trace.events import ColumnStats, Event, EventTable
 from tfpgo.trace.ordering import lexsort
-from tfpgo.trace.xla_attribution import hlo_event_rows
 
 
 class DagEvents(enum.Enum):

@@ -73,6 +73,14 @@ def device_track_mask(table: EventTable) -> np.ndarray:
     return np.array([is_device_plane(t.plane) for t in table.tracks] or [False], dtype=bool)
 
 
+def hlo_event_rows(table: EventTable) -> np.ndarray:
+    """Indices of the host's HLO instruction events (those with an `hlo_op` stat off
+    the device planes: XLA on CPU), ascending. Device kernels carry `hlo_op` too; their
+    time is device time (`tfpgo.attribution.device_attribution`)."""
+    rows = table.rows_with_stat("hlo_op")
+    return rows[~device_track_mask(table)[table.track_id[rows]]] if rows.size else rows
+
+
 def device_rows(table: EventTable) -> np.ndarray:
     """Indices of the events on device planes, ascending."""
     if len(table) == 0 or not table.tracks:

@@ -628,9 +628,6 @@ class TableBuilder:
                 *(chunk.astype(np.int64).reshape(-1, 2) for chunk in self.flow_chunks),
             ]
         )
-        from tfpgo.trace.device import link_launches  # device.py builds on this module
-
-        link_launches(table)
         return table
 
 

@@ -1,6 +1,7 @@
-"""The map of `tfpgo.trace.hosts` on a Dask distributed cluster (`--scheduler ADDRESS`).
+"""The map of a multi-host logdir (`tfpgo.trace.hosts`) on a Dask distributed
+cluster (`--scheduler ADDRESS`).
 
-Each host file is one task running `tfpgo.trace.hosts.read_host` on a worker; the
+Each host file is one task running `tfpgo.trace.host_parts.read_host` on a worker; the
 parts come back to this process, which merges them in host-file order exactly as
 the local pool's parts are merged. Workers read the files themselves, so the
 logdir must be at the same path on them (a shared file system), and they must
@@ -16,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.errors import UserError
-from tfpgo.trace.hosts import HostPart, HostReading, Progress, read_host, report_part
+from tfpgo.trace.host_parts import HostPart, HostReading, read_host, report_part
+from tfpgo.trace.readers.base import Progress
 
 _INSTALL = "install tfpgo on the workers and the scheduler, or put it on their PYTHONPATH"
 
@@ -88,7 +90,7 @@ def _check_workers_import_tfpgo(client: Any, address: str | None) -> None:
     retried, not failed, so without this check the read would wait forever.
     The probe is a standard-library function, which every worker can unpickle."""
     try:
-        specs = client.run(importlib.util.find_spec, "tfpgo.trace.hosts")
+        specs = client.run(importlib.util.find_spec, "tfpgo.trace.host_parts")
         reason = ", ".join(sorted(worker for worker, spec in specs.items() if spec is None))
     except Exception as error:
         reason = _reason(error)

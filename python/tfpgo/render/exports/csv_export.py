@@ -13,9 +13,9 @@ from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 from tfpgo.atomic import atomic_output_file
+from tfpgo.attribution.op_profile import OpProfile, nearest_rank
 from tfpgo.render.exports.format import ExportFormat
 from tfpgo.render.model import GraphKind, RenderGraph
-from tfpgo.trace.op_profile import OpProfile, nearest_rank
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.documents import write_compact_json
 from tfpgo.render import RenderOptions
 from tfpgo.render.model import RenderGraph
-from tfpgo.trace.op_profile import OpProfile
 
 
 @dataclass(frozen=True)

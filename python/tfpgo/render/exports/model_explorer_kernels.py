@@ -15,12 +15,12 @@ from collections import defaultdict
 from pathlib import Path
 
 from tfpgo.atomic import atomic_output_file
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.render.exports.format import ExportFormat, ExportInput
 from tfpgo.render.exports.model_explorer import ops_by_function
 from tfpgo.render.metrics import format_ps
 from tfpgo.render.model import GraphKind, RenderGraph, RenderNode
 from tfpgo.render.reduce import merge_by_name
-from tfpgo.trace.op_profile import OpProfile
 
 
 def kernel_labels(graph: RenderGraph, profile: OpProfile | None) -> dict:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tfpgo.errors import UserError
+from tfpgo.trace.device import link_launches
 from tfpgo.trace.events import EventTable, TableBuilder
 from tfpgo.trace.readers import chrome, xplane
 from tfpgo.trace.readers.base import Progress, TraceInput, TraceReader
@@ -82,6 +83,14 @@ def read_trace(path: Path, run: str | None = None, progress: Progress | None = N
         return require_events(_read_any(path, run, progress), path)
 
 
+def build_table(builder: TableBuilder) -> EventTable:
+    """The table `builder` holds, its device events linked to their host launches
+    (`tfpgo.trace.device.link_launches`): what every reader returns."""
+    table = builder.build()
+    link_launches(table)
+    return table
+
+
 def require_events(table: EventTable, path: Path) -> EventTable:
     """`table`, unless it is empty: then the one line that says so."""
     if len(table) == 0:
@@ -98,7 +107,7 @@ def logdir_source(files: list[Path]) -> str:
 def _read_any(path: Path, run: str | None, progress: Progress | None) -> EventTable:
     if path.is_dir():
         files = resolve_xplanes(path, run)
-        return xplane.read_xplane_files(files, logdir_source(files), progress).build()
+        return build_table(xplane.read_xplane_files(files, logdir_source(files), progress))
     return _read_file(path, progress)
 
 
@@ -135,7 +144,7 @@ def _read_file(path: Path, progress: Progress | None) -> EventTable:
         if reader.accepts(source):
             builder = TableBuilder(str(path), reader.kind)
             reader.read(source, builder, progress)
-            return builder.build()
+            return build_table(builder)
     document = source.document
     if isinstance(document, dict) and isinstance(document.get("meta"), dict):
         kind = document["meta"].get("format", "a tfpgo document")

@@ -9,7 +9,7 @@ One rule per source of truth, tried in this order:
     equal integer parts (`tfpgo.attribution.parts.split_equally`, as on the CPU);
   * command buffers: `hlo_op` names no instruction of a known module (it is
     `command_buffer_N`): the kernel is matched inside its execution
-    (`tfpgo.trace.command_buffer`: by kernel name, then by the schedule);
+    (`tfpgo.attribution.command_buffer`: by kernel name, then by the schedule);
   * `tf_op` (TensorFlow's own GPU kernels): `"<node>:<type>"`, the op the
     executor's `AnnotatedTraceMe` wrapped the launch in (xprof reads the same);
   * else unattributed, with the reason: `no_framework_op` (nothing names an op:
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from tfpgo.trace import command_buffer
+from tfpgo.attribution import command_buffer
 from tfpgo.trace.device import CORRELATION_STAT, device_rows, kind_codes
 from tfpgo.trace.events import EventTable, parse_op_name
 from tfpgo.trace.readers.hlo_metadata import HloInstruction, TfNode

@@ -3,10 +3,10 @@
 The document (format `tfpgo.hlo_profile`, version 2, docs/formats.md) is the
 XLA view of a profile: every compiled module, each instruction that ran with
 its count, time and the TF nodes it covers (a fusion's nodes with their equal
-parts, see `tfpgo.trace.xla_attribution`), and the XLA-inserted instructions (no
+parts, see `tfpgo.attribution.xla_attribution`), and the XLA-inserted instructions (no
 nodes). On a GPU the instruction's kernels add `device_ps`/`device_count` beside
 the host time (a command buffer's kernels under the instruction they were
-resolved to, `resolved_by` naming how: `tfpgo.trace.device_attribution`).
+resolved to, `resolved_by` naming how: `tfpgo.attribution.device_attribution`).
 The report's XLA section and the op graph's fusion clusters read it.
 """
 
@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from tfpgo.attribution.device_attribution import DeviceAttribution
+from tfpgo.attribution.xla_attribution import SPLIT_RULE, HloAttribution
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
-from tfpgo.trace.device_attribution import DeviceAttribution
 from tfpgo.trace.events import EventTable
-from tfpgo.trace.xla_attribution import SPLIT_RULE, HloAttribution
 
 FORMAT = "tfpgo.hlo_profile"
 VERSION = 2

@@ -10,7 +10,7 @@ nested in it on the same line (a function-call op running its body inline).
 This is what xprof's framework_op_stats reports as self time.
 
 XLA-compiled steps run HLO instructions instead of TF op kernels: each HLO
-event's time is split over the TF nodes it came from (`tfpgo.trace.xla_attribution`)
+event's time is split over the TF nodes it came from (`tfpgo.attribution.xla_attribution`)
 and every part becomes an execution of that node, its origin (module,
 instruction, fusion or not) recorded in the entry's `xla`. HLO events are ops
 for self times (an `_XlaRun` op's self time excludes them) and for `non_op_ps`.
@@ -28,20 +28,15 @@ from typing import Any
 import numpy as np
 
 from tfpgo import kernels
-from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
-from tfpgo.errors import UserError
-from tfpgo.trace.device import device_track_mask
-from tfpgo.trace.device_attribution import DeviceAttribution, attribute_device
-from tfpgo.trace.device_profile import (
+from tfpgo.attribution.device_attribution import DeviceAttribution, attribute_device
+from tfpgo.attribution.device_profile import (
     DeviceCopies,
     DeviceKernel,
     DeviceStep,
     DeviceTime,
     build_device_profile,
 )
-from tfpgo.trace.events import NO_STEP, EventTable, distinct_values
-from tfpgo.trace.ordering import lexsort, sort_within_groups
-from tfpgo.trace.xla_attribution import (
+from tfpgo.attribution.xla_attribution import (
     HloAttribution,
     XlaInserted,
     XlaOrigin,
@@ -49,6 +44,11 @@ from tfpgo.trace.xla_attribution import (
     inserted_instructions,
     origins_by_node,
 )
+from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
+from tfpgo.errors import UserError
+from tfpgo.trace.device import device_track_mask
+from tfpgo.trace.events import NO_STEP, EventTable, distinct_values
+from tfpgo.trace.ordering import lexsort, sort_within_groups
 
 FORMAT = "tfpgo.op_profile"
 _BLOCK = 1 << 20  # events at a time where a whole temporary column is not needed
@@ -307,8 +307,8 @@ def build_op_profile(
     device: DeviceAttribution | None = None,
 ) -> OpProfile:
     """Aggregates the TF op events, the HLO events and the device events of `table`
-    (see the module doc); `xla` is `tfpgo.trace.xla_attribution.attribute(table)` and
-    `device` `tfpgo.trace.device_attribution.attribute_device(table)` if the caller
+    (see the module doc); `xla` is `tfpgo.attribution.xla_attribution.attribute(table)` and
+    `device` `tfpgo.attribution.device_attribution.attribute_device(table)` if the caller
     has them already."""
     op_names = table.op_names
     xla = xla or attribute(table)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tfpgo.attribution.device_attribution import DeviceAttribution, distinct_rows
 from tfpgo.trace.device import KINDS
-from tfpgo.trace.device_attribution import DeviceAttribution, distinct_rows
 from tfpgo.trace.events import NO_STEP, EventTable
 
 

@@ -22,21 +22,21 @@ from pathlib import Path
 
 from tfpgo import cli, errors
 from tfpgo.atomic import staged_file
+from tfpgo.attribution.device_attribution import attribute_device
+from tfpgo.attribution.hlo_profile import HloProfile, build_hlo_profile
+from tfpgo.attribution.op_profile import OpProfile, build_op_profile
+from tfpgo.attribution.xla_attribution import attribute
 from tfpgo.trace.allocator import HUGE_TRACE_BYTES, return_freed_memory_early
 from tfpgo.trace.dag import DagEvents, EventDag, build_dag
 from tfpgo.trace.dag_json import write_dag
-from tfpgo.trace.device_attribution import attribute_device
 from tfpgo.trace.event_filter import EventFilter, parse_steps
 from tfpgo.trace.events import EventTable
-from tfpgo.trace.hlo_profile import HloProfile, build_hlo_profile
 from tfpgo.trace.hosts import (
     HostReading,
     add_host_reading_arguments,
     host_reading_from_args,
     read_logdir_trace,
 )
-from tfpgo.trace.op_profile import OpProfile, build_op_profile
-from tfpgo.trace.xla_attribution import attribute
 
 PROG = "trace_reader"
 _PROGRESS_BYTES = 16 * 1024 * 1024  # inputs at least this big report progress

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tfpgo.attribution.device_attribution import DeviceAttribution
 from tfpgo.attribution.parts import split_equally
-from tfpgo.trace.device import device_track_mask
-from tfpgo.trace.device_attribution import DeviceAttribution
+from tfpgo.trace.device import hlo_event_rows
 from tfpgo.trace.events import EventTable
 from tfpgo.trace.readers.hlo_metadata import HloModule, TfNode
 
@@ -123,14 +123,6 @@ class XlaInserted:
     reason: str
     count: int
     total_ps: int
-
-
-def hlo_event_rows(table: EventTable) -> np.ndarray:
-    """Indices of the host's HLO instruction events (those with an `hlo_op` stat off
-    the device planes: XLA on CPU), ascending. Device kernels carry `hlo_op` too; their
-    time is device time (`tfpgo.trace.device_attribution`)."""
-    rows = table.rows_with_stat("hlo_op")
-    return rows[~device_track_mask(table)[table.track_id[rows]]] if rows.size else rows
 
 
 def hlo_events(table: EventTable) -> tuple[HloEvent, ...]:
