@@ -368,6 +368,82 @@ def ProfileMaterializeAnnotationsPass
   ];
 }
 
+def ProfileGuidedConvToDotPass
+    : Pass<"tf-profile-guided-conv-to-dot", "ModuleOp"> {
+  let summary = "Rewrite hot 1x1 convolutions that the compiler runs far "
+                "slower than TensorFlow as (slice +) dot_general";
+  let description = [{
+    The first profile-guided pass that changes the program. A 1x1
+    `stablehlo.convolution` (NHWC input, HWIO kernel, no padding, one
+    feature and batch group) is a matrix product over the channels of the
+    pixels its strides keep. Fused with a batch norm and a residual add,
+    IREE may compile a strided one as a generic reduction over the whole
+    input (ResNet50's projection shortcuts: 30x TensorFlow's time); written
+    as `stablehlo.slice` (the kept pixels, only for strides > 1), a reshape
+    of the kernel to CxK and `stablehlo.dot_general` contracting the
+    channels, it compiles as a matmul.
+
+    The pass rewrites a convolution only where the profile says it pays:
+    its `profiler_data` (attribute or carried in its location) has a
+    `share` of at least `min-share`, and the dispatches of the compiled
+    program that ran its source (`target-profile`, an
+    `iree_profile.json`: docs/formats.md) took at least `min-slowdown`
+    times the TensorFlow time of the ops they ran. Cold convolutions, and
+    those near their TensorFlow time, are left alone; so are hot, slow
+    ones of another form, with the reason in the report. The new ops keep
+    the convolution's location (its profile travels on), and the
+    dot_general takes its `profiler_data` and `profiler_hot`.
+
+    ```mlir
+    %0 = "stablehlo.convolution"(%x, %w) <{..., window_strides =
+        array<i64: 2, 2>}> : (tensor<8x14x14x1024xf32>,
+        tensor<1x1x1024x2048xf32>) -> tensor<8x7x7x2048xf32>
+    ```
+
+    becomes, when its share is 3.7% and its dispatch took 30x TensorFlow's
+    time,
+
+    ```mlir
+    %s = "stablehlo.slice"(%x) <{limit_indices = array<i64: 8, 14, 14,
+        1024>, start_indices = array<i64: 0, 0, 0, 0>, strides =
+        array<i64: 1, 2, 2, 1>}> : (...) -> tensor<8x7x7x1024xf32>
+    %k = "stablehlo.reshape"(%w) : (...) -> tensor<1024x2048xf32>
+    %0 = "stablehlo.dot_general"(%s, %k) <{dot_dimension_numbers =
+        #stablehlo.dot<lhs_contracting_dimensions = [3],
+        rhs_contracting_dimensions = [0]>}> : (...) -> tensor<8x7x7x2048xf32>
+    ```
+
+    With `report-output`, a `tfpgo.rewrites` document (docs/formats.md)
+    lists each rewrite and each hot, slow convolution declined, with its
+    share, TensorFlow and compiled time and ratio; with `remarks`, each
+    decision is also a remark on its op.
+  }];
+  let options = [
+    Option<"targetProfile", "target-profile", "std::string",
+           /*default=*/"\"\"",
+           "iree_profile.json of the compiled program (required)">,
+    Option<"minShare", "min-share", "double", /*default=*/"0.01",
+           "Rewrite only ops with at least this share of the profiled time">,
+    Option<"minSlowdown", "min-slowdown", "double", /*default=*/"2.0",
+           "Rewrite only ops whose dispatches took at least this many times "
+           "their TensorFlow time">,
+    Option<"reportOutput", "report-output", "std::string",
+           /*default=*/"\"\"",
+           "Write the tfpgo.rewrites document here (empty: do not)">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Explain each decision with a remark">,
+  ];
+  let statistics = [
+    Statistic<"numRewritten", "num-rewritten",
+              "Convolutions rewritten as (slice +) dot_general">,
+    Statistic<"numCold", "num-cold", "Convolutions below min-share">,
+    Statistic<"numNearBound", "num-near-bound",
+              "Hot convolutions within min-slowdown of TensorFlow's time">,
+    Statistic<"numUnmatched", "num-unmatched",
+              "Hot, slow convolutions of a form the pass does not rewrite">,
+  ];
+}
+
 def StripProfileAnnotationsPass
     : Pass<"tf-strip-profile-annotations", "ModuleOp"> {
   let summary = "Remove the profile-guided attributes from every op";

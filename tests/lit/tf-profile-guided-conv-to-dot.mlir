@@ -1,0 +1,109 @@
+// Hot 1x1 convolutions that the compiled program runs far slower than
+// TensorFlow become (slice +) dot_general; cold ones, ones near their
+// TensorFlow time and other forms stay (tf-profile-guided-conv-to-dot).
+// StableHLO is unregistered in tfpgo-opt: the pass matches by name.
+//
+// RUN: split-file %s %t
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/convs.mlir \
+// RUN:   --tf-profile-guided-conv-to-dot="target-profile=%S/Inputs/conv_to_dot_iree_profile.json report-output=%t.report.json" \
+// RUN:   | FileCheck %s
+// RUN: FileCheck %s --check-prefix=REPORT < %t.report.json
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/convs.mlir -verify-diagnostics \
+// RUN:   --tf-profile-guided-conv-to-dot="target-profile=%S/Inputs/conv_to_dot_iree_profile.json remarks=true" -o /dev/null
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/convs.mlir \
+// RUN:   --tf-profile-guided-conv-to-dot="target-profile=%S/Inputs/conv_to_dot_iree_profile.json min-slowdown=50" \
+// RUN:   | FileCheck %s --check-prefix=STRICT
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/carried.mlir \
+// RUN:   --tf-profile-guided-conv-to-dot="target-profile=%S/Inputs/conv_to_dot_iree_profile.json" \
+// RUN:   --tf-profile-materialize-annotations | FileCheck %s --check-prefix=CHARGED
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/no_profile.mlir -verify-diagnostics \
+// RUN:   --tf-profile-guided-conv-to-dot
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/missing.mlir -verify-diagnostics \
+// RUN:   --tf-profile-guided-conv-to-dot="target-profile=%t/absent.json"
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/wrong_format.mlir -verify-diagnostics \
+// RUN:   --tf-profile-guided-conv-to-dot="target-profile=%S/Inputs/annotate_op_profile.json"
+
+//--- convs.mlir
+// CHECK-LABEL: func.func @block
+func.func @block(%x: tensor<2x8x8x16xf32>, %w: tensor<1x1x16x32xf32>, %w3: tensor<3x3x16x16xf32>, %y: tensor<2x4x4x32xf32>) -> (tensor<2x4x4x32xf32>, tensor<2x8x8x32xf32>, tensor<2x6x6x16xf32>, tensor<2x8x8x32xf32>, tensor<2x8x8x32xf32>, tensor<2x10x10x32xf32>) {
+  // Hot (40%) and 30x slower than TensorFlow, strided: slice + dot_general.
+  // CHECK: %[[KEPT:.*]] = "stablehlo.slice"(%arg0) <{limit_indices = array<i64: 2, 8, 8, 16>, start_indices = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 2, 2, 1>}> : (tensor<2x8x8x16xf32>) -> tensor<2x4x4x16xf32>
+  // CHECK: %[[MATRIX:.*]] = "stablehlo.reshape"(%arg1) : (tensor<1x1x16x32xf32>) -> tensor<16x32xf32>
+  // CHECK: %[[SHORTCUT:.*]] = "stablehlo.dot_general"(%[[KEPT]], %[[MATRIX]]) <{dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [3], rhs_contracting_dimensions = [0]>, precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]}> {profiler_data = {{{.*}}source = "block/shortcut/BiasAdd"{{.*}}}, profiler_hot = 1 : i64} : (tensor<2x4x4x16xf32>, tensor<16x32xf32>) -> tensor<2x4x4x32xf32>
+  // CHECK-NOT: stablehlo.convolution"(%arg0, %arg1){{.*}}window_strides = array<i64: 2, 2>
+  // STRICT: "stablehlo.convolution"(%arg0, %arg1){{.*}}window_strides = array<i64: 2, 2>
+  // expected-remark@+1 {{rewrote block/shortcut/BiasAdd: share 40.00%, compiled/TensorFlow 30.0x, now (slice +) dot_general}}
+  %0 = "stablehlo.convolution"(%x, %w) <{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 1 : i64, padding = dense<0> : tensor<2x2xi64>, precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>], rhs_dilation = array<i64: 1, 1>, window_strides = array<i64: 2, 2>}> {profiler_data = {count = 1 : i64, dur = 40 : i64, max = 40 : i64, min = 40 : i64, p50 = 40 : i64, p95 = 40 : i64, self = 40 : i64, share = 4.000000e-01 : f64, source = "block/shortcut/BiasAdd", source_self = 40 : i64, total = 40 : i64, ts = 0 : i64}, profiler_hot = 1 : i64} : (tensor<2x8x8x16xf32>, tensor<1x1x16x32xf32>) -> tensor<2x4x4x32xf32>
+  // Unit strides, hot and 3x slower: no slice.
+  // CHECK: %[[MATRIX2:.*]] = "stablehlo.reshape"(%arg1) : (tensor<1x1x16x32xf32>) -> tensor<16x32xf32>
+  // CHECK: %[[EXPAND:.*]] = "stablehlo.dot_general"(%arg0, %[[MATRIX2]]) <{dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [3], rhs_contracting_dimensions = [0]>}> {profiler_data = {{{.*}}source = "block/expand/BiasAdd"{{.*}}}} : (tensor<2x8x8x16xf32>, tensor<16x32xf32>) -> tensor<2x8x8x32xf32>
+  // expected-remark@+1 {{rewrote block/expand/BiasAdd: share 20.00%, compiled/TensorFlow 3.0x, now (slice +) dot_general}}
+  %1 = "stablehlo.convolution"(%x, %w) <{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 1 : i64}> {profiler_data = {count = 1 : i64, dur = 20 : i64, max = 20 : i64, min = 20 : i64, p50 = 20 : i64, p95 = 20 : i64, self = 20 : i64, share = 2.000000e-01 : f64, source = "block/expand/BiasAdd", source_self = 20 : i64, total = 20 : i64, ts = 0 : i64}} : (tensor<2x8x8x16xf32>, tensor<1x1x16x32xf32>) -> tensor<2x8x8x32xf32>
+  // Hot and slow, but 3x3: kept, with the reason.
+  // CHECK: "stablehlo.convolution"(%arg0, %arg2)
+  // expected-remark@+1 {{kept block/spatial/BiasAdd: share 15.00%, compiled/TensorFlow 4.0x: kernel is not 1x1}}
+  %2 = "stablehlo.convolution"(%x, %w3) <{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 1 : i64, padding = dense<0> : tensor<2x2xi64>}> {profiler_data = {count = 1 : i64, dur = 15 : i64, max = 15 : i64, min = 15 : i64, p50 = 15 : i64, p95 = 15 : i64, self = 15 : i64, share = 1.500000e-01 : f64, source = "block/spatial/BiasAdd", source_self = 15 : i64, total = 15 : i64, ts = 0 : i64}} : (tensor<2x8x8x16xf32>, tensor<3x3x16x16xf32>) -> tensor<2x6x6x16xf32>
+  // Hot but near TensorFlow's time (1.1x): kept.
+  // CHECK: "stablehlo.convolution"(%arg0, %arg1){{.*}}source = "block/fast/BiasAdd"
+  // expected-remark@+1 {{kept block/fast/BiasAdd: share 15.00%, compiled/TensorFlow 1.1x: within min-slowdown of TensorFlow's time}}
+  %3 = "stablehlo.convolution"(%x, %w) <{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 1 : i64}> {profiler_data = {count = 1 : i64, dur = 15 : i64, max = 15 : i64, min = 15 : i64, p50 = 15 : i64, p95 = 15 : i64, self = 15 : i64, share = 1.500000e-01 : f64, source = "block/fast/BiasAdd", source_self = 15 : i64, total = 15 : i64, ts = 0 : i64}} : (tensor<2x8x8x16xf32>, tensor<1x1x16x32xf32>) -> tensor<2x8x8x32xf32>
+  // 30x slower but cold (0.5%): not even considered.
+  // CHECK: "stablehlo.convolution"(%arg0, %arg1){{.*}}source = "block/tiny/BiasAdd"
+  %4 = "stablehlo.convolution"(%x, %w) <{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 1 : i64}> {profiler_data = {count = 1 : i64, dur = 1 : i64, max = 1 : i64, min = 1 : i64, p50 = 1 : i64, p95 = 1 : i64, self = 1 : i64, share = 5.000000e-03 : f64, source = "block/tiny/BiasAdd", source_self = 1 : i64, total = 1 : i64, ts = 0 : i64}} : (tensor<2x8x8x16xf32>, tensor<1x1x16x32xf32>) -> tensor<2x8x8x32xf32>
+  // Hot, in the slow dispatch, but padded: kept.
+  // CHECK: "stablehlo.convolution"(%arg0, %arg1){{.*}}padding = dense<1>
+  // expected-remark@+1 {{kept block/add/Add: share 10.00%, compiled/TensorFlow 30.0x: padded}}
+  %5 = "stablehlo.convolution"(%x, %w) <{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 1 : i64, padding = dense<1> : tensor<2x2xi64>}> {profiler_data = {count = 1 : i64, dur = 10 : i64, max = 10 : i64, min = 10 : i64, p50 = 10 : i64, p95 = 10 : i64, self = 10 : i64, share = 1.000000e-01 : f64, source = "block/add/Add", source_self = 10 : i64, total = 10 : i64, ts = 0 : i64}} : (tensor<2x8x8x16xf32>, tensor<1x1x16x32xf32>) -> tensor<2x10x10x32xf32>
+  // CHECK: return %[[SHORTCUT]], %[[EXPAND]]
+  return %0, %1, %2, %3, %4, %5 : tensor<2x4x4x32xf32>, tensor<2x8x8x32xf32>, tensor<2x6x6x16xf32>, tensor<2x8x8x32xf32>, tensor<2x8x8x32xf32>, tensor<2x10x10x32xf32>
+}
+
+// REPORT: "format": "tfpgo.rewrites"
+// REPORT: "pass": "tf-profile-guided-conv-to-dot"
+// REPORT: "min_share": 0.01
+// REPORT: "min_slowdown": 2
+// REPORT: "rewritten": [
+// REPORT: "source": "block/shortcut/BiasAdd"
+// REPORT-NEXT: "share": 0.4
+// REPORT-NEXT: "tf_ps": 100
+// REPORT-NEXT: "target_ps": 3000
+// REPORT-NEXT: "slowdown": 30
+// REPORT: "main_dispatch_0_reduction"
+// REPORT: "form": "slice + dot_general"
+// REPORT-NEXT: "input": "2x8x8x16xf32"
+// REPORT-NEXT: "kernel": "1x1x16x32xf32"
+// REPORT: "source": "block/expand/BiasAdd"
+// REPORT: "form": "dot_general"
+// REPORT: "declined": [
+// REPORT: "source": "block/spatial/BiasAdd"
+// REPORT: "reason": "kernel is not 1x1"
+// REPORT: "source": "block/fast/BiasAdd"
+// REPORT: "reason": "within min-slowdown of TensorFlow's time"
+// REPORT-NOT: block/tiny
+// REPORT: "reason": "padded"
+
+//--- carried.mlir
+// The profile carried in the location (a lowering's form) travels to the new
+// ops; re-materialized, the dot_general that does the work is charged all of
+// it, the slice and the reshape nothing.
+// CHARGED-LABEL: func.func @carried
+// CHARGED: "stablehlo.slice"{{.*}}profiler_data = {{{.*}}fanout = 3 : i64{{.*}}self = 0 : i64
+// CHARGED: "stablehlo.reshape"{{.*}}profiler_data = {{{.*}}self = 0 : i64
+// CHARGED: "stablehlo.dot_general"{{.*}}profiler_data = {{{.*}}self = 40 : i64{{.*}}source = "block/shortcut/BiasAdd", source_self = 40 : i64
+func.func @carried(%x: tensor<2x8x8x16xf32>, %w: tensor<1x1x16x32xf32>) -> tensor<2x4x4x32xf32> {
+  %0 = "stablehlo.convolution"(%x, %w) <{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 1 : i64, window_strides = array<i64: 2, 2>}> : (tensor<2x8x8x16xf32>, tensor<1x1x16x32xf32>) -> tensor<2x4x4x32xf32> loc(#shortcut)
+  return %0 : tensor<2x4x4x32xf32>
+}
+#shortcut = loc(fused<{profiler_data = {count = 1 : i64, dur = 40 : i64, max = 40 : i64, min = 40 : i64, p50 = 40 : i64, p95 = 40 : i64, self = 40 : i64, share = 4.000000e-01 : f64, source = "block/shortcut/BiasAdd", total = 40 : i64, ts = 0 : i64}}>["block/shortcut/BiasAdd"])
+
+//--- no_profile.mlir
+// expected-error@+1 {{tf-profile-guided-conv-to-dot needs target-profile: the iree_profile.json of a --lower iree run}}
+module {}
+
+//--- missing.mlir
+// expected-error@+1 {{cannot read target profile '}}
+module {}
+
+//--- wrong_format.mlir
+// expected-error@+1 {{annotate_op_profile.json: 'format' is not "tfpgo.iree_profile"; pass the iree_profile.json of a --lower iree run}}
+module {}
