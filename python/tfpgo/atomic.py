@@ -24,6 +24,25 @@ def current_umask() -> int:
     return mask
 
 
+def check_output_path(path: Path, flag: str, directory: bool = False) -> None:
+    """One error line, before any work, when `path` (a file, or with `directory` a
+    directory) could not be written: it exists as the other kind, or the nearest
+    existing folder above it is a file or is not writable."""
+    if directory and path.exists() and not path.is_dir():
+        raise UserError(f"{flag} {path}: exists and is not a directory; name a new directory")
+    if not directory and path.is_dir():
+        raise UserError(f"{flag} {path}: is a directory; name a file to write")
+    above = path.parent
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if not above.is_dir():
+        raise UserError(
+            f"{flag} {path}: {above} is a file, not a directory; name a path in a directory"
+        )
+    if not os.access(above, os.W_OK | os.X_OK):
+        raise UserError(f"{flag} {path}: cannot write in {above}; name a writable directory")
+
+
 @contextlib.contextmanager
 def staged_file(path: Path) -> Iterator[Path]:
     """A temporary sibling of `path` to write (here or on a thread); renamed over

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -47,12 +48,38 @@ def positive_int(text: str) -> int:
     return value
 
 
+def nonnegative_int(text: str) -> int:
+    """argparse type: an integer of at least 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return value
+
+
 def port_number(text: str) -> int:
     """argparse type: a TCP port, 1 to 65535."""
     value = int(text)
     if not 1 <= value <= 65535:
         raise argparse.ArgumentTypeError("must be a TCP port from 1 to 65535")
     return value
+
+
+def check_port_free(port: int, flag: str = "--port", host: str = "127.0.0.1") -> None:
+    """One error line if `host`:`port` cannot be listened on ("": every interface),
+    checked before any work (a server would fail later with its own message, or
+    quietly take another port)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do
+            probe.bind(address)
+    except OSError as error:
+        raise UserError(
+            f"{flag} {port}: cannot listen on {host or '*'}:{port} ({error.strerror}); "
+            f"choose a free port with {flag}"
+        ) from None
 
 
 def fraction(text: str) -> float:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tfpgo.attribution import command_buffer
 from tfpgo.attribution.device_attribution import attribute_device
 from tfpgo.attribution.hlo_profile import HloProfile, build_hlo_profile
 from tfpgo.attribution.op_profile import OpProfile, build_op_profile
@@ -18,7 +17,6 @@ from tfpgo.errors import UserError
 from tfpgo.trace.device import DeviceKind, device_kind, device_rows
 from tfpgo.trace.events import NO_STEP
 from tfpgo.trace.readers import read_trace
-from tfpgo.trace.readers.hlo_metadata import HloInstruction, HloModule, TfNode
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 GRAPH = {model: DATA / f"jax_gpu_{model}.xplane.pb" for model in ("mlp", "conv")}
@@ -213,64 +211,29 @@ def test_device_kind_follows_the_cupti_collectors_names():
     assert device_kind("loop_add_fusion") is DeviceKind.KERNEL
 
 
-def _module(*instructions: tuple[str, str]) -> HloModule:
-    found = {
-        name: HloInstruction(name, opcode, (TfNode(f"op/{name}", "X"),))
-        for name, opcode in instructions
-    }
-    return HloModule("m", 1, found, tuple(found))
-
-
-def test_schedule_rule_gives_a_library_calls_kernels_to_it():
-    module = _module(
-        ("p", "parameter"),
-        ("fusion.1", "fusion"),
-        ("cudnn-conv.1", "custom-call"),
-        ("fusion.2", "fusion"),
-        ("cublas.1", "custom-call"),
-        ("cublas.2", "custom-call"),
-        ("fusion.3", "fusion"),
-    )
-    kernels = ["fusion_1", "cudnn_a", "cudnn_b", "fusion_2", "gemm_x", "gemm_y", "fusion_3"]
-    matches = command_buffer.resolve_execution(module, kernels, [None] * 7)
-    assert [m.instruction.name if m.instruction else None for m in matches] == [
-        "fusion.1",
-        "cudnn-conv.1",
-        "cudnn-conv.1",
-        "fusion.2",
-        "cublas.1",
-        "cublas.2",
-        "fusion.3",
-    ]
-    assert [m.rule for m in matches][:2] == [
-        "command_buffer_kernel_name",
-        "command_buffer_schedule",
-    ]
-
-
-def test_schedule_rule_leaves_an_ambiguous_run_unattributed_with_the_reason():
-    module = _module(
-        ("fusion.1", "fusion"),
-        ("cublas.1", "custom-call"),
-        ("cublas.2", "custom-call"),
-        ("fusion.2", "fusion"),
-    )
-    matches = command_buffer.resolve_execution(
-        module, ["fusion_1", "k1", "k2", "k3", "fusion_2"], [None] * 5
-    )
-    assert [m.instruction for m in matches[1:4]] == [None] * 3
-    assert matches[1].reason.startswith("command_buffer_ambiguous: 3 kernel(s)")
-
-
-def test_a_kernel_name_shared_by_two_fusions_follows_the_schedule():
-    """XLA may launch one kernel for two identical fusions: the second use of the
-    name is the next fusion of that name in the schedule, not the first again."""
-    module = _module(("fusion", "fusion"), ("cublas.1", "custom-call"), ("fusion.1", "fusion"))
-    # both fusions launch `fusion`, the kernel name of the first
-    matches = command_buffer.resolve_execution(module, ["fusion", "gemm", "fusion"], [None] * 3)
-    assert [m.instruction.name if m.instruction else None for m in matches] == [
-        "fusion",
-        "cublas.1",
-        "fusion.1",
-    ]
-    assert matches[2].rule == "command_buffer_schedule"
+def test_a_kernel_whose_nodes_the_module_has_in_part_goes_to_those_it_has(profiles):
+    """`keep` (the names the annotated module has) without one node of a fusion: the
+    fusion's kernels are split over its other nodes, in exact parts, and the missing
+    one is listed as folded. Oracle: the kernel durations of the trace's own events."""
+    table = profiles[GRAPH["mlp"]][0]
+    full = profiles[GRAPH["mlp"]][1]
+    (fusion,) = {r for r in full.resolutions if r.instruction == "loop_exponential_multiply_fusion"}
+    gone = "jit(step)/transpose(jvp())/broadcast_in_dim"
+    assert gone in {node.name for node in fusion.nodes} and len(fusion.nodes) == 14
+    keep = {node.name for r in full.resolutions for node in r.nodes} - {gone}
+    device = attribute_device(table, keep)
+    (folded,) = {r for r in device.resolutions if r.instruction == fusion.instruction}
+    assert folded.folded == (gone,) and len(folded.nodes) == 13
+    rows = device_rows(table)
+    mine = [table.names[table.name_id[r]] == "loop_exponential_multiply_fusion" for r in rows]
+    kernel_ps = int(table.duration_ps[rows[mine]].sum())
+    on_it = device.resolution[device.part_event] == device.resolutions.index(folded)
+    assert int(device.part_ps[on_it].sum()) == kernel_ps > 0
+    parts = {device.nodes[n].name for n in device.part_node[on_it].tolist()}
+    assert gone not in parts and len(parts) == 13
+    # every other event splits as before, and nothing is lost
+    assert int(device.part_ps.sum()) == int(full.part_ps.sum())
+    profile = build_op_profile(table, None, device)
+    assert gone not in {op.name for op in profile.ops}
+    (kernel,) = [k for k in profile.device_kernels if k.instruction == fusion.instruction]
+    assert kernel.folded == (gone,) and gone not in kernel.ops

@@ -13,6 +13,8 @@ import pytest
 from tfpgo import cli
 from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.flow import pgo
+from tfpgo.trace.device import device_rows
+from tfpgo.trace.readers import read_trace
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 
@@ -60,6 +62,44 @@ def test_stablehlo_of_the_run_holds_all_its_kernel_time(flows, model):
     hot = next(n for n in graph["nodes"] if n.get("hot_rank") == 1)
     assert hot["profiler_data"]["device_self"] == max(
         (n.get("profiler_data") or {}).get("device_self", 0) for n in graph["nodes"]
+    )
+
+
+def test_a_kernel_op_the_module_lacks_puts_its_time_on_the_ops_it_has(flows, tmp_path):
+    """A module without one op of a fused kernel (as if folded away: no op carries its
+    name): the kernel's time goes to its other ops, none of it stays unresolved.
+    Oracle: the kernel's durations in the trace's own events, and the unmodified
+    run's attributed device time."""
+    gone = "jit(step)/transpose(jvp())/broadcast_in_dim"
+    text = (DATA / "jax_gpu_mlp.stablehlo.mlir").read_text()
+    assert text.count(f'loc("{gone}"') == 2
+    module = tmp_path / "folded.stablehlo.mlir"
+    module.write_text(text.replace(f'loc("{gone}"', 'loc("folded_away"'))
+    out = tmp_path / "out"
+    flags = ["--from-trace", str(DATA / "jax_gpu_mlp.xplane.pb"), "--mlir", str(module)]
+    assert cli.run_main(pgo.main, [*flags, "--output-dir", str(out)], prog="pgo") == 0
+    profile = OpProfile.read(out / "op_profile.json")
+    whole = OpProfile.read(flows["mlp"] / "op_profile.json")
+    assert whole.by_name()[gone].device_self_ps > 0  # what was unresolved before
+    assert gone not in profile.by_name()
+    (kernel,) = [k for k in profile.device_kernels if k.name == "loop_exponential_multiply_fusion"]
+    assert kernel.folded == (gone,) and len(kernel.ops) == 13
+    table = read_trace(DATA / "jax_gpu_mlp.xplane.pb")
+    rows = device_rows(table)
+    ran = [table.names[table.name_id[r]] == kernel.name for r in rows.tolist()]
+    on_ops = sum(
+        origin.total_ps
+        for name in kernel.ops
+        for origin in profile.by_name()[name].xla
+        if origin.instruction == kernel.instruction
+    )
+    assert on_ops == int(table.duration_ps[rows[ran]].sum()) == kernel.total_ps
+    totals = profile.totals
+    assert totals.device_attributed_ps == whole.totals.device_attributed_ps == totals.device_ps
+    annotated = (out / "model.annotated.mlir").read_text()
+    sources = {json.loads(f'"{n}"') for n in re.findall(r'source = "((?:[^"\\]|\\.)*)"', annotated)}
+    assert sum(op.device_self_ps for op in profile.ops if op.name in sources) == (
+        totals.device_attributed_ps
     )
 
 

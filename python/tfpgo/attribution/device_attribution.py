@@ -9,7 +9,8 @@ One rule per source of truth, tried in this order:
     equal integer parts (`tfpgo.attribution.parts.split_equally`, as on the CPU);
   * command buffers: `hlo_op` names no instruction of a known module (it is
     `command_buffer_N`): the kernel is matched inside its execution
-    (`tfpgo.attribution.command_buffer`: by kernel name, then by the schedule);
+    (`tfpgo.attribution.command_buffer`: by kernel name and XLA's kernel reuse,
+    then by the schedule's library calls);
   * `tf_op` (TensorFlow's own GPU kernels): `"<node>:<type>"`, the op the
     executor's `AnnotatedTraceMe` wrapped the launch in (xprof reads the same);
   * else unattributed, with the reason: `no_framework_op` (nothing names an op:
@@ -18,13 +19,20 @@ One rule per source of truth, tried in this order:
     `command_buffer_no_correlation`. Never dropped: attributed plus unattributed
     is all device time.
 
+Given the node names the annotated module has (`keep`), an event whose nodes are
+partly absent from it (a broadcast XLA fused into a kernel and the module folded
+away) is split over the nodes it has; the others are the resolution's `folded`.
+An event none of whose nodes the module has keeps them all (they stay unresolved
+there, with the reason the annotation gives).
+
 Work is done once per distinct (kernel name, stats) signature and once per
 distinct command-buffer execution, so millions of kernels cost numpy passes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +59,18 @@ class Resolution:
     instruction: str = ""
     reason: str = ""
     fusion: bool = False
+    # Nodes of the instruction the annotated module does not have; their part went
+    # to `nodes` (see the module doc).
+    folded: tuple[str, ...] = ()
+
+    def keeping(self, keep: Collection[str]) -> Resolution:
+        """This resolution split only over the nodes in `keep`, when it has some
+        there and some not; else as it is."""
+        kept = tuple(node for node in self.nodes if node.name in keep)
+        if not kept or len(kept) == len(self.nodes):
+            return self
+        folded = tuple(node.name for node in self.nodes if node.name not in keep)
+        return replace(self, nodes=kept, folded=folded)
 
 
 @dataclass(frozen=True)
@@ -96,8 +116,9 @@ class DeviceAttribution:
         return has_nodes[self.resolution] if len(self) else np.zeros(0, bool)
 
 
-def attribute_device(table: EventTable) -> DeviceAttribution:
-    """Resolves every device event of `table` (see the module doc)."""
+def attribute_device(table: EventTable, keep: Collection[str] | None = None) -> DeviceAttribution:
+    """Resolves every device event of `table` (see the module doc); `keep`: the node
+    names the annotated module has, when known."""
     rows = device_rows(table)
     plane_of_track = [t.plane for t in table.tracks]
     devices = tuple(sorted({plane_of_track[t] for t in np.unique(table.track_id[rows]).tolist()}))
@@ -122,6 +143,8 @@ def attribute_device(table: EventTable) -> DeviceAttribution:
     if in_buffer.any():
         _resolve_command_buffers(table, rows, stats, in_buffer, resolution, interned)
     resolutions = interned.all
+    if keep is not None:
+        resolutions = [found.keeping(keep) for found in resolutions]
     nodes, part_event, part_node, part_ps = _split(table, rows, resolution, resolutions)
     return DeviceAttribution(
         rows,
@@ -238,6 +261,7 @@ def _resolve_command_buffers(
     members, member_execution = members[order], member_execution[order]
     bounds = np.flatnonzero(np.diff(member_execution, prepend=-1, append=-2))
     cache: dict[tuple[object, ...], list[int]] = {}
+    schedules: dict[int, command_buffer.Schedule] = {}
     for low, high in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         order_list = members[low:high].tolist()
         names = tuple(table.names[int(table.name_id[rows[at]])] for at in order_list)
@@ -255,7 +279,11 @@ def _resolve_command_buffers(
         signature = (id(module), names, annotated)
         if signature not in cache:
             assert module is not None  # a command-buffer signature has a known module
-            matches = command_buffer.resolve_execution(module, names, annotated)
+            if id(module) not in schedules:
+                schedules[id(module)] = command_buffer.module_schedule(module)
+            matches = command_buffer.resolve_execution(
+                module, names, annotated, schedules[id(module)]
+            )
             cache[signature] = [
                 interned.id(
                     _of_instruction(module.name, m.instruction, m.rule)

@@ -29,7 +29,9 @@ class DeviceTime:
 @dataclass(frozen=True)
 class DeviceKernel:
     """Every execution of one kernel (or copy) name on one device for one instruction
-    (resolution); `ops` the nodes its time went to, `reason` why none when empty."""
+    (resolution); `ops` the nodes its time went to, `reason` why none when empty;
+    `folded` the instruction's nodes the annotated module does not have, whose part
+    went to `ops`."""
 
     device: str
     name: str
@@ -41,6 +43,7 @@ class DeviceKernel:
     count: int
     total_ps: int
     ops: tuple[str, ...]
+    folded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,7 @@ def _kernels(
                 int(counts[at]),
                 round(totals[at]),
                 tuple(node.name for node in resolution.nodes),
+                resolution.folded,
             )
         )
     kernels.sort(key=lambda k: (-k.total_ps, k.device, k.name, k.instruction))

@@ -208,7 +208,13 @@ class OpProfile:
                 tuple(document.get("step_wall_ps", ())),
                 tuple(XlaInserted(**entry) for entry in document.get("xla_inserted", ())),
                 tuple(
-                    DeviceKernel(**{**entry, "ops": tuple(entry["ops"])})
+                    DeviceKernel(
+                        **{
+                            **entry,
+                            "ops": tuple(entry["ops"]),
+                            "folded": tuple(entry.get("folded", ())),
+                        }
+                    )
                     for entry in document.get("device_kernels", ())
                 ),
                 tuple(DeviceCopies(**entry) for entry in document.get("device_copies", ())),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tfpgo import cli, errors
+from tfpgo.atomic import check_output_path
 from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.diff import compare
 from tfpgo.diff.output import summary_rows, write_outputs
@@ -56,8 +57,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     path_a, path_b = cli.user_path(args.a), cli.user_path(args.b)
     output_dir = cli.user_path(args.output_dir)
-    if output_dir.exists() and not output_dir.is_dir():
-        raise errors.UserError(f"-o {output_dir}: exists and is not a directory; name a directory")
+    check_output_path(output_dir, "-o", directory=True)
     diff = compare(read_profile(path_a), read_profile(path_b), args.a, args.b)
     written = write_outputs(diff, output_dir, args.rows)
     for key, value in summary_rows(diff):

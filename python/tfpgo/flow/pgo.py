@@ -16,7 +16,15 @@ import sys
 from collections.abc import Callable
 
 from tfpgo import HOT_OPS
-from tfpgo.cli import ArgumentParser, port_number, positive_int, user_path
+from tfpgo.cli import (
+    ArgumentParser,
+    fraction,
+    nonnegative_int,
+    port_number,
+    positive_int,
+    user_path,
+)
+from tfpgo.errors import UserError
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.mlir.lowering import LEVELS
 from tfpgo.models import BUILTIN_MODELS, DEFAULT_MODEL
@@ -25,13 +33,24 @@ from tfpgo.trace.hosts import add_host_reading_arguments, host_reading_from_args
 
 
 def _level(top: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
+    def level(text: str) -> int:  # argparse names it: "invalid level value: 'x'"
         value = int(text)
         if not 0 <= value <= top:
             raise argparse.ArgumentTypeError(f"must be in 0..{top}")
         return value
 
-    return parse
+    return level
+
+
+DEFAULT_TUNE_BUDGET_S = 600.0
+
+
+def minutes(text: str) -> float:  # argparse names it: "invalid minutes value"
+    """argparse type: a positive number of minutes, returned in seconds."""
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number of minutes")
+    return value * 60
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,7 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
         "word=4:string or x=8x224x224x3 (scalar for rank 0); repeatable",
     )
     add("--steps", type=positive_int, default=5, help="profiled steps (default 5)")
-    add("--warmup", type=int, default=2, help="unprofiled warmup steps first (default 2)")
+    add(
+        "--warmup",
+        type=nonnegative_int,
+        default=2,
+        help="unprofiled warmup steps first (default 2)",
+    )
     add("--batch-size", type=positive_int, default=32, help="batch size of the inputs (default 32)")
     add(
         "--host-tracer-level",
@@ -86,13 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add(
         "--top-k",
-        type=int,
+        type=nonnegative_int,
         default=HOT_OPS,
         help=f"mark at most the K hottest ops as hot (default {HOT_OPS}; 0 = no limit)",
     )
     add(
         "--min-share",
-        type=float,
+        type=fraction,
         default=0.01,
         help="mark only ops with at least this share of op self time (default 0.01 = 1%%)",
     )
@@ -118,8 +142,23 @@ def build_parser() -> argparse.ArgumentParser:
         "its dispatches (iree_profile.json, model.iree.vmfb)",
     )
     add(
+        "--tune",
+        action="store_true",
+        help="with --lower iree: tune the compiled program from its profile: profile-guided "
+        "rewrites (tfpgo-opt's tf-profile-guided-conv-to-dot) and compiler options, each "
+        "checked against TensorFlow's outputs and timed against the current best (interleaved "
+        "A/B); what wins is kept and profiled again (tune.json, iree_profile.tuned.json, "
+        "model.tuned.iree.vmfb, a Tuning section in the report)",
+    )
+    add(
+        "--tune-budget",
+        type=minutes,
+        metavar="MINUTES",
+        help="--tune: start no candidate after this many minutes (default 10)",
+    )
+    add(
         "--min-coverage",
-        type=float,
+        type=fraction,
         default=0.9,
         help="fail when less than this share of TF op time lands on module ops (default 0.9)",
     )
@@ -178,6 +217,7 @@ def options_from_args(args: argparse.Namespace) -> FlowOptions:
         formats=tuple(fmt.strip() for fmt in args.formats.split(",") if fmt.strip()),
         min_coverage=args.min_coverage,
         lower=_levels_up_to(args.lower),
+        tune_budget_s=_tune_budget(args),
         optimize=args.optimize,
         ab_repetitions=args.ab_repetitions,
         ab_steps=args.ab_steps,
@@ -186,6 +226,16 @@ def options_from_args(args: argparse.Namespace) -> FlowOptions:
         inputs=tuple(args.input),
         host_reading=host_reading_from_args(args),
     )
+
+
+def _tune_budget(args: argparse.Namespace) -> float | None:
+    """--tune's budget in seconds (10 minutes unless --tune-budget says), None
+    without --tune; --tune-budget alone is a mistake, said in one line."""
+    if not args.tune:
+        if args.tune_budget is not None:
+            raise UserError("--tune-budget bounds --tune: add --tune (and --lower iree)")
+        return None
+    return args.tune_budget if args.tune_budget is not None else DEFAULT_TUNE_BUDGET_S
 
 
 def _levels_up_to(level: str | None) -> tuple[str, ...]:

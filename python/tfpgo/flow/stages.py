@@ -15,6 +15,7 @@ The command line (`bazel run //:pgo`) is `tfpgo.flow.pgo`; callers use `run_flow
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 import time
@@ -27,12 +28,13 @@ from tfpgo import HOT_OPS
 from tfpgo.analysis import analyse
 from tfpgo.analysis.phase import Phase
 from tfpgo.analysis.structure import OpDataflow, phases_by_entry
-from tfpgo.atomic import atomic_output_dir
+from tfpgo.atomic import atomic_output_dir, check_output_path
 from tfpgo.attribution.hlo_profile import HloProfile
 from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.cli import working_directory
 from tfpgo.errors import UserError
 from tfpgo.mlir import annotate, lowering
+from tfpgo.mlir.iree_program import ProfiledProgram, Workload
 from tfpgo.mlir.iree_run import IREE_OP_GRAPH, IreeProfile, write_iree_op_graph
 from tfpgo.models import DEFAULT_MODEL, ModelCase, check_model_spec
 from tfpgo.models.profiling import ProfilerLevels
@@ -51,6 +53,8 @@ from tfpgo.render.model import EdgeKind
 from tfpgo.render.scope_chart import write_scope_chart
 from tfpgo.report import compose
 from tfpgo.trace.hosts import HostReading
+from tfpgo.trace.readers import check_trace_input
+from tfpgo.tune.document import TUNE_DOCUMENT, TuneDocument
 
 T = TypeVar("T")
 
@@ -79,6 +83,18 @@ OUTPUT_FILES = {
     "(docs/formats.md)",
     "model.dispatches.mlir": "--lower iree: IREE's executable sources, each dispatch's code "
     "with profiler_data holding the TensorFlow time (self) and IREE's (iree_self)",
+    "tune.json": "--tune: every candidate tried, its A/B ratio, interval and verdict, what "
+    "was kept, and the tf ops the kept changes sped up (docs/formats.md)",
+    "rewrites.json": "--tune: what tf-profile-guided-conv-to-dot rewrote and declined, and "
+    "why (share, TensorFlow and IREE time)",
+    "tiles.json": "--tune: the per-dispatch tile search: IREE's choice and each variant "
+    "tried, with the measured time of each dispatch",
+    "tuning_spec.mlir": "--tune: the IREE tuning spec of the tiles that won "
+    "(iree-compile --iree-codegen-tuning-spec-path=tuning_spec.mlir)",
+    "model.tuned.iree.vmfb": "--tune: the tuned program (when a candidate won)",
+    "model.tuned.stablehlo.mlirbc": "--tune: the tuned program's StableHLO, weights included",
+    "iree_profile.tuned.json": "--tune: the tuned program's dispatch profile",
+    "model.tuned.dispatches.mlir": "--tune: the tuned program's executable sources, timed",
     "op_graph.iree.json": "--lower iree: the linalg op graph with each op's source timed by "
     "IREE's dispatches instead of TensorFlow's kernels",
     "op_graph.iree.{fmt}": "linalg op graph colored by IREE dispatch time",
@@ -125,6 +141,8 @@ class FlowOptions:
     min_coverage: float = 0.9
     # Lower the profiled function to these levels (lowering.LEVELS, in order).
     lower: tuple[str, ...] = ()
+    # --tune: seconds the tuning loop may start candidates in (None: no tuning).
+    tune_budget_s: float | None = None
     # Measure the proposer's advice (tfpgo.proposer): A/B blocks an arm, steps a block.
     optimize: bool = False
     ab_repetitions: int = 10
@@ -197,12 +215,10 @@ def _check_options(options: FlowOptions) -> None:
         raise UserError("--from-trace and --mlir go together: the trace and the module it ran")
     if options.from_trace is None:
         check_model_spec(options.model)
-    for path in (options.from_trace, options.mlir):
-        if path is not None and not path.exists():
-            raise UserError(f"{path}: no such file or directory")
     unknown = sorted(set(options.formats) - set(PICTURE_FORMATS))
-    if unknown:
-        raise UserError(f"--formats: unknown {', '.join(unknown)}; use {','.join(PICTURE_FORMATS)}")
+    if unknown or not options.formats:
+        named = f"unknown {', '.join(unknown)}" if unknown else "no format named"
+        raise UserError(f"--formats: {named}; use {','.join(PICTURE_FORMATS)}")
     if options.top_k < 0:
         raise UserError("--top-k must not be negative")
     lowering.check_levels(options.lower)
@@ -211,6 +227,8 @@ def _check_options(options: FlowOptions) -> None:
             "--lower iree compiles and runs the loaded model's inference step: it needs "
             "--mode infer and a model to profile (not --from-trace)"
         )
+    if options.tune_budget_s is not None and "iree" not in options.lower:
+        raise UserError("--tune tunes the program IREE compiles: add --lower iree")
     if options.optimize and options.from_trace is not None:
         raise UserError("--optimize measures the loaded model: it does not go with --from-trace")
     _check_signature_choice(options)
@@ -219,6 +237,25 @@ def _check_options(options: FlowOptions) -> None:
             "--optimize-unchecked says which candidates --optimize times: add --optimize"
         )
     _check_output_dir(options.output_dir, options.from_trace)
+    if options.from_trace is not None and options.mlir is not None:
+        check_trace_input(options.from_trace, "--from-trace")
+        _check_module_input(options.mlir)
+
+
+def _check_module_input(mlir: Path) -> None:
+    """--mlir: a readable text module that tfpgo-opt parses (StableHLO, which it
+    reads only in generic form, is parsed when annotated)."""
+    if not mlir.is_file():
+        problem = "is a directory" if mlir.is_dir() else "no such file"
+        raise UserError(f"--mlir {mlir}: {problem}; pass the .mlir file of the traced step")
+    try:
+        text = mlir.read_text()
+    except OSError as error:
+        raise UserError(f"--mlir {mlir}: cannot read: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"--mlir {mlir}: not text; pass the MLIR in its text form") from None
+    if not lowering.is_stablehlo(text):
+        annotate.check_module(mlir, "--mlir")
 
 
 def _choice(options: FlowOptions) -> SignatureChoice:
@@ -229,6 +266,8 @@ def _check_signature_choice(options: FlowOptions) -> None:
     """--signature and --input: well formed, and for a SavedModel directory only."""
     for text in options.inputs:
         parse_input(text)
+    if not options.signature:
+        raise UserError("--signature: empty; name a signature of the SavedModel")
     chosen = options.inputs or options.signature != SignatureChoice().signature
     if chosen and (options.from_trace is not None or not Path(options.model).is_dir()):
         raise UserError(
@@ -244,8 +283,7 @@ _OUTPUT_SIGNATURE = ("report.md", "op_profile.json")
 def _check_output_dir(path: Path, from_trace: Path | None) -> None:
     """The output directory is replaced as a whole on success: refuse anything but
     a new or empty directory or a previous pgo output, so no user file is lost."""
-    if path.exists() and not path.is_dir():
-        raise UserError(f"--output-dir {path}: exists and is not a directory; name a new directory")
+    check_output_path(path, "--output-dir", directory=True)
     here = working_directory().resolve()
     if here == path.resolve() or path.resolve() in here.parents:
         raise UserError(
@@ -310,28 +348,41 @@ def _run_stages(
         f"reading {shown}",
         lambda: _read_trace(trace, out, options.output_dir, note, options.host_reading),
     )
-    if named is not None:
-        attribution = progress.stage(
-            "annotate",
-            "StableHLO by its name locations: tfpgo-opt --tf-profile-materialize-annotations",
-            lambda: lowering.annotate_named_stablehlo(
+
+    def annotate_module() -> annotate.Attribution:
+        if named is not None:
+            return lowering.annotate_named_stablehlo(
                 named, out / "op_profile.json", out / "model.annotated.mlir", out / "op_graph.json"
-            ),
+            )
+        return annotate.annotate_module(
+            module,
+            out / "op_profile.json",
+            out / "model.annotated.mlir",
+            out / "op_graph.json",
+            out / "attribution.json",
+            top_k=options.top_k,
+            min_share=options.min_share,
         )
-    else:
-        attribution = progress.stage(
-            "annotate",
-            "tfpgo-opt --tf-profile-guided-pipeline",
-            lambda: annotate.annotate_module(
-                module,
-                out / "op_profile.json",
-                out / "model.annotated.mlir",
-                out / "op_graph.json",
-                out / "attribution.json",
-                top_k=options.top_k,
-                min_share=options.min_share,
-            ),
-        )
+
+    def annotate_stage() -> tuple[annotate.Attribution, OpProfile, HloProfile | None]:
+        """Annotates; when a device kernel ran for ops of which the module has only
+        some (others folded away), its time is split again over those and the
+        module annotated again, so that none of it stays unresolved for them."""
+        found = annotate_module()
+        keep = _nodes_the_module_has(profile, found)
+        if keep is None:
+            return found, profile, hlo
+        note("device kernels ran for ops the module has only in part: split over those it has")
+        again = _read_trace(trace, out, options.output_dir, note, options.host_reading, keep)
+        return annotate_module(), *again
+
+    attribution, profile, hlo = progress.stage(
+        "annotate",
+        "StableHLO by its name locations: tfpgo-opt --tf-profile-materialize-annotations"
+        if named is not None
+        else "tfpgo-opt --tf-profile-guided-pipeline",
+        annotate_stage,
+    )
     attribution = attribution.with_xla_launch(profile)
     _check_coverage(attribution, options.min_coverage, trace, options.mlir or module)
     if profiling_run:
@@ -437,17 +488,26 @@ def _carry_over_trace(trace: Path, final: Path, out: Path) -> Path:
 
 
 def _read_trace(
-    trace: Path, out: Path, final: Path, note: Callable[[str], None], reading: HostReading
+    trace: Path,
+    out: Path,
+    final: Path,
+    note: Callable[[str], None],
+    reading: HostReading,
+    keep: frozenset[str] | None = None,
 ) -> tuple[OpProfile, HloProfile | None]:
     """The op profile and, for XLA-compiled steps, the HLO profile. A trace with
-    nothing to annotate stops here, saying why, rather than after annotating."""
+    nothing to annotate stops here, saying why, rather than after annotating.
+    `keep`: the node names the module has (`_nodes_the_module_has`); the profiles
+    are written again, the event DAG is not."""
     from tfpgo.flow import trace_reader
 
     result = trace_reader.run(
         trace,
-        dag_out=out / "mlir_graph.json",
+        dag_out=out / "mlir_graph.json" if keep is None else None,
         op_profile_out=out / "op_profile.json",
         hlo_profile_out=out / "hlo_profile.json",
+        build_graph=keep is None,
+        keep_nodes=keep,
         progress=note,
         show_source=lambda source: source.replace(str(out), str(final)),
         reading=reading,
@@ -456,6 +516,22 @@ def _read_trace(
         shown = final / trace.relative_to(out) if trace.is_relative_to(out) else trace
         raise UserError(f"{shown}: {result.empty_reason}")
     return result.op_profile, result.hlo_profile
+
+
+def _nodes_the_module_has(
+    profile: OpProfile, attribution: annotate.Attribution
+) -> frozenset[str] | None:
+    """The profile's node names that landed on the module, when some device kernel
+    ran for nodes of which it has only some (a broadcast XLA fused into the kernel
+    and the module folded away): the kernel is then split over those it has
+    (`attribute_device`'s `keep`). None when no kernel is split that way."""
+    missing = {entry.name for entry in (*attribution.unresolved, *attribution.removed)}
+    timed = {
+        entry.name for entry in (*attribution.unresolved, *attribution.removed) if entry.device_ps
+    }
+    if not any(timed & set(k.ops) and set(k.ops) - missing for k in profile.device_kernels):
+        return None
+    return frozenset(op.name for op in profile.ops if op.name not in missing)
 
 
 def _check_coverage(
@@ -499,6 +575,8 @@ def _lower(
     iree = (
         _iree_run(case, options.steps, options.warmup) if "iree" in options.lower and case else None
     )
+    if iree is not None and options.tune_budget_s is not None:
+        iree = dataclasses.replace(iree, then=_tuner(out, options.tune_budget_s, note))
     levels = lowering.lower(
         tf_module, out / "op_profile.json", options.lower, out, profile_self_ps, iree
     )
@@ -517,6 +595,18 @@ def _lower(
             f"{coverage.coverage:.2%} of the op time reachable"
         )
     return levels
+
+
+def _tuner(
+    out: Path, budget_s: float, note: Callable[[str], None]
+) -> Callable[[Path, Workload, ProfiledProgram], None]:
+    """--tune: the loop run on the profiled program inside the lowering."""
+    from tfpgo.tune import loop
+
+    def tune(stablehlo: Path, workload: Workload, program: ProfiledProgram) -> None:
+        loop.tune(stablehlo, workload, program, out, loop.Tuning(budget_s), note)
+
+    return tune
 
 
 def _iree_run(case: ModelCase, runs: int, warmup: int) -> lowering.IreeRun:
@@ -664,6 +754,9 @@ def _report(
             optimize=optimized,
             iree=IreeProfile.read(out / "iree_profile.json")
             if (out / "iree_profile.json").is_file()
+            else None,
+            tune=TuneDocument.read(out / TUNE_DOCUMENT)
+            if (out / TUNE_DOCUMENT).is_file()
             else None,
         ),
         out,

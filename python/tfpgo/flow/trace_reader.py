@@ -15,13 +15,13 @@ import argparse
 import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfpgo import cli, errors
-from tfpgo.atomic import staged_file
+from tfpgo.atomic import check_output_path, staged_file
 from tfpgo.attribution.device_attribution import attribute_device
 from tfpgo.attribution.hlo_profile import HloProfile, build_hlo_profile
 from tfpgo.attribution.op_profile import OpProfile, build_op_profile
@@ -85,9 +85,13 @@ def run(
     progress: Callable[[str], None] | None = None,
     show_source: Callable[[str], str] | None = None,
     reading: HostReading | None = None,
+    keep_nodes: Collection[str] | None = None,
 ) -> TraceReaderResult:
     """Reads `path`, filters, builds the DAG, op profile and HLO profile, writes
     what is asked (`hlo_profile_out` only when the trace holds HLO events).
+
+    `keep_nodes`: the node names the module to annotate has; a device event whose
+    nodes it has only in part is split over those (`attribute_device`).
 
     `show_source` maps the source path the outputs record (their `source`): a
     caller reading from a staging directory names where the trace will be.
@@ -117,7 +121,10 @@ def run(
         table = filters.apply(table)
         lap("filter")
         if len(table) == 0:
-            raise errors.UserError(f"{path}: no event passes the filters")
+            raise errors.UserError(
+                f"{path}: no event passes the filters; widen --start-us/--end-us, --steps, "
+                "--hosts, --thread, --name or --min-duration-us"
+            )
         report(f"{len(table):,} events pass the filters")
     dag = None
     if build_graph or dag_out is not None:
@@ -142,7 +149,7 @@ def run(
             if dag is not None and dag_out is not None:
                 dag_written = pool.submit(write_dag, dag, staged(dag_out))
             xla = attribute(table)
-            device = attribute_device(table)
+            device = attribute_device(table, keep_nodes)
             profile = build_op_profile(table, xla, device)
             on_instructions = any(r.instruction for r in device.resolutions)
             hlo = (
@@ -317,6 +324,15 @@ def main(argv: list[str]) -> int:
     dag_out = cli.user_path(args.store_output) if args.store_output else None
     profile_out = cli.user_path(args.op_profile) if args.op_profile else None
     hlo_out = cli.user_path(args.hlo_profile) if args.hlo_profile else None
+    outputs = {"--store-output": dag_out, "--op-profile": profile_out, "--hlo-profile": hlo_out}
+    for flag, output in outputs.items():
+        if output is not None:  # checked before the trace is read
+            check_output_path(output, flag)
+    if args.run and path.is_file():
+        raise errors.UserError(
+            f"--run {args.run}: picks a run of a logdir, and {path} is a file; drop --run "
+            "or pass the logdir"
+        )
     show_progress = not args.quiet and (args.progress or _big(path))
     result = run(
         path,

@@ -10,6 +10,7 @@ and why) for the report and the coverage check.
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,6 +182,18 @@ def run_tfpgo_opt(
     if done.returncode != 0:
         detail = first_error(done.stderr, f"exit status {done.returncode}")
         raise UserError(f"{module}: tfpgo-opt failed: {detail}")
+
+
+def check_module(module: Path, flag: str) -> None:
+    """One error line, before any work, when tfpgo-opt cannot parse `module`."""
+    try:
+        run_tfpgo_opt(module, Path(os.devnull), [])
+    except UserError as error:
+        detail = str(error).removeprefix(f"{module}: tfpgo-opt failed: ")
+        raise UserError(
+            f"{flag} {module}: not an MLIR module tfpgo-opt reads ({detail}); pass the "
+            "tf-dialect MLIR of the step that was traced"
+        ) from None
 
 
 def read_attribution(path: Path) -> Attribution:

@@ -227,15 +227,19 @@ def _iree_record(
     return kept | timed
 
 
-def compile_module(stablehlo: Path, vmfb: Path, sources: Path, bytecode: Path) -> None:
+def compile_module(
+    stablehlo: Path, vmfb: Path, sources: Path, bytecode: Path, flags: Sequence[str] = ()
+) -> None:
     """The vmfb for the host CPU, the executable sources with locations, and the
-    whole StableHLO program (weights included) as MLIR bytecode."""
-    _run("iree-opt", [str(stablehlo), "--emit-bytecode", "-o", str(bytecode)], "iree level")
-    _run("iree-compile", [*IREE_FLAGS, str(stablehlo), "-o", str(vmfb)], "iree level")
-    _run(
+    whole StableHLO program (weights included) as MLIR bytecode. `flags` go to
+    iree-compile after IREE_FLAGS (a tuned program's options)."""
+    run_tool("iree-opt", [str(stablehlo), "--emit-bytecode", "-o", str(bytecode)], "iree level")
+    compile_vmfb(stablehlo, vmfb, flags)
+    run_tool(
         "iree-compile",
         [
             *IREE_FLAGS,
+            *flags,
             "--compile-to=executable-sources",
             "--mlir-print-debuginfo",
             str(stablehlo),
@@ -244,6 +248,11 @@ def compile_module(stablehlo: Path, vmfb: Path, sources: Path, bytecode: Path) -
         ],
         "iree level (executable sources)",
     )
+
+
+def compile_vmfb(stablehlo: Path, vmfb: Path, flags: Sequence[str] = ()) -> None:
+    """Only the runnable program (what a tuning candidate needs to be measured)."""
+    run_tool("iree-compile", [*IREE_FLAGS, *flags, str(stablehlo), "-o", str(vmfb)], "iree level")
 
 
 def parse_sources(sources: Path) -> Any:
@@ -436,7 +445,7 @@ def run_and_compare(
     outputs = [scratch / f"iree_output_{i}.npy" for i in range(len(expected))]
     args = [f"--module={vmfb}", f"--device={DEVICE}", f"--function={entry}"]
     args += [f"--input=@{path}" for path in inputs] + [f"--output=@{path}" for path in outputs]
-    _run("iree-run-module", args, "iree level (run)")
+    run_tool("iree-run-module", args, "iree level (run)")
     worst = 0.0
     for index, (path, want) in enumerate(zip(outputs, expected, strict=True)):
         got = np.load(path)
@@ -465,8 +474,8 @@ def profile_dispatches(
     args += [f"--benchmark_min_time={warmup + runs}x", "--benchmark_repetitions=1"]
     args += ["--device_profiling_mode=host-execution,executable-metadata"]
     args += [f"--device_profiling_output={bundle}"]
-    _run("iree-benchmark-module", args, "iree level (profile)")
-    listing = _run(
+    run_tool("iree-benchmark-module", args, "iree level (profile)")
+    listing = run_tool(
         "iree-profile",
         ["dispatch", "--dispatch_events", "--format=jsonl", str(bundle)],
         "iree level (profile)",
@@ -532,7 +541,7 @@ def build_profile(
     )
 
 
-def _run(tool: str, args: list[str], what: str) -> str:
+def run_tool(tool: str, args: list[str], what: str) -> str:
     from iree.compiler.tools.binaries import find_tool
 
     try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.mlir import annotate, jax_names
 from tfpgo.mlir.diagnostics import error_message
+from tfpgo.mlir.iree_program import ProfiledProgram, Workload, profile_program
 
 LEVELS = ("stablehlo", "linalg", "iree")
 # Levels written as annotated modules; `iree` compiles and runs the program
@@ -92,6 +94,9 @@ class IreeRun:
     expected: tuple[Any, ...]
     runs: int
     warmup: int
+    # --tune: called with the StableHLO, the workload and the profiled program
+    # while the lowering's scratch files still exist (tfpgo.tune.loop).
+    then: Callable[[Path, Workload, ProfiledProgram], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -202,7 +207,8 @@ def _compile_and_run(
     out: Path,
 ) -> None:
     """`--lower iree`: compile, run and compare, profile the dispatches, and write
-    `model.iree.vmfb` and `iree_profile.json` (tfpgo.mlir.iree_run)."""
+    `model.iree.vmfb` and `iree_profile.json` (tfpgo.mlir.iree_run); then
+    `run.then` (--tune) with the profiled program."""
     import numpy as np
 
     from tfpgo.mlir import iree_run
@@ -211,33 +217,27 @@ def _compile_and_run(
     if entry is None:
         raise UserError("iree level: the StableHLO module has no public function to run")
     scratch = stablehlo.parent
-    vmfb = scratch / "model.iree.vmfb"
-    sources = scratch / "executable_sources.mlir"
-    bytecode = scratch / "model.stablehlo.mlirbc"
-    iree_run.compile_module(stablehlo, vmfb, sources, bytecode)
     inputs = []
     for index, value in enumerate(run.inputs):
         inputs.append(scratch / f"input_{index}.npy")
         np.save(inputs[-1], np.asarray(value))
-    max_abs = iree_run.run_and_compare(vmfb, entry[1], inputs, run.expected, scratch)
-    timings = iree_run.profile_dispatches(vmfb, entry[1], inputs, run.runs, scratch, run.warmup)
-    parsed = iree_run.parse_sources(sources)
-    profile = iree_run.build_profile(
-        "model.iree.vmfb",
+    workload = Workload(
         entry[1],
+        tuple(inputs),
+        run.expected,
         run.runs,
         run.warmup,
-        max_abs,
-        timings,
-        iree_run.dispatch_sources(parsed),
         {name: self_ps for name, (_, self_ps) in tf_sources.items()},
         fused_into,
     )
-    profile.write(out / "iree_profile.json")
+    program = profile_program(stablehlo, (), scratch / "iree", workload, "model.iree.vmfb")
+    program.profile.write(out / "iree_profile.json")
     dispatches = out / iree_run.DISPATCHES_MODULE
-    iree_run.write_dispatch_sources(parsed, profile, fused_into, dispatches)
-    for written in (vmfb, bytecode):  # the runnable program, weights and all
+    iree_run.write_dispatch_sources(program.sources, program.profile, fused_into, dispatches)
+    for written in (program.vmfb, program.bytecode):  # the runnable program, weights and all
         (out / written.name).write_bytes(written.read_bytes())
+    if run.then is not None:
+        run.then(stablehlo, workload, program)
 
 
 # The public function of a lowered module: the one the runtime calls.

@@ -49,6 +49,26 @@ def check(path: Path) -> None:
             f"{path}: unknown model file type; use a .py hook, a .keras file or a "
             "SavedModel directory"
         )
+    elif path.suffix == ".keras":
+        if not zipfile.is_zipfile(path):  # Keras would say "File not found" of it
+            raise UserError(
+                f"{path}: not a .keras archive (a .keras file is a zip; this one is corrupt "
+                "or another format); save the model with model.save('name.keras')"
+            )
+    else:
+        _check_hook_source(path)
+
+
+def _check_hook_source(path: Path) -> None:
+    """A hook file that cannot be read or compiled, found before TensorFlow loads."""
+    try:
+        source = path.read_bytes()
+    except OSError as error:
+        raise UserError(f"{path}: cannot read: {error.strerror}") from None
+    try:
+        compile(source, str(path), "exec")
+    except (SyntaxError, ValueError) as error:
+        raise UserError(f"{path}: importing failed: {type(error).__name__}: {error}") from None
 
 
 def load(
@@ -109,11 +129,6 @@ def _keras_file(path: Path, mode: Mode, batch_size: int) -> ModelCase:
 
     from tfpgo.models.builtin import example_inputs
 
-    if not zipfile.is_zipfile(path):  # Keras would say "File not found" of it
-        raise UserError(
-            f"{path}: not a .keras archive (a .keras file is a zip; this one is corrupt or "
-            "another format); save the model with model.save('name.keras')"
-        )
     try:
         model = keras.models.load_model(path, compile=False)
     except Exception as error:  # corrupt or foreign file

@@ -93,6 +93,20 @@ class ABResult:
             "noise": self.noise,
         }
 
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> ABResult:
+        return cls(
+            float(document["ratio"]),
+            None if document["low"] is None else float(document["low"]),
+            None if document["high"] is None else float(document["high"]),
+            Verdict(document["verdict"]),
+            float(document["baseline_ms"]),
+            float(document["candidate_ms"]),
+            int(document["blocks"]),
+            float(document["confidence"]),
+            float(document["noise"]),
+        )
+
 
 def judge(samples: ABSamples, noise: float = NOISE, confidence: float = CONFIDENCE) -> ABResult:
     """The ratio, its interval and the verdict of stored samples (module docstring)."""

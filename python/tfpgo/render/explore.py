@@ -13,10 +13,10 @@ Explorer prints the URL; Ctrl-C stops it.
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfpgo import cli
 from tfpgo.cli import ArgumentParser, port_number, user_path
 from tfpgo.errors import UserError
 
@@ -57,15 +57,7 @@ def check_port_free(port: int, flag: str = "--port") -> None:
     """One error line if 127.0.0.1:`port` cannot be listened on (before any work:
     Model Explorer would print its own message and exit 1, or quietly pick another
     port for 8080)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
-        try:
-            probe.bind((HOST, port))
-        except OSError as error:
-            raise UserError(
-                f"{flag} {port}: cannot listen on {HOST}:{port} ({error.strerror}); "
-                f"choose a free port with {flag}"
-            ) from None
+    cli.check_port_free(port, flag, HOST)
 
 
 def _offline_version_check(print_msg: bool = True) -> dict[str, str]:
@@ -96,12 +88,18 @@ def serve(found: Exploration, port: int) -> None:
     model_explorer.visualize_from_config(config, host=HOST, port=port, no_open_in_browser=True)
 
 
-def main(argv: list[str]) -> int:
+def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="explore", description=__doc__.split("\n\n")[0])
     parser.add_argument("output_dir", help="the --output-dir of a finished pgo run")
     parser.add_argument(
         "--port", type=port_number, default=8080, help="port on 127.0.0.1 (default 8080)"
     )
-    args = parser.parse_args(argv)
-    serve(exploration(user_path(args.output_dir)), args.port)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    found = exploration(user_path(args.output_dir))
+    check_port_free(args.port)
+    serve(found, args.port)
     return 0

@@ -17,8 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo import HOT_OPS
+from tfpgo.atomic import check_output_path
 from tfpgo.attribution.op_profile import OpProfile
-from tfpgo.cli import ArgumentParser, fraction, positive_int, run_main, user_path
+from tfpgo.cli import (
+    ArgumentParser,
+    fraction,
+    nonnegative_int,
+    positive_int,
+    run_main,
+    user_path,
+)
 from tfpgo.errors import UserError
 from tfpgo.render import PICTURE_FORMATS, RenderOptions, load_graph, prepare, write_pictures
 from tfpgo.render.exports import EXPORT_FORMATS, ExportInput, write_exports
@@ -98,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--hot-k",
-        type=int,
+        type=nonnegative_int,
         metavar="K",
         help=f"mark the K hottest ops red (default: the document's hot marks, else {HOT_OPS})",
     )
@@ -138,8 +146,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    if args.hot_k is not None and args.hot_k < 0:
-        raise UserError("--hot-k must not be negative")
     graph_path = user_path(args.path_to_mlir_graph)
     exports = {
         name: user_path(getattr(args, _export_flag(name)))
@@ -153,6 +159,10 @@ def main(argv: list[str]) -> int:
         output = user_path(Path(graph_path.name).with_suffix(".svg"))
     if args.save_all and output is None:
         raise UserError("-s needs -o: it saves every format beside the -o file")
+    if output is not None:
+        check_output_path(output, "-o")
+    for name, path in exports.items():
+        check_output_path(path, f"--export-{name}")
     options = RenderOptions(
         metric=Metric(args.metric),
         hot_k=args.hot_k,

@@ -37,6 +37,15 @@ from tfpgo.report.iree_tables import (
     scope_rows,
 )
 from tfpgo.report.tables import PAGE_STYLE, figure, html_table, markdown_table
+from tfpgo.report.tune_tables import (
+    OP_HEADER,
+    TRIAL_HEADER,
+    TUNE_TITLE,
+    op_rows,
+    trial_rows,
+    tune_summary,
+)
+from tfpgo.tune.document import TuneDocument
 
 if TYPE_CHECKING:
     from tfpgo.proposer.optimize import OptimizeResult
@@ -71,6 +80,7 @@ class ReportInputs:
     hlo: HloProfile | None = None  # XLA-compiled steps only
     optimize: OptimizeResult | None = None  # --optimize: measured proposals
     iree: IreeProfile | None = None  # --lower iree: the compiled program's dispatches
+    tune: TuneDocument | None = None  # --tune: what was tried, measured and kept
 
 
 def _hottest_ops(graph: RenderGraph, count: int) -> list[tuple[RenderNode, Timing]]:
@@ -412,6 +422,13 @@ def to_markdown(inputs: ReportInputs) -> str:
         parts += [markdown_table(IREE_HEADER, iree_rows(inputs.iree, steps, inputs.top_n))]
         parts += ["", "### By layer scope", ""]
         parts += [markdown_table(SCOPE_HEADER, scope_rows(inputs.iree, steps, inputs.top_n))]
+    if inputs.tune is not None:
+        parts += ["", f"## {TUNE_TITLE}", "", tune_summary(inputs.tune), ""]
+        parts += [markdown_table(TRIAL_HEADER, trial_rows(inputs.tune))]
+        ops = op_rows(inputs.tune, inputs.run.steps or 1, inputs.top_n)
+        if ops:
+            parts += ["", "### TensorFlow ops the kept changes sped up", ""]
+            parts += [markdown_table(OP_HEADER, ops)]
     if inputs.attribution.unresolved:
         parts += ["", "## Unresolved runtime names", ""]
         parts += [
@@ -519,6 +536,13 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         parts.append(html_table(IREE_HEADER, iree_rows(inputs.iree, steps, inputs.top_n)))
         parts.append("<h3>By layer scope</h3>")
         parts.append(html_table(SCOPE_HEADER, scope_rows(inputs.iree, steps, inputs.top_n)))
+    if inputs.tune is not None:
+        parts.append(f"<h2>{esc(TUNE_TITLE)}</h2><p>{esc(tune_summary(inputs.tune))}</p>")
+        parts.append(html_table(TRIAL_HEADER, trial_rows(inputs.tune)))
+        ops = op_rows(inputs.tune, inputs.run.steps or 1, inputs.top_n)
+        if ops:
+            parts.append("<h3>TensorFlow ops the kept changes sped up</h3>")
+            parts.append(html_table(OP_HEADER, ops))
     if inputs.attribution.unresolved:
         items = "".join(
             f"<li><code>{esc(entry.name)}</code> ({esc(_entry_time(inputs, entry))}): "

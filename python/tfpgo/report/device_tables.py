@@ -31,9 +31,11 @@ def device_summary(profile: OpProfile) -> str:
     )
 
 
-def _ops_cell(ops: tuple[str, ...]) -> str:
+def _ops_cell(ops: tuple[str, ...], folded: tuple[str, ...] = ()) -> str:
+    """The first ops, and the kernel's ops the module lacks (their part is on `ops`)."""
     shown = ", ".join(ops[:_OPS_SHOWN])
-    return shown + (f", +{len(ops) - _OPS_SHOWN} more" if len(ops) > _OPS_SHOWN else "")
+    shown += f", +{len(ops) - _OPS_SHOWN} more" if len(ops) > _OPS_SHOWN else ""
+    return shown + (f" (folded into them: {', '.join(folded)})" if folded else "")
 
 
 def _kernel_name(name: str) -> str:
@@ -52,7 +54,7 @@ def device_tables(profile: OpProfile, top_n: int) -> list[Table]:
             format_ps(k.total_ps),
             _share(k.total_ps, totals.device_ps),
             str(k.count),
-            _ops_cell(k.ops),
+            _ops_cell(k.ops, k.folded),
         ]
         for k in profile.device_kernels
         if k.ops

@@ -22,8 +22,10 @@ import argparse
 import concurrent.futures
 import multiprocessing
 import os
+import urllib.parse
 from pathlib import Path
 
+from tfpgo.cli import positive_int
 from tfpgo.errors import UserError
 from tfpgo.trace.events import EventTable
 from tfpgo.trace.host_parts import HostPart, HostReading, merge_parts, read_host, report_part
@@ -118,11 +120,29 @@ def _result(future: concurrent.futures.Future[HostPart], file: Path) -> HostPart
         ) from None
 
 
+_SCHEDULER_SCHEMES = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
+
+
+def scheduler_address(text: str) -> str:
+    """argparse type: a Dask scheduler address, [SCHEME://]HOST[:PORT]."""
+    parts = urllib.parse.urlsplit(text if "://" in text else f"tcp://{text}")
+    try:
+        port = parts.port or 0  # raises for a port that is no number, or out of range
+    except ValueError:
+        port = -1
+    if parts.scheme not in _SCHEDULER_SCHEMES or not parts.hostname or port < 0:
+        raise argparse.ArgumentTypeError(
+            "not a Dask scheduler address; give [tcp://]HOST[:PORT], e.g. tcp://10.0.0.1:8786"
+        )
+    return text
+
+
 def add_host_reading_arguments(parser: argparse.ArgumentParser) -> None:
     """`--scheduler` and `--host-workers`, shared by trace_reader and the flow."""
     group = parser.add_argument_group("multi-host logdirs (one .xplane.pb per host)")
     group.add_argument(
         "--scheduler",
+        type=scheduler_address,
         metavar="ADDRESS",
         help="read the hosts on the Dask distributed cluster whose scheduler is at ADDRESS "
         "(e.g. tcp://10.0.0.1:8786); its workers must import tfpgo and see the logdir at "
@@ -130,7 +150,7 @@ def add_host_reading_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--host-workers",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="local processes reading hosts (default: one per host up to the CPU count "
         "when the host files hold 16 MB or more, else 1; 1 reads them one after the other "
@@ -147,6 +167,9 @@ def add_host_reading_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def host_reading_from_args(args: argparse.Namespace) -> HostReading:
-    if args.scheduler_timeout <= 0:
-        raise UserError("--scheduler-timeout must be positive")
+    if not args.scheduler_timeout > 0:  # nan too
+        raise UserError(
+            f"--scheduler-timeout {args.scheduler_timeout:g}: must be a positive number of "
+            f"seconds (default {HostReading.connect_timeout_s:g})"
+        )
     return HostReading(args.host_workers, args.scheduler, args.scheduler_timeout)

@@ -58,6 +58,24 @@ def resolve_xplanes(path: Path, run: str | None = None) -> list[Path]:
     return sorted(chosen[0].glob("*.xplane.pb"))
 
 
+def check_trace_input(path: Path, flag: str) -> None:
+    """One error line, before any work, for a trace input that cannot be one: a
+    directory holding no `.xplane.pb`, a file that cannot be read or is empty. (Its
+    format is found only by reading it: protobuf has no magic number.)"""
+    if not path.exists():
+        raise UserError(f"{flag} {path}: no such file or directory")
+    if path.is_dir():
+        resolve_xplanes(path)
+        return
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1)
+    except OSError as error:
+        raise UserError(f"{flag} {path}: cannot read: {error.strerror}") from None
+    if not head:
+        raise UserError(f"{flag} {path}: empty file; not a trace")
+
+
 @contextlib.contextmanager
 def paused_gc() -> Iterator[None]:
     """Pauses the cyclic garbage collector while millions of objects are built.

@@ -7,13 +7,19 @@ name the TensorFlow node it was lowered from (XLA's provenance, the one xprof
 uses). A fusion instruction's fused computation lists the instructions, and so
 the nodes, it covers. The protos are parsed with the classes XLA ships
 (`tfpgo.trace.readers.xplane_proto.hlo_pb2`).
+
+Besides the nodes, the facts the GPU kernel rules (`tfpgo.attribution.
+command_buffer`) need: the computations an instruction calls, each computation's
+schedule, a fusion's backend kind and the fingerprint of its fused computation.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tfpgo.trace.readers.xplane_proto import hlo_pb2, parse_message
@@ -30,6 +36,23 @@ _PASS_THROUGH = frozenset({"parameter"})
 # xla_attribution lists them as XLA-inserted if they ever run as events).
 _NEVER_INFERRED = frozenset({"parameter", "constant"})
 _NOT_PTX = re.compile(r"[^A-Za-z0-9_$]")
+# What XLA's kernel fingerprint leaves out of an instruction: its names and ids
+# (`HloPrintOptions::Fingerprint` canonicalizes them), metadata and backend config
+# (`Canonical()` prints neither), the annotation-only fields (frontend attributes,
+# statistics, original value; seldom set inside a fused computation), and the
+# operand and callee ids, taken by position and by content instead (`_fingerprint`).
+_NOT_FINGERPRINTED = (
+    "name",
+    "id",
+    "operand_ids",
+    "called_computation_ids",
+    "control_predecessor_ids",
+    "metadata",
+    "backend_config",
+    "frontend_attributes",
+    "statistics_viz",
+    "original_value",
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +82,14 @@ class HloInstruction:
     # instruction chain from this one to the named one. Empty when not inferred.
     inferred_by: str = ""
     inferred_from: tuple[str, ...] = ()
+    # The computations it calls, by name (a while's condition and body, a
+    # conditional's branches, a call's callee, an async start's wrapped computation).
+    called: tuple[str, ...] = ()
+    # A fusion's `fusion_backend_config.kind` (`__triton`, `__cudnn$fusion`), else "".
+    backend_kind: str = ""
+    # A fusion's fused computation as XLA's kernel reuse cache tells computations
+    # apart (`_fingerprint`); "" for other instructions.
+    fingerprint: str = ""
 
     @property
     def is_fusion(self) -> bool:
@@ -85,12 +116,15 @@ def sanitized_function_name(name: str) -> str:
 class HloModule:
     """A compiled module: its name, XLA's unique id, instructions by name, and the
     entry computation's instructions in the order XLA scheduled them (the order a
-    GPU executable launches their kernels; the proto order when it has no schedule)."""
+    GPU executable launches their kernels; the proto order when it has no schedule).
+    `sequences`: every computation's instructions, by computation name, in the same
+    order (what a while, conditional or call runs)."""
 
     name: str
     program_id: int
     instructions: Mapping[str, HloInstruction]
     schedule: tuple[str, ...] = ()
+    sequences: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def recorded_by_jax(plane: Any) -> bool:
@@ -123,7 +157,9 @@ def parse_hlo_proto(data: bytes, origin: str) -> HloModule:
 def _module(module: Any) -> HloModule:
     computations = {computation.id: computation for computation in module.computations}
     arguments = _argument_names(module, computations)
+    names = {computation.id: computation.name for computation in module.computations}
     instructions: dict[str, HloInstruction] = {}
+    fusions: list[tuple[str, int]] = []  # (fusion, its fused computation)
     for computation in module.computations:
         own: dict[str, tuple[TfNode, ...]] = {}
         for instruction in computation.instructions:
@@ -144,8 +180,62 @@ def _module(module: Any) -> HloModule:
                 instruction.custom_call_target,
                 by,
                 chain,
+                tuple(names[i] for i in instruction.called_computation_ids if i in names),
+                _backend_kind(instruction) if instruction.opcode == "fusion" else "",
             )
-    return HloModule(module.name, int(module.id), instructions, _entry_schedule(module))
+            if instruction.opcode == "fusion" and instruction.called_computation_ids:
+                fusions.append((instruction.name, instruction.called_computation_ids[0]))
+    sequences = _sequences(module)  # before the fingerprints clear the ids
+    memo: dict[int, str] = {}
+    for name, fused in fusions:
+        found = _fingerprint(fused, computations, memo)
+        instructions[name] = replace(instructions[name], fingerprint=found)
+    entry = names.get(module.entry_computation_id, "")
+    return HloModule(module.name, int(module.id), instructions, sequences.get(entry, ()), sequences)
+
+
+def _backend_kind(instruction: Any) -> str:
+    """A fusion's `fusion_backend_config.kind` (its backend config is JSON)."""
+    if not instruction.backend_config:
+        return ""
+    try:
+        config = json.loads(instruction.backend_config)
+    except ValueError:
+        return ""
+    fusion = config.get("fusion_backend_config") if isinstance(config, dict) else None
+    kind = fusion.get("kind") if isinstance(fusion, dict) else None
+    return kind if isinstance(kind, str) else ""
+
+
+def _fingerprint(computation_id: int, computations: Mapping[int, Any], memo: dict[int, str]) -> str:
+    """The fused computation as XLA's kernel reuse cache keys it
+    (`GetComputationFingerprint`, xla/service/gpu/kernel_reuse_cache.h; now in
+    xla/codegen/emitters/computation_fingerprint.cc: the computation printed with
+    `HloPrintOptions::Fingerprint()`, constants in full): each instruction with
+    the fields `_NOT_FINGERPRINTED` names left out,
+    operands by position, called computations by their own fingerprint, and the
+    root's position. Two fusions with equal fingerprints are the ones XLA may
+    emit one kernel for. Clears those fields of the parsed proto (it is read once)."""
+    if computation_id in memo:
+        return memo[computation_id]
+    memo[computation_id] = ""  # a cycle (none in valid HLO) hashes as empty
+    computation = computations.get(computation_id)
+    if computation is None:
+        return ""
+    position = {instruction.id: at for at, instruction in enumerate(computation.instructions)}
+    digest = hashlib.sha256()
+    for instruction in computation.instructions:
+        operands = [position.get(i, -1) for i in instruction.operand_ids]
+        called = [_fingerprint(i, computations, memo) for i in instruction.called_computation_ids]
+        for name in _NOT_FINGERPRINTED:
+            if name in instruction.DESCRIPTOR.fields_by_name:
+                instruction.ClearField(name)
+        essential = instruction.SerializeToString(deterministic=True)
+        digest.update(f"{len(essential)}:".encode() + essential)
+        digest.update(repr((operands, called)).encode())
+    digest.update(repr(position.get(computation.root_id, -1)).encode())
+    memo[computation_id] = digest.hexdigest()
+    return memo[computation_id]
 
 
 def _inferred_nodes(
@@ -201,16 +291,20 @@ def _nearest_named(
     return ()
 
 
-def _entry_schedule(module: Any) -> tuple[str, ...]:
-    """The entry computation's instruction names in schedule order."""
-    entry = next((c for c in module.computations if c.id == module.entry_computation_id), None)
-    if entry is None:
-        return ()
-    names = {instruction.id: instruction.name for instruction in entry.instructions}
-    sequence = module.schedule.sequences.get(module.entry_computation_id)
-    if sequence is None:
-        return tuple(names.values())
-    return tuple(names[i] for i in sequence.instruction_ids if i in names)
+def _sequences(module: Any) -> dict[str, tuple[str, ...]]:
+    """Each computation's instruction names in schedule order (the proto order for
+    a computation the schedule does not list: fused computations)."""
+    found = {}
+    for computation in module.computations:
+        names = {instruction.id: instruction.name for instruction in computation.instructions}
+        sequence = module.schedule.sequences.get(computation.id)
+        if sequence is None:
+            found[computation.name] = tuple(names.values())
+        else:
+            found[computation.name] = tuple(
+                names[i] for i in sequence.instruction_ids if i in names
+            )
+    return found
 
 
 def _argument_names(module: Any, computations: Mapping[int, Any]) -> frozenset[str]:

@@ -1,0 +1,98 @@
+"""One StableHLO program under IREE: compiled, checked against TensorFlow, timed.
+
+`--lower iree` profiles the lowered program once (`profile_program`); `--tune`
+compiles variants of it, times each against the current best by blocks of
+iterations (`iteration_times`, IREE's own benchmark tool), and profiles the one
+it keeps the same way as the first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfpgo.mlir import iree_run
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What every variant of the program runs on and is checked and profiled with:
+    the entry function, the step's inputs (.npy files), TensorFlow's outputs, the
+    profiled runs, and per tf op its TensorFlow self time and the op whose kernel
+    ran it (`fused_into`)."""
+
+    entry: str
+    inputs: tuple[Path, ...]
+    expected: tuple[Any, ...]
+    runs: int
+    warmup: int
+    tf_self_ps: dict[str, int]
+    fused_into: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ProfiledProgram:
+    """A compiled program and its dispatch profile (`iree_profile.json`)."""
+
+    profile: iree_run.IreeProfile
+    sources: Any  # the executable sources, parsed (iree_run.parse_sources)
+    vmfb: Path
+    bytecode: Path  # the StableHLO, weights included
+
+
+def profile_program(
+    stablehlo: Path, flags: Sequence[str], directory: Path, workload: Workload, name: str
+) -> ProfiledProgram:
+    """Compiles `stablehlo` with `flags` into `directory`, checks its outputs against
+    TensorFlow's (one UserError line if they differ), and profiles its dispatches;
+    the profile names the program `name` (the vmfb's file name in the output)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    vmfb = directory / "model.iree.vmfb"
+    sources = directory / "executable_sources.mlir"
+    bytecode = directory / "model.stablehlo.mlirbc"
+    iree_run.compile_module(stablehlo, vmfb, sources, bytecode, flags)
+    max_abs = check_outputs(vmfb, workload, directory)
+    timings = iree_run.profile_dispatches(
+        vmfb, workload.entry, workload.inputs, workload.runs, directory, workload.warmup
+    )
+    parsed = iree_run.parse_sources(sources)
+    profile = iree_run.build_profile(
+        name,
+        workload.entry,
+        workload.runs,
+        workload.warmup,
+        max_abs,
+        timings,
+        iree_run.dispatch_sources(parsed),
+        workload.tf_self_ps,
+        workload.fused_into,
+    )
+    return ProfiledProgram(profile, parsed, vmfb, bytecode)
+
+
+def check_outputs(vmfb: Path, workload: Workload, scratch: Path) -> float:
+    """The largest |IREE - TensorFlow| over the outputs of one run; outputs beyond
+    the tolerance are one UserError line."""
+    return iree_run.run_and_compare(
+        vmfb, workload.entry, workload.inputs, workload.expected, scratch
+    )
+
+
+def iteration_times(vmfb: Path, workload: Workload, iterations: int) -> tuple[int, ...]:
+    """The wall time (ns) of each of `iterations` calls of the entry function, in one
+    process of IREE's benchmark tool after its warm-up (unprofiled: profiling
+    would time every dispatch)."""
+    args = [f"--module={vmfb}", f"--device={iree_run.DEVICE}", f"--function={workload.entry}"]
+    args += [f"--input=@{path}" for path in workload.inputs]
+    args += ["--benchmark_min_time=1x", f"--benchmark_repetitions={iterations}"]
+    args += ["--benchmark_min_warmup_time=0.05", "--benchmark_format=json"]
+    listing = json.loads(iree_run.run_tool("iree-benchmark-module", args, "iree level (time)"))
+    unit = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+    return tuple(
+        round(entry["real_time"] * unit[entry["time_unit"]])
+        for entry in listing["benchmarks"]
+        if entry.get("run_type") == "iteration"
+    )

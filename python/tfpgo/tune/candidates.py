@@ -1,0 +1,154 @@
+"""What `--tune` tries, each decided from the profile or settled only by measuring.
+
+A candidate turns the current program (`Variant`: StableHLO and compiler flags)
+into another, or says why it has nothing to try:
+
+- `conv-to-dot`: tfpgo-opt's `tf-profile-guided-conv-to-dot` reads each
+  convolution's TensorFlow profile and the dispatch profile of the current
+  program and rewrites the hot 1x1 convolutions IREE runs far slower than
+  TensorFlow (passes.td). It proposes nothing when the pass rewrites nothing.
+- `dispatch-tiles`: tile sizes for the hottest dispatches of the current
+  program, searched by measuring each dispatch in place (`dispatch_tiles`),
+  written as an IREE tuning spec.
+- `iree-O2`: IREE's `--iree-opt-level=O2`. A whole-program switch that made
+  one model here 1.29x faster and ResNet50 2.2x slower: only a measurement can
+  decide it, so it is always measured, never assumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfpgo.documents import expect_format, read_json
+from tfpgo.mlir import annotate, iree_run
+from tfpgo.mlir.iree_program import Workload
+from tfpgo.mlir.iree_run import IreeProfile
+from tfpgo.proposer.ab import NOISE
+from tfpgo.tune import dispatch_tiles
+
+CONV_TO_DOT = "tf-profile-guided-conv-to-dot"
+REWRITES_FORMAT = "tfpgo.rewrites"
+# Files a candidate may leave in its scratch directory for the user.
+EVIDENCE = ("rewrites.json", dispatch_tiles.SEARCH, dispatch_tiles.SPEC)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A program to compile: its StableHLO (generic form, profile in the
+    locations, weights included) and the flags iree-compile adds for it."""
+
+    stablehlo: Path
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A variant to measure and what it changes."""
+
+    change: str
+    variant: Variant
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a candidate decides from: the current program's dispatch profile (and
+    its file), what it runs on, and when the tuning budget ends
+    (a time.monotonic() value)."""
+
+    profile_path: Path
+    profile: IreeProfile
+    workload: Workload
+    deadline: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A kind of change. `propose` gets the current program, the evidence and a
+    scratch directory, and returns a proposal or the reason there is nothing to
+    try; files it writes there named in `EVIDENCE` are kept in the output."""
+
+    name: str
+    propose: Callable[[Variant, Evidence, Path], Proposal | str]
+
+
+def _conv_to_dot(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
+    """The hot, slow 1x1 convolutions as (slice +) dot_general, decided by the pass."""
+    rewritten = scratch / "conv_to_dot.stablehlo.mlir"
+    report = scratch / "rewrites.json"
+    annotate.run_tfpgo_opt(
+        current.stablehlo,
+        rewritten,
+        [
+            "--mlir-print-op-generic",
+            f"--{CONV_TO_DOT}=target-profile={evidence.profile_path} report-output={report}",
+        ],
+    )
+    document = read_json(report)
+    expect_format(report, document, REWRITES_FORMAT)
+    rewrites = document["rewritten"]
+    if not rewrites:
+        declined = len(document["declined"])
+        return (
+            f"{CONV_TO_DOT} found no hot 1x1 convolution far slower than TensorFlow "
+            f"({declined} hot ones declined; rewrites.json says why)"
+        )
+    sources = ", ".join(r["source"] for r in rewrites[:3]) + (", ..." if len(rewrites) > 3 else "")
+    return Proposal(
+        f"{len(rewrites)} hot 1x1 convolutions as (slice +) dot_general: {sources}",
+        Variant(rewritten, current.flags),
+    )
+
+
+def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
+    """Tile sizes of the hottest dispatches, searched by measuring (dispatch_tiles)."""
+    targets = dispatch_tiles.hottest(evidence.profile)
+    if not targets:
+        return f"no dispatch has {dispatch_tiles.MIN_SHARE:.0%} of the dispatch time"
+    workload = evidence.workload
+
+    def time_round(vmfb: Path) -> dict[str, float]:
+        timings = iree_run.profile_dispatches(
+            vmfb, workload.entry, workload.inputs, dispatch_tiles.SEARCH_RUNS, scratch, 1
+        )
+        return {name: ps / count for name, (count, ps) in timings.items() if count}
+
+    found = dispatch_tiles.search(
+        current.stablehlo, current.flags, targets, time_round, scratch, evidence.deadline
+    )
+    dispatch_tiles.write_search(found, scratch)
+    if not found.chosen:
+        return (
+            f"no tile variant beat IREE's own by more than {NOISE:.0%} on the "
+            f"{len(found.dispatches)} hottest dispatches ({dispatch_tiles.SEARCH} has the times)"
+        )
+    flags = tuple(f for f in current.flags if not f.startswith(dispatch_tiles.SPEC_FLAG))
+    changes = "; ".join(
+        f"{name.rsplit('_dispatch_', 1)[-1]}: {config.text()}"
+        for name, config in found.chosen.items()
+    )
+    return Proposal(
+        f"tuning spec for {len(found.chosen)} dispatches ({changes})",
+        Variant(
+            current.stablehlo,
+            (*flags, f"{dispatch_tiles.SPEC_FLAG}{scratch / dispatch_tiles.SPEC}"),
+        ),
+    )
+
+
+def _opt_level(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
+    """IREE's O2 over the current program."""
+    flag = "--iree-opt-level=O2"
+    if flag in current.flags:
+        return "the current program is compiled at O2 already"
+    return Proposal(f"iree-compile {flag}", Variant(current.stablehlo, (*current.flags, flag)))
+
+
+# In the order they are tried: the profile-guided rewrite first, whose effect
+# the whole-program switch then has to beat.
+CANDIDATES = (
+    Candidate("conv-to-dot", _conv_to_dot),
+    Candidate("dispatch-tiles", _dispatch_tiles),
+    Candidate("iree-O2", _opt_level),
+)

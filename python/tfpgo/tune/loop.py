@@ -1,0 +1,215 @@
+"""The tuning loop: propose from the profile, compile, check, measure, keep what wins.
+
+Each candidate (`tfpgo.tune.candidates`) is built on the current best program,
+compiled, and its outputs checked against TensorFlow's with the tolerance of
+`--lower iree`; a program that computes something else is rejected whatever
+its speed. Then it is timed against the current best by interleaved blocks of
+iterations of IREE's benchmark tool (`tfpgo.proposer.ab`: counterbalanced
+blocks, the ratio's Welch interval on log block means, `helps` only when the
+whole interval lies below 1 and the gain passes the noise floor). Only a
+candidate that helps becomes the current best. A budget bounds the loop: a
+candidate is started only while time is left.
+
+When something was kept, the tuned program is timed against the original in
+the same run (the headline ratio) and profiled like the original
+(`iree_profile.tuned.json`), so the report can say which TensorFlow ops each
+change sped up. `tune.json` records every candidate, measured or not, and why.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tfpgo.errors import UserError
+from tfpgo.mlir import iree_run
+from tfpgo.mlir.iree_program import (
+    ProfiledProgram,
+    Workload,
+    check_outputs,
+    iteration_times,
+    profile_program,
+)
+from tfpgo.proposer import ab
+from tfpgo.tune.candidates import CANDIDATES, EVIDENCE, Candidate, Evidence, Proposal, Variant
+from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG
+from tfpgo.tune.document import TUNE_DOCUMENT, OpChange, Trial, Tuned, TuneDocument
+
+TUNED_PROFILE = "iree_profile.tuned.json"
+TUNED_VMFB = "model.tuned.iree.vmfb"
+TUNED_BYTECODE = "model.tuned.stablehlo.mlirbc"
+TUNED_DISPATCHES = "model.tuned.dispatches.mlir"
+# A block of iterations lasts at least this long, and has this many iterations
+# at least and at most.
+BLOCK_S = 0.3
+MIN_ITERATIONS, MAX_ITERATIONS = 3, 100
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What `--tune` may spend: wall-clock seconds (candidates start only before
+    the budget is spent) and A/B blocks per arm."""
+
+    budget_s: float
+    repetitions: int = 5
+
+
+def tune(
+    stablehlo: Path,
+    workload: Workload,
+    baseline: ProfiledProgram,
+    out: Path,
+    tuning: Tuning,
+    note: Callable[[str], None] = lambda _: None,
+    candidates: tuple[Candidate, ...] = CANDIDATES,
+) -> TuneDocument:
+    """Runs the loop (module docstring) from `baseline`, the profiled program of
+    `stablehlo`, writing tune.json and, when a candidate was kept, the tuned
+    program and its profile into `out`. Returns what tune.json records."""
+    deadline = time.monotonic() + tuning.budget_s
+    scratch = stablehlo.parent / "tune"
+    scratch.mkdir(exist_ok=True)
+    iterations = _iterations(baseline.profile)
+    current, program = Variant(stablehlo), baseline
+    evidence = Evidence(out / "iree_profile.json", baseline.profile, workload, deadline)
+    kept: list[Trial] = []
+    trials: list[Trial] = []
+    for index, candidate in enumerate(candidates):
+        if time.monotonic() >= deadline:
+            trials.append(Trial(candidate.name, "", "not tried", "the --tune-budget was spent"))
+            continue
+        directory = scratch / f"candidate_{index}"
+        directory.mkdir()
+        proposal = candidate.propose(current, evidence, directory)
+        _keep_evidence(directory, out)
+        if isinstance(proposal, str):
+            trials.append(Trial(candidate.name, "", "skipped", proposal))
+            note(f"tune: {candidate.name}: skipped: {proposal}")
+            continue
+        trial = _measure(
+            candidate.name, proposal, program.vmfb, workload, directory, tuning, iterations
+        )
+        note(f"tune: {trial.name}: {trial.outcome}: {trial.reason}")
+        trials.append(trial)
+        if trial.outcome == "kept":
+            # Re-profiled: the next candidate decides from the program it changes.
+            current = proposal.variant
+            program = profile_program(
+                current.stablehlo, current.flags, directory / "kept", workload, TUNED_VMFB
+            )
+            program.profile.write(directory / "iree_profile.json")
+            evidence = replace(
+                evidence, profile_path=directory / "iree_profile.json", profile=program.profile
+            )
+            kept.append(trial)
+    tuned = None
+    if kept:
+        overall = _ab(baseline.vmfb, program.vmfb, workload, tuning, iterations)
+        _write_tuned(program, workload, out)
+        tuned = Tuned(
+            TUNED_VMFB,
+            TUNED_PROFILE,
+            overall,
+            program.profile.outputs_max_abs,
+            _op_changes(baseline.profile, program.profile),
+        )
+        note(f"tune: kept {', '.join(t.name for t in kept)}: {_interval(overall)}")
+    flags = tuple(
+        f"{SPEC_FLAG}{SPEC}" if flag.startswith(SPEC_FLAG) else flag for flag in current.flags
+    )
+    document = TuneDocument(tuning.budget_s, baseline.profile.runs, tuple(trials), flags, tuned)
+    document.write(out / TUNE_DOCUMENT)
+    return document
+
+
+def _iterations(profile: iree_run.IreeProfile) -> int:
+    """Iterations a block needs to last BLOCK_S, from the profiled dispatch time of
+    a run (a lower bound of the run's time)."""
+    run_s = profile.dispatch_ps / max(profile.runs, 1) / 1e12
+    wanted = math.ceil(BLOCK_S / run_s) if run_s > 0 else MAX_ITERATIONS
+    return min(max(wanted, MIN_ITERATIONS), MAX_ITERATIONS)
+
+
+def _keep_evidence(directory: Path, out: Path) -> None:
+    for name in EVIDENCE:
+        if (directory / name).is_file():
+            (out / name).write_bytes((directory / name).read_bytes())
+
+
+def _measure(
+    name: str,
+    proposal: Proposal,
+    current_vmfb: Path,
+    workload: Workload,
+    directory: Path,
+    tuning: Tuning,
+    iterations: int,
+) -> Trial:
+    """Compiles the proposal, checks its outputs, and times it against the current
+    best: kept only if it helps."""
+    vmfb = directory / "model.iree.vmfb"
+    variant = proposal.variant
+    iree_run.compile_vmfb(variant.stablehlo, vmfb, variant.flags)
+    try:
+        max_abs = check_outputs(vmfb, workload, directory)
+    except UserError as error:
+        return Trial(name, proposal.change, "rejected", str(error))
+    result = _ab(current_vmfb, vmfb, workload, tuning, iterations)
+    outcome = "kept" if result.verdict is ab.Verdict.HELPS else "rejected"
+    reason = f"{result.verdict.value}: {_interval(result)}"
+    return Trial(name, proposal.change, outcome, reason, result, max_abs)
+
+
+def _ab(
+    baseline: Path, candidate: Path, workload: Workload, tuning: Tuning, iterations: int
+) -> ab.ABResult:
+    samples = ab.interleave(
+        lambda n: iteration_times(baseline, workload, n),
+        lambda n: iteration_times(candidate, workload, n),
+        tuning.repetitions,
+        iterations,
+    )
+    return ab.judge(samples)
+
+
+def _interval(result: ab.ABResult) -> str:
+    interval = (
+        f", 95% interval {result.low:.3f}-{result.high:.3f}"
+        if result.low is not None and result.high is not None
+        else ""
+    )
+    return (
+        f"{result.candidate_ms:.1f} ms against {result.baseline_ms:.1f} ms a run, "
+        f"ratio {result.ratio:.3f}{interval}"
+    )
+
+
+def _write_tuned(tuned: ProfiledProgram, workload: Workload, out: Path) -> None:
+    tuned.profile.write(out / TUNED_PROFILE)
+    iree_run.write_dispatch_sources(
+        tuned.sources, tuned.profile, workload.fused_into, out / TUNED_DISPATCHES
+    )
+    (out / TUNED_VMFB).write_bytes(tuned.vmfb.read_bytes())
+    (out / TUNED_BYTECODE).write_bytes(tuned.bytecode.read_bytes())
+
+
+def _op_changes(before: iree_run.IreeProfile, after: iree_run.IreeProfile) -> tuple[OpChange, ...]:
+    """Per tf op, its compiled time over the profiled runs before and after (both
+    profiles run as many times), largest saving first: which TensorFlow ops the
+    kept changes sped up, or slowed."""
+    names = sorted(
+        set(before.op_ps) | set(after.op_ps),
+        key=lambda name: (after.op_ps.get(name, 0) - before.op_ps.get(name, 0), name),
+    )
+    return tuple(
+        OpChange(
+            name,
+            before.op_tf_ps.get(name, after.op_tf_ps.get(name, 0)),
+            before.op_ps.get(name, 0),
+            after.op_ps.get(name, 0),
+        )
+        for name in names
+    )

@@ -1,0 +1,246 @@
+"""`--tune`: candidates proposed from the profile, checked against TensorFlow's
+outputs, timed against the current best and kept only when they win (real IREE
+compiler and runtime, real tfpgo-opt; small StableHLO programs)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tfpgo.errors import UserError
+from tfpgo.flow import pgo
+from tfpgo.flow.stages import FlowOptions, run_flow
+from tfpgo.mlir.iree_program import Workload, profile_program
+from tfpgo.mlir.iree_run import IreeProfile
+from tfpgo.proposer.ab import ABResult, Verdict
+from tfpgo.report.tune_tables import op_rows, trial_rows, tune_summary
+from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
+from tfpgo.tune.document import OpChange, Trial, Tuned, TuneDocument
+from tfpgo.tune.loop import TUNED_PROFILE, TUNED_VMFB, Tuning, tune
+
+BY_NAME = {candidate.name: candidate for candidate in CANDIDATES}
+
+# The baseline squares its input and, beside it, multiplies a 384x384 matrix
+# built from the input by itself and adds 0 times its sum: the same outputs as
+# a program without the product, which must therefore be far faster.
+WASTEFUL = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %x, %x : tensor<4xf32> loc("square")
+  %e = "stablehlo.slice"(%x) <{start_indices = array<i64: 0>, limit_indices = array<i64: 1>,
+      strides = array<i64: 1>}> : (tensor<4xf32>) -> tensor<1xf32> loc("waste")
+  %m = "stablehlo.broadcast_in_dim"(%e) <{broadcast_dimensions = array<i64: 0>}>
+      : (tensor<1xf32>) -> tensor<384x384xf32> loc("waste")
+  %p = "stablehlo.dot_general"(%m, %m) <{dot_dimension_numbers = #stablehlo.dot<
+      lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}>
+      : (tensor<384x384xf32>, tensor<384x384xf32>) -> tensor<384x384xf32> loc("waste")
+  %q = "stablehlo.dot_general"(%p, %m) <{dot_dimension_numbers = #stablehlo.dot<
+      lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}>
+      : (tensor<384x384xf32>, tensor<384x384xf32>) -> tensor<384x384xf32> loc("waste")
+  %zero = stablehlo.constant dense<0.0> : tensor<f32> loc("waste")
+  %s = stablehlo.reduce(%q init: %zero) applies stablehlo.add across dimensions = [0, 1]
+      : (tensor<384x384xf32>, tensor<f32>) -> tensor<f32> loc("waste")
+  %z = stablehlo.multiply %s, %zero : tensor<f32> loc("waste")
+  %b = "stablehlo.broadcast_in_dim"(%z) <{broadcast_dimensions = array<i64>}>
+      : (tensor<f32>) -> tensor<4xf32> loc("waste")
+  %1 = stablehlo.add %0, %b : tensor<4xf32> loc("square")
+  return %1 : tensor<4xf32>
+}
+"""
+LEAN = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %x, %x : tensor<4xf32> loc("square")
+  return %0 : tensor<4xf32>
+}
+"""
+WRONG = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %x, %x : tensor<4xf32> loc("square")
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    """The wasteful program, profiled as `--lower iree` profiles it."""
+    scratch = tmp_path_factory.mktemp("tune")
+    stablehlo = scratch / "stablehlo.mlir"
+    stablehlo.write_text(WASTEFUL)
+    x = np.array([0.5, 1.0, 1.5, 2.0], dtype=np.float32)
+    np.save(scratch / "x.npy", x)
+    workload = Workload(
+        "main", (scratch / "x.npy",), (x * x,), 2, 1, {"square": 1000, "waste": 10}, {}
+    )
+    baseline = profile_program(stablehlo, (), scratch / "iree", workload, "model.iree.vmfb")
+    return stablehlo, workload, baseline
+
+
+def _module(text: str) -> Callable[[Variant, Evidence, Path], Proposal]:
+    def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
+        assert evidence.profile_path.name == "iree_profile.json" and current.flags == ()
+        path = scratch / "candidate.mlir"
+        path.write_text(text)
+        return Proposal(f"the program of {len(text)} characters", Variant(path))
+
+    return propose
+
+
+def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(program, tmp_path):
+    stablehlo, workload, baseline = program
+    baseline.profile.write(tmp_path / "iree_profile.json")
+    tried = (
+        Candidate("nothing", lambda current, profile, scratch: "nothing hot in the profile"),
+        Candidate("wrong", _module(WRONG)),
+        Candidate("lean", _module(LEAN)),
+    )
+    document = tune(stablehlo, workload, baseline, tmp_path, Tuning(600, 3), candidates=tried)
+    outcomes = [(trial.name, trial.outcome) for trial in document.trials]
+    assert outcomes == [("nothing", "skipped"), ("wrong", "rejected"), ("lean", "kept")]
+    skipped, wrong, lean = document.trials
+    assert skipped.reason == "nothing hot in the profile" and skipped.result is None
+    # Outputs that differ are rejected before any timing, with the check's own line.
+    assert wrong.reason.startswith("iree level: output 0 of main differs from TensorFlow's")
+    assert wrong.result is None
+    assert lean.result is not None and lean.result.verdict is Verdict.HELPS
+    assert lean.result.high is not None and lean.result.high < 1 and lean.max_abs == 0
+    # The kept program, timed against the original in the same run and profiled again.
+    tuned = document.tuned
+    assert tuned is not None and tuned.result.ratio < 0.5
+    assert (tmp_path / TUNED_VMFB).is_file() and (tmp_path / TUNED_PROFILE).is_file()
+    # The op the change sped up comes first; the tuned profile no longer has it.
+    first = tuned.ops[0]
+    assert first.name == "waste" and first.after_ps == 0
+    assert first.before_ps == baseline.profile.op_ps["waste"] > 0
+    after = json.loads((tmp_path / TUNED_PROFILE).read_text())
+    assert {op["name"] for op in after["ops"]} == {"square"}
+    assert TuneDocument.read(tmp_path / "tune.json") == document
+
+
+def test_no_candidate_starts_once_the_budget_is_spent(program, tmp_path):
+    stablehlo, workload, baseline = program
+    lean = (Candidate("lean", _module(LEAN)),)
+    document = tune(stablehlo, workload, baseline, tmp_path, Tuning(0), candidates=lean)
+    assert [(t.name, t.outcome) for t in document.trials] == [("lean", "not tried")]
+    assert document.tuned is None and not (tmp_path / TUNED_VMFB).exists()
+
+
+CONV = """
+func.func @main(%x: tensor<1x8x8x4xf32>, %w: tensor<1x1x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %0 = "stablehlo.convolution"(%x, %w) <{batch_group_count = 1 : i64,
+      dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>,
+      feature_group_count = 1 : i64, window_strides = array<i64: 2, 2>}>
+      : (tensor<1x8x8x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x4x4x8xf32> loc(#shortcut)
+  return %0 : tensor<1x4x4x8xf32>
+}
+#shortcut = loc(fused<{profiler_data = {count = 1 : i64, dur = 90 : i64, max = 90 : i64,
+    min = 90 : i64, p50 = 90 : i64, p95 = 90 : i64, self = 90 : i64, share = 0.9 : f64,
+    source = "block/shortcut/BiasAdd", total = 90 : i64, ts = 0 : i64}}>["shortcut"])
+"""
+
+
+def _iree_profile(path: Path, total_ps: int, tf_self_ps: int) -> Path:
+    dispatch = {
+        "name": "main_dispatch_0_reduction", "count": 1, "total_ps": total_ps,
+        "sources": ["block/shortcut/BiasAdd"], "tf_self_ps": tf_self_ps, "found_in": "compute",
+    }  # fmt: skip
+    totals = {
+        "dispatch_ps": total_ps, "dispatch_attributed_ps": total_ps, "dispatch_unattributed_ps": 0
+    }  # fmt: skip
+    document = {
+        "format": "tfpgo.iree_profile", "version": 1, "time_unit": "ps",
+        "source": "model.iree.vmfb", "entry": "main", "runs": 1, "warmup": 0,
+        "outputs": {"max_abs": 0.0, "rtol": 1e-3, "atol": 1e-5}, "totals": totals,
+        "dispatches": [dispatch], "ops": [],
+    }  # fmt: skip
+    path.write_text(json.dumps(document))
+    return path
+
+
+def _evidence(profile: Path) -> Evidence:
+    workload = Workload("main", (), (), 1, 0, {}, {})
+    return Evidence(profile, IreeProfile.read(profile), workload, time.monotonic() + 60)
+
+
+def test_conv_to_dot_proposes_what_the_pass_rewrites_and_skips_otherwise(tmp_path):
+    stablehlo = tmp_path / "conv.mlir"
+    stablehlo.write_text(CONV)
+    slow = _evidence(_iree_profile(tmp_path / "slow.json", 3000, 100))  # 30x TensorFlow's
+    (tmp_path / "a").mkdir()
+    proposal = BY_NAME["conv-to-dot"].propose(Variant(stablehlo), slow, tmp_path / "a")
+    assert isinstance(proposal, Proposal)
+    assert proposal.change == (
+        "1 hot 1x1 convolutions as (slice +) dot_general: block/shortcut/BiasAdd"
+    )
+    rewritten = proposal.variant.stablehlo.read_text()
+    assert '"stablehlo.slice"' in rewritten and '"stablehlo.dot_general"' in rewritten
+    assert '"stablehlo.convolution"' not in rewritten and "#loc" in rewritten  # profile kept
+    report = json.loads((tmp_path / "a" / "rewrites.json").read_text())
+    assert [r["slowdown"] for r in report["rewritten"]] == [30]
+    near = _evidence(_iree_profile(tmp_path / "near.json", 110, 100))  # 1.1x: near its bound
+    (tmp_path / "b").mkdir()
+    reason = BY_NAME["conv-to-dot"].propose(Variant(stablehlo), near, tmp_path / "b")
+    assert reason == (
+        "tf-profile-guided-conv-to-dot found no hot 1x1 convolution far slower than "
+        "TensorFlow (1 hot ones declined; rewrites.json says why)"
+    )
+
+
+def test_o2_is_proposed_once(tmp_path):
+    current = Variant(Path("m.mlir"))
+    evidence = _evidence(_iree_profile(tmp_path / "p.json", 1, 1))
+    proposal = BY_NAME["iree-O2"].propose(current, evidence, tmp_path)
+    assert isinstance(proposal, Proposal) and proposal.variant.flags == ("--iree-opt-level=O2",)
+    again = BY_NAME["iree-O2"].propose(proposal.variant, evidence, tmp_path)
+    assert again == "the current program is compiled at O2 already"
+
+
+def test_the_report_section_states_what_was_kept_and_what_it_sped_up():
+    helps = ABResult(0.25, 0.2, 0.3, Verdict.HELPS, 40.0, 10.0, 5, 0.95, 0.05)
+    document = TuneDocument(
+        600.0,
+        2,
+        (
+            Trial("conv-to-dot", "2 hot 1x1 convolutions", "kept", "helps", helps, 1e-6),
+            Trial("iree-O2", "", "not tried", "the --tune-budget was spent"),
+        ),
+        (),
+        Tuned(
+            TUNED_VMFB,
+            TUNED_PROFILE,
+            helps,
+            1e-6,
+            (OpChange("a/conv", 8_000, 60_000_000, 20_000_000), OpChange("a/relu", 2, 8, 8)),
+        ),
+    )
+    summary = tune_summary(document)
+    assert summary.startswith("2 candidates, 1 measured, budget 10 min: kept conv-to-dot.")
+    assert "10.0 ms a run against 40.0 ms, 0.250 (0.200–0.300)" in summary
+    assert trial_rows(document)[1] == [
+        "iree-O2", "–", "not tried", "–", "the --tune-budget was spent"
+    ]  # fmt: skip
+    # Per step: 2 profiled runs, 4 TensorFlow steps; unchanged ops are left out.
+    assert op_rows(document, 4, 10) == [["a/conv", "2 ns", "30 µs", "10 µs", "0.33x"]]
+
+
+def test_tune_needs_the_compiled_program_and_a_positive_budget(tmp_path, capsys):
+    with pytest.raises(UserError) as error:
+        run_flow(FlowOptions(output_dir=tmp_path / "out", tune_budget_s=60))
+    assert str(error.value) == "--tune tunes the program IREE compiles: add --lower iree"
+    assert not (tmp_path / "out").exists()
+    for bad in ("0", "-1", "inf", "soon"):
+        with pytest.raises(SystemExit):
+            pgo.build_parser().parse_args(["--tune", "--tune-budget", bad])
+        assert "argument --tune-budget: " in capsys.readouterr().err
+    args = pgo.build_parser().parse_args(["--lower", "iree", "--tune", "--tune-budget", "2.5"])
+    assert pgo.options_from_args(args).tune_budget_s == 150
+    assert pgo.options_from_args(pgo.build_parser().parse_args([])).tune_budget_s is None
+    default = pgo.build_parser().parse_args(["--lower", "iree", "--tune"])
+    assert pgo.options_from_args(default).tune_budget_s == 600
+    with pytest.raises(UserError) as alone:
+        pgo.options_from_args(pgo.build_parser().parse_args(["--tune-budget", "5"]))
+    assert str(alone.value) == "--tune-budget bounds --tune: add --tune (and --lower iree)"
