@@ -9,7 +9,7 @@ import re
 import time
 from pathlib import Path
 
-from tfpgo.mlir import iree_run
+from tfpgo.iree import run as iree_run
 from tfpgo.tune import dispatch_tiles
 from tfpgo.tune.dispatch_tiles import RootConfig, neighbours, root_configs, spec_text
 

@@ -14,8 +14,8 @@ import pytest
 from tfpgo.attribution.conservation import check_output
 from tfpgo.errors import UserError
 from tfpgo.flow.stages import FlowOptions, run_flow
-from tfpgo.mlir import iree_run
-from tfpgo.mlir.iree_run import IreeProfile
+from tfpgo.iree import run as iree_run
+from tfpgo.iree.run import IreeProfile
 
 STEPS = 3
 

@@ -15,12 +15,13 @@ import pytest
 from tfpgo.errors import UserError
 from tfpgo.flow import pgo
 from tfpgo.flow.stages import FlowOptions, run_flow
-from tfpgo.mlir.iree_program import Workload, profile_program
-from tfpgo.mlir.iree_run import IreeProfile
+from tfpgo.iree.program import Workload, profile_program
+from tfpgo.iree.run import IreeProfile
+from tfpgo.mlir.lowering import write_generic_stablehlo
 from tfpgo.proposer.ab import ABResult, Verdict
-from tfpgo.report.tune_tables import op_rows, trial_rows, tune_summary
+from tfpgo.report.tune_tables import decision_rows, op_rows, trial_rows, tune_summary
 from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
-from tfpgo.tune.document import OpChange, Trial, Tuned, TuneDocument
+from tfpgo.tune.document import Decision, EndToEnd, OpChange, Trial, Tuned, TuneDocument
 from tfpgo.tune.loop import TUNED_PROFILE, TUNED_VMFB, Tuning, tune
 
 BY_NAME = {candidate.name: candidate for candidate in CANDIDATES}
@@ -84,7 +85,7 @@ def _module(text: str) -> Callable[[Variant, Evidence, Path], Proposal]:
     def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
         assert evidence.profile_path.name == "iree_profile.json" and current.flags == ()
         path = scratch / "candidate.mlir"
-        path.write_text(text)
+        write_generic_stablehlo(text, path)  # as the flow hands StableHLO on
         return Proposal(f"the program of {len(text)} characters", Variant(path))
 
     return propose
@@ -109,9 +110,22 @@ def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(program, tm
     assert lean.result is not None and lean.result.verdict is Verdict.HELPS
     assert lean.result.high is not None and lean.result.high < 1 and lean.max_abs == 0
     # The kept program, timed against the original in the same run and profiled again.
-    tuned = document.tuned
-    assert tuned is not None and tuned.result.ratio < 0.5
+    tuned, whole = document.tuned, document.end_to_end
+    assert tuned is not None and whole is not None
+    assert whole.ratio < 0.5 and whole.ci_high is not None and whole.ci_high < 1
+    assert whole.tuned_ps < whole.baseline_ps and whole.max_abs == 0
     assert (tmp_path / TUNED_VMFB).is_file() and (tmp_path / TUNED_PROFILE).is_file()
+    # One decision a measured whole-program change, its run times from its own A/B.
+    runs = baseline.profile.runs
+    assert [(d.candidate, d.dispatch, d.kept) for d in document.decisions] == [
+        ("wrong", "", False),
+        ("lean", "", True),
+    ]
+    assert document.decisions[0].after_ps is None  # rejected before it was timed
+    assert document.decisions[1].before_ps == round(lean.result.baseline_ms * 1e9 * runs)
+    # The program itself changed: the kept StableHLO is written (the lean one).
+    rewritten = (tmp_path / "model.tuned.stablehlo.mlir").read_text()
+    assert '"stablehlo.multiply"' in rewritten and '"stablehlo.dot_general"' not in rewritten
     # The op the change sped up comes first; the tuned profile no longer has it.
     first = tuned.ops[0]
     assert first.name == "waste" and first.after_ps == 0
@@ -196,11 +210,16 @@ def test_o2_is_proposed_once(tmp_path):
     proposal = BY_NAME["iree-O2"].propose(current, evidence, tmp_path)
     assert isinstance(proposal, Proposal) and proposal.variant.flags == ("--iree-opt-level=O2",)
     again = BY_NAME["iree-O2"].propose(proposal.variant, evidence, tmp_path)
-    assert again == "the current program is compiled at O2 already"
+    assert again == "the current program is compiled with it already"
 
 
 def test_the_report_section_states_what_was_kept_and_what_it_sped_up():
     helps = ABResult(0.25, 0.2, 0.3, Verdict.HELPS, 40.0, 10.0, 5, 0.95, 0.05)
+    ops = (OpChange("a/conv", 8_000, 60_000_000, 20_000_000), OpChange("a/relu", 2, 8, 8))
+    decision = Decision(
+        "conv-to-dot", "d_48", ("a/conv", "a/bn", "a/add"), "slice + dot_general",
+        600_000_000, 60_000_000, True,
+    )  # fmt: skip
     document = TuneDocument(
         600.0,
         2,
@@ -208,18 +227,18 @@ def test_the_report_section_states_what_was_kept_and_what_it_sped_up():
             Trial("conv-to-dot", "2 hot 1x1 convolutions", "kept", "helps", helps, 1e-6),
             Trial("iree-O2", "", "not tried", "the --tune-budget was spent"),
         ),
+        (decision,),
         (),
-        Tuned(
-            TUNED_VMFB,
-            TUNED_PROFILE,
-            helps,
-            1e-6,
-            (OpChange("a/conv", 8_000, 60_000_000, 20_000_000), OpChange("a/relu", 2, 8, 8)),
-        ),
+        Tuned(TUNED_VMFB, TUNED_PROFILE, ops),
+        EndToEnd.of(helps, 1e-6),
     )
     summary = tune_summary(document)
     assert summary.startswith("2 candidates, 1 measured, budget 10 min: kept conv-to-dot.")
-    assert "10.0 ms a run against 40.0 ms, 0.250 (0.200–0.300)" in summary
+    assert "takes 10 ms a run against 40 ms, ratio 0.250 (95% interval 0.200–0.300)" in summary
+    assert decision_rows(document) == [
+        ["conv-to-dot", "d_48", "a/conv, a/bn, +1 more", "slice + dot_general", "300 µs",
+         "30 µs", "yes"]
+    ]  # fmt: skip
     assert trial_rows(document)[1] == [
         "iree-O2", "–", "not tried", "–", "the --tune-budget was spent"
     ]  # fmt: skip

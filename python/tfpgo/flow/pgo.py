@@ -148,13 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
         "rewrites (tfpgo-opt's tf-profile-guided-conv-to-dot) and compiler options, each "
         "checked against TensorFlow's outputs and timed against the current best (interleaved "
         "A/B); what wins is kept and profiled again (tune.json, iree_profile.tuned.json, "
-        "model.tuned.iree.vmfb, a Tuning section in the report)",
+        "model.tuned.vmfb, a Tuning section in the report)",
     )
     add(
         "--tune-budget",
         type=minutes,
         metavar="MINUTES",
-        help="--tune: start no candidate after this many minutes (default 10)",
+        help="--tune: the time the tuning loop may take, in minutes (default 10)",
     )
     add(
         "--min-coverage",

@@ -33,9 +33,9 @@ from tfpgo.attribution.hlo_profile import HloProfile
 from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.cli import working_directory
 from tfpgo.errors import UserError
+from tfpgo.iree.program import ProfiledProgram, Workload
+from tfpgo.iree.run import IREE_OP_GRAPH, IreeProfile, write_iree_op_graph
 from tfpgo.mlir import annotate, lowering
-from tfpgo.mlir.iree_program import ProfiledProgram, Workload
-from tfpgo.mlir.iree_run import IREE_OP_GRAPH, IreeProfile, write_iree_op_graph
 from tfpgo.models import DEFAULT_MODEL, ModelCase, check_model_spec
 from tfpgo.models.profiling import ProfilerLevels
 from tfpgo.models.user import SignatureChoice, parse_input
@@ -91,7 +91,9 @@ OUTPUT_FILES = {
     "tried, with the measured time of each dispatch",
     "tuning_spec.mlir": "--tune: the IREE tuning spec of the tiles that won "
     "(iree-compile --iree-codegen-tuning-spec-path=tuning_spec.mlir)",
-    "model.tuned.iree.vmfb": "--tune: the tuned program (when a candidate won)",
+    "model.tuned.vmfb": "--tune: the tuned program (when a candidate won)",
+    "model.tuned.stablehlo.mlir": "--tune: the tuned program's StableHLO when a pass rewrote "
+    "it, profiler_data on its ops (generic form, big constants elided)",
     "model.tuned.stablehlo.mlirbc": "--tune: the tuned program's StableHLO, weights included",
     "iree_profile.tuned.json": "--tune: the tuned program's dispatch profile",
     "model.tuned.dispatches.mlir": "--tune: the tuned program's executable sources, timed",

@@ -30,13 +30,13 @@ from typing import Any
 from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
+from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
 from tfpgo.mlir import annotate, jax_names
 from tfpgo.mlir.diagnostics import error_message
-from tfpgo.mlir.iree_program import ProfiledProgram, Workload, profile_program
 
 LEVELS = ("stablehlo", "linalg", "iree")
 # Levels written as annotated modules; `iree` compiles and runs the program
-# (tfpgo.mlir.iree_run) after them.
+# (tfpgo.iree.run) after them.
 MODULE_LEVELS = ("stablehlo", "linalg")
 LEVEL_FORMAT = "tfpgo.level_profile"
 TF_TO_STABLEHLO = "tf-shape-inference,tf-stablehlo"
@@ -162,7 +162,7 @@ def lower(
     """Annotates `tf_module` (frozen tf MLIR text) with records in its locations and
     lowers it to each of `levels` (checked by `check_levels`) in order, writing
     `model.<level>.mlir` and `op_graph.<level>.json` into `out`; with `iree` (and
-    `iree_run`), `model.iree.vmfb` and `iree_profile.json` too (tfpgo.mlir.iree_run).
+    `iree_run`), `model.iree.vmfb` and `iree_profile.json` too (tfpgo.iree.run).
     Intermediate files stay in a scratch directory; a model that cannot be lowered
     raises one UserError line."""
     with tempfile.TemporaryDirectory(prefix="tfpgo-lower-") as scratch_dir:
@@ -207,11 +207,11 @@ def _compile_and_run(
     out: Path,
 ) -> None:
     """`--lower iree`: compile, run and compare, profile the dispatches, and write
-    `model.iree.vmfb` and `iree_profile.json` (tfpgo.mlir.iree_run); then
+    `model.iree.vmfb` and `iree_profile.json` (tfpgo.iree.run); then
     `run.then` (--tune) with the profiled program."""
     import numpy as np
 
-    from tfpgo.mlir import iree_run
+    from tfpgo.iree import run as iree_run
 
     entry = _ENTRY_FUNCTION.search(stablehlo_text)
     if entry is None:

@@ -21,8 +21,8 @@ from tfpgo.analysis import Analysis
 from tfpgo.atomic import atomic_output_file
 from tfpgo.attribution.hlo_profile import HloProfile
 from tfpgo.attribution.op_profile import OpProfile
+from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir.annotate import Attribution, UnresolvedEntry, xla_annotated_ps
-from tfpgo.mlir.iree_run import IreeProfile
 from tfpgo.mlir.lowering import LevelCoverage
 from tfpgo.render import RenderGraph, RenderNode
 from tfpgo.render.metrics import format_ps
@@ -38,9 +38,11 @@ from tfpgo.report.iree_tables import (
 )
 from tfpgo.report.tables import PAGE_STYLE, figure, html_table, markdown_table
 from tfpgo.report.tune_tables import (
+    DECISION_HEADER,
     OP_HEADER,
     TRIAL_HEADER,
     TUNE_TITLE,
+    decision_rows,
     op_rows,
     trial_rows,
     tune_summary,
@@ -425,6 +427,9 @@ def to_markdown(inputs: ReportInputs) -> str:
     if inputs.tune is not None:
         parts += ["", f"## {TUNE_TITLE}", "", tune_summary(inputs.tune), ""]
         parts += [markdown_table(TRIAL_HEADER, trial_rows(inputs.tune))]
+        if inputs.tune.decisions:
+            parts += ["", "### What changed where", ""]
+            parts += [markdown_table(DECISION_HEADER, decision_rows(inputs.tune))]
         ops = op_rows(inputs.tune, inputs.run.steps or 1, inputs.top_n)
         if ops:
             parts += ["", "### TensorFlow ops the kept changes sped up", ""]
@@ -539,6 +544,9 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
     if inputs.tune is not None:
         parts.append(f"<h2>{esc(TUNE_TITLE)}</h2><p>{esc(tune_summary(inputs.tune))}</p>")
         parts.append(html_table(TRIAL_HEADER, trial_rows(inputs.tune)))
+        if inputs.tune.decisions:
+            parts.append("<h3>What changed where</h3>")
+            parts.append(html_table(DECISION_HEADER, decision_rows(inputs.tune)))
         ops = op_rows(inputs.tune, inputs.run.steps or 1, inputs.top_n)
         if ops:
             parts.append("<h3>TensorFlow ops the kept changes sped up</h3>")

@@ -4,7 +4,7 @@ it runs and its own time, each per step, largest gap first."""
 
 from __future__ import annotations
 
-from tfpgo.mlir.iree_run import IreeProfile
+from tfpgo.iree.run import IreeProfile
 from tfpgo.render.metrics import format_ps
 
 SHOWN_OPS = 3

@@ -1,5 +1,6 @@
-"""The report's "Tuning" section (`--tune`): what was tried and measured, what was
-kept, and which TensorFlow ops the kept changes sped up."""
+"""The report's "Tuning" section (`--tune`): what was changed, where, why, and what
+it bought: every candidate with its verdict, every decision with its dispatch,
+tf ops and times, and the TensorFlow ops the kept changes sped up."""
 
 from __future__ import annotations
 
@@ -10,21 +11,28 @@ from tfpgo.tune.document import TuneDocument
 TUNE_TITLE = "Tuning (--tune)"
 TRIAL_HEADER = ["candidate", "change", "outcome", "ratio (95% interval)", "why"]
 OP_HEADER = ["tf op", "TF a step", "IREE before", "IREE after", "after / before"]
+DECISION_HEADER = ["candidate", "dispatch", "tf ops", "change", "before", "after", "kept"]
+SHOWN_OPS = 2
 
 
 def tune_summary(document: TuneDocument) -> str:
     """One paragraph: the kept changes and the tuned program against the original."""
-    tuned = document.tuned
+    tuned, whole = document.tuned, document.end_to_end
     tried = sum(1 for trial in document.trials if trial.result is not None)
     minutes = document.budget_s / 60
     budget = f"{len(document.trials)} candidates, {tried} measured, budget {minutes:g} min"
-    if tuned is None:
+    if tuned is None or whole is None:
         return f"{budget}: none beat the program --lower iree compiled; it stays as it was."
+    interval = (
+        f" (95% interval {whole.ci_low:.3f}–{whole.ci_high:.3f})"
+        if whole.ci_low is not None and whole.ci_high is not None
+        else ""
+    )
     return (
-        f"{budget}: kept {', '.join(document.kept)}. The tuned program "
-        f"({tuned.vmfb}) takes {tuned.result.candidate_ms:.1f} ms a run against "
-        f"{tuned.result.baseline_ms:.1f} ms, {_ratio(tuned.result)}, timed in the same run; "
-        f"outputs within {tuned.max_abs:.3g} of TensorFlow's; its profile is {tuned.profile}."
+        f"{budget}: kept {', '.join(document.kept)}. The tuned program ({tuned.vmfb}) takes "
+        f"{format_ps(whole.tuned_ps)} a run against {format_ps(whole.baseline_ps)}, ratio "
+        f"{whole.ratio:.3f}{interval}, timed in the same run; outputs within "
+        f"{whole.max_abs:.3g} of TensorFlow's; its profile is {tuned.profile}."
     )
 
 
@@ -39,6 +47,29 @@ def trial_rows(document: TuneDocument) -> list[list[str]]:
         ]
         for trial in document.trials
     ]
+
+
+def decision_rows(document: TuneDocument) -> list[list[str]]:
+    """Per decision: where, what, its time a run before and after, kept or not."""
+    runs = max(document.runs, 1)
+    rows = []
+    for decision in document.decisions:
+        ops = ", ".join(decision.tf_ops[:SHOWN_OPS])
+        if len(decision.tf_ops) > SHOWN_OPS:
+            ops += f", +{len(decision.tf_ops) - SHOWN_OPS} more"
+        after = "–" if decision.after_ps is None else format_ps(decision.after_ps // runs)
+        rows.append(
+            [
+                decision.candidate,
+                decision.dispatch or "(whole program)",
+                ops or "–",
+                decision.change,
+                format_ps(decision.before_ps // runs),
+                after,
+                "yes" if decision.kept else "no",
+            ]
+        )
+    return rows
 
 
 def op_rows(document: TuneDocument, tf_steps: int, top: int) -> list[list[str]]:

@@ -10,9 +10,11 @@ into another, or says why it has nothing to try:
 - `dispatch-tiles`: tile sizes for the hottest dispatches of the current
   program, searched by measuring each dispatch in place (`dispatch_tiles`),
   written as an IREE tuning spec.
-- `iree-O2`: IREE's `--iree-opt-level=O2`. A whole-program switch that made
-  one model here 1.29x faster and ResNet50 2.2x slower: only a measurement can
-  decide it, so it is always measured, never assumed.
+- `iree-data-tiling` (`--iree-opt-data-tiling` with IREE's ukernels), `iree-O2`
+  (`--iree-opt-level=O2`), `iree-im2col` (convolutions as im2col + matmul):
+  whole-program switches, each of which helps some models here and hurts
+  others (O2: the built-in cnn 1.29x faster, ResNet50 2.2x slower), so each is
+  measured, never assumed.
 """
 
 from __future__ import annotations
@@ -22,16 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo.documents import expect_format, read_json
-from tfpgo.mlir import annotate, iree_run
-from tfpgo.mlir.iree_program import Workload
-from tfpgo.mlir.iree_run import IreeProfile
+from tfpgo.iree import run as iree_run
+from tfpgo.iree.program import Workload
+from tfpgo.iree.run import IreeProfile
+from tfpgo.mlir import annotate
 from tfpgo.proposer.ab import NOISE
 from tfpgo.tune import dispatch_tiles
+from tfpgo.tune.document import Decision
 
 CONV_TO_DOT = "tf-profile-guided-conv-to-dot"
 REWRITES_FORMAT = "tfpgo.rewrites"
 # Files a candidate may leave in its scratch directory for the user.
-EVIDENCE = ("rewrites.json", dispatch_tiles.SEARCH, dispatch_tiles.SPEC)
+EVIDENCE = ("rewrites.json", dispatch_tiles.SEARCH)
 
 
 @dataclass(frozen=True)
@@ -45,10 +49,13 @@ class Variant:
 
 @dataclass(frozen=True)
 class Proposal:
-    """A variant to measure and what it changes."""
+    """A variant to measure, what it changes, and where: one decision per
+    dispatch it targets (the loop fills in `candidate`, `kept` and, once the kept
+    program is profiled, a missing `after_ps`)."""
 
     change: str
     variant: Variant
+    decisions: tuple[Decision, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,9 +102,22 @@ def _conv_to_dot(current: Variant, evidence: Evidence, scratch: Path) -> Proposa
             f"({declined} hot ones declined; rewrites.json says why)"
         )
     sources = ", ".join(r["source"] for r in rewrites[:3]) + (", ..." if len(rewrites) > 3 else "")
+    decisions = tuple(
+        Decision(
+            "",
+            ", ".join(r["dispatches"]),
+            (r["source"],),
+            f"{r['form']} ({r['input']} by {r['kernel']}, strides {r['strides']})",
+            r["target_ps"],
+            None,
+            False,
+        )
+        for r in rewrites
+    )
     return Proposal(
         f"{len(rewrites)} hot 1x1 convolutions as (slice +) dot_general: {sources}",
         Variant(rewritten, current.flags),
+        decisions,
     )
 
 
@@ -128,21 +148,42 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         f"{name.rsplit('_dispatch_', 1)[-1]}: {config.text()}"
         for name, config in found.chosen.items()
     )
+    spec = f"{dispatch_tiles.SPEC_FLAG}{scratch / dispatch_tiles.SPEC}"
+    dispatches = {d.name: d for d in evidence.profile.dispatches}
+    decisions = []
+    for name, config in found.chosen.items():
+        best = min(found.tried[name], key=lambda trial: trial.ratio)
+        count = dispatches[name].count
+        decisions.append(
+            Decision(
+                "",
+                name,
+                dispatches[name].sources,
+                config.text(),
+                round(best.iree_ps * count),
+                round(best.ps * count),
+                False,
+            )
+        )
     return Proposal(
         f"tuning spec for {len(found.chosen)} dispatches ({changes})",
-        Variant(
-            current.stablehlo,
-            (*flags, f"{dispatch_tiles.SPEC_FLAG}{scratch / dispatch_tiles.SPEC}"),
-        ),
+        Variant(current.stablehlo, (*flags, spec)),
+        tuple(decisions),
     )
 
 
-def _opt_level(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
-    """IREE's O2 over the current program."""
-    flag = "--iree-opt-level=O2"
-    if flag in current.flags:
-        return "the current program is compiled at O2 already"
-    return Proposal(f"iree-compile {flag}", Variant(current.stablehlo, (*current.flags, flag)))
+def _compiler_flags(*flags: str) -> Callable[[Variant, Evidence, Path], Proposal | str]:
+    """A whole-program compiler option over the current program."""
+
+    def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
+        if all(flag in current.flags for flag in flags):
+            return "the current program is compiled with it already"
+        added = tuple(flag for flag in flags if flag not in current.flags)
+        return Proposal(
+            f"iree-compile {' '.join(flags)}", Variant(current.stablehlo, (*current.flags, *added))
+        )
+
+    return propose
 
 
 # In the order they are tried: the profile-guided rewrite first, whose effect
@@ -150,5 +191,10 @@ def _opt_level(current: Variant, evidence: Evidence, scratch: Path) -> Proposal 
 CANDIDATES = (
     Candidate("conv-to-dot", _conv_to_dot),
     Candidate("dispatch-tiles", _dispatch_tiles),
-    Candidate("iree-O2", _opt_level),
+    Candidate(
+        "iree-data-tiling",
+        _compiler_flags("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all"),
+    ),
+    Candidate("iree-O2", _compiler_flags("--iree-opt-level=O2")),
+    Candidate("iree-im2col", _compiler_flags("--iree-global-opt-use-im2col-for-convs")),
 )

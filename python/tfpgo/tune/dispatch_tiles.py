@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfpgo.mlir import iree_run
+from tfpgo.iree import run as iree_run
 from tfpgo.proposer.ab import NOISE
 
 MIN_SHARE = 0.03

@@ -50,6 +50,54 @@ class Trial:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """One change at one place: the dispatch it targets ("" for a whole-program
+    option), the tf ops that dispatch ran, what changed, the time there over the
+    profiled runs before and after (None: the candidate was rejected before its
+    program was profiled), and whether it was kept."""
+
+    candidate: str
+    dispatch: str
+    tf_ops: tuple[str, ...]
+    change: str
+    before_ps: int
+    after_ps: int | None
+    kept: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {**vars(self), "tf_ops": list(self.tf_ops)}
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Decision:
+        return cls(**{**document, "tf_ops": tuple(document["tf_ops"])})
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    """The tuned program against the original, timed in the same run: a run's
+    time (geometric mean of the A/B blocks), the ratio and its 95% interval, and
+    the largest |IREE - TensorFlow| over the tuned program's outputs."""
+
+    baseline_ps: int
+    tuned_ps: int
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    max_abs: float
+
+    @classmethod
+    def of(cls, result: ABResult, max_abs: float) -> EndToEnd:
+        return cls(
+            round(result.baseline_ms * 1e9),
+            round(result.candidate_ms * 1e9),
+            result.ratio,
+            result.low,
+            result.high,
+            max_abs,
+        )
+
+
+@dataclass(frozen=True)
 class OpChange:
     """A tf op's compiled time over the profiled runs before and after tuning."""
 
@@ -61,22 +109,22 @@ class OpChange:
 
 @dataclass(frozen=True)
 class Tuned:
-    """The kept program against the original, timed in the same run and profiled."""
+    """The kept program, its profile, and per tf op its time before and after."""
 
     vmfb: str
     profile: str
-    result: ABResult
-    max_abs: float
     ops: tuple[OpChange, ...]  # largest saving first
 
 
 @dataclass(frozen=True)
 class TuneDocument:
     budget_s: float
-    runs: int  # the profiled runs OpChange times cover
+    runs: int  # the profiled runs Decision and OpChange times cover
     trials: tuple[Trial, ...]
+    decisions: tuple[Decision, ...]
     flags: tuple[str, ...]  # iree-compile flags of the kept program
     tuned: Tuned | None  # None: nothing won
+    end_to_end: EndToEnd | None  # with `tuned`
 
     @property
     def kept(self) -> tuple[str, ...]:
@@ -89,6 +137,7 @@ class TuneDocument:
             "budget_s": self.budget_s,
             "runs": self.runs,
             "trials": [trial.to_json() for trial in self.trials],
+            "decisions": [decision.to_json() for decision in self.decisions],
             "kept": list(self.kept),
             "flags": list(self.flags),
             "tuned": None
@@ -96,10 +145,9 @@ class TuneDocument:
             else {
                 "vmfb": tuned.vmfb,
                 "profile": tuned.profile,
-                "ab": tuned.result.to_json(),
-                "max_abs": tuned.max_abs,
                 "ops": [vars(op) for op in tuned.ops],
             },
+            "end_to_end": vars(self.end_to_end) if self.end_to_end else None,
         }
 
     def write(self, path: Path) -> None:
@@ -114,14 +162,14 @@ class TuneDocument:
             float(document["budget_s"]),
             int(document["runs"]),
             tuple(Trial.from_json(trial) for trial in document["trials"]),
+            tuple(Decision.from_json(decision) for decision in document["decisions"]),
             tuple(document["flags"]),
             None
             if tuned is None
             else Tuned(
                 tuned["vmfb"],
                 tuned["profile"],
-                ABResult.from_json(tuned["ab"]),
-                float(tuned["max_abs"]),
                 tuple(OpChange(**op) for op in tuned["ops"]),
             ),
+            EndToEnd(**document["end_to_end"]) if document["end_to_end"] else None,
         )

@@ -25,22 +25,32 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tfpgo.errors import UserError
-from tfpgo.mlir import iree_run
-from tfpgo.mlir.iree_program import (
+from tfpgo.iree import run as iree_run
+from tfpgo.iree.program import (
     ProfiledProgram,
     Workload,
     check_outputs,
     iteration_times,
     profile_program,
 )
+from tfpgo.mlir import annotate
 from tfpgo.proposer import ab
 from tfpgo.tune.candidates import CANDIDATES, EVIDENCE, Candidate, Evidence, Proposal, Variant
 from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG
-from tfpgo.tune.document import TUNE_DOCUMENT, OpChange, Trial, Tuned, TuneDocument
+from tfpgo.tune.document import (
+    TUNE_DOCUMENT,
+    Decision,
+    EndToEnd,
+    OpChange,
+    Trial,
+    Tuned,
+    TuneDocument,
+)
 
 TUNED_PROFILE = "iree_profile.tuned.json"
-TUNED_VMFB = "model.tuned.iree.vmfb"
+TUNED_VMFB = "model.tuned.vmfb"
 TUNED_BYTECODE = "model.tuned.stablehlo.mlirbc"
+TUNED_STABLEHLO = "model.tuned.stablehlo.mlir"
 TUNED_DISPATCHES = "model.tuned.dispatches.mlir"
 # A block of iterations lasts at least this long, and has this many iterations
 # at least and at most.
@@ -77,23 +87,35 @@ def tune(
     evidence = Evidence(out / "iree_profile.json", baseline.profile, workload, deadline)
     kept: list[Trial] = []
     trials: list[Trial] = []
+    decisions: list[Decision] = []
+    measuring_s = 0.0  # the longest compile, check and A/B of a candidate so far
     for index, candidate in enumerate(candidates):
-        if time.monotonic() >= deadline:
+        # Room for this candidate's measurement and the final A/B, as long as the
+        # longest so far: the budget bounds the whole loop, not only its starts.
+        cutoff = deadline - 2 * measuring_s
+        if time.monotonic() >= cutoff:
             trials.append(Trial(candidate.name, "", "not tried", "the --tune-budget was spent"))
             continue
         directory = scratch / f"candidate_{index}"
         directory.mkdir()
-        proposal = candidate.propose(current, evidence, directory)
+        proposal = candidate.propose(current, replace(evidence, deadline=cutoff), directory)
         _keep_evidence(directory, out)
         if isinstance(proposal, str):
             trials.append(Trial(candidate.name, "", "skipped", proposal))
             note(f"tune: {candidate.name}: skipped: {proposal}")
             continue
+        started = time.monotonic()
         trial = _measure(
             candidate.name, proposal, program.vmfb, workload, directory, tuning, iterations
         )
+        measuring_s = max(measuring_s, time.monotonic() - started)
         note(f"tune: {trial.name}: {trial.outcome}: {trial.reason}")
         trials.append(trial)
+        made = [
+            replace(decision, candidate=candidate.name, kept=trial.outcome == "kept")
+            for decision in proposal.decisions
+            or (_whole_program(proposal, trial, baseline.profile.runs),)
+        ]
         if trial.outcome == "kept":
             # Re-profiled: the next candidate decides from the program it changes.
             current = proposal.variant
@@ -104,25 +126,50 @@ def tune(
             evidence = replace(
                 evidence, profile_path=directory / "iree_profile.json", profile=program.profile
             )
+            made = [_measured_after(decision, program.profile) for decision in made]
             kept.append(trial)
-    tuned = None
+        decisions.extend(made)
+    tuned = end_to_end = None
     if kept:
         overall = _ab(baseline.vmfb, program.vmfb, workload, tuning, iterations)
-        _write_tuned(program, workload, out)
-        tuned = Tuned(
-            TUNED_VMFB,
-            TUNED_PROFILE,
-            overall,
-            program.profile.outputs_max_abs,
-            _op_changes(baseline.profile, program.profile),
-        )
+        _write_tuned(program, current, stablehlo, workload, out)
+        tuned = Tuned(TUNED_VMFB, TUNED_PROFILE, _op_changes(baseline.profile, program.profile))
+        end_to_end = EndToEnd.of(overall, program.profile.outputs_max_abs)
         note(f"tune: kept {', '.join(t.name for t in kept)}: {_interval(overall)}")
     flags = tuple(
         f"{SPEC_FLAG}{SPEC}" if flag.startswith(SPEC_FLAG) else flag for flag in current.flags
     )
-    document = TuneDocument(tuning.budget_s, baseline.profile.runs, tuple(trials), flags, tuned)
+    document = TuneDocument(
+        tuning.budget_s,
+        baseline.profile.runs,
+        tuple(trials),
+        tuple(decisions),
+        flags,
+        tuned,
+        end_to_end,
+    )
     document.write(out / TUNE_DOCUMENT)
     return document
+
+
+def _whole_program(proposal: Proposal, trial: Trial, runs: int) -> Decision:
+    """The decision of a whole-program option: its A/B's run times over as many
+    runs as the profile has, or no time when it was not timed."""
+    result = trial.result
+    if result is None:
+        return Decision("", "", (), proposal.change, 0, None, False)
+    before, after = (round(ms * 1e9 * runs) for ms in (result.baseline_ms, result.candidate_ms))
+    return Decision("", "", (), proposal.change, before, after, False)
+
+
+def _measured_after(decision: Decision, after: iree_run.IreeProfile) -> Decision:
+    """A decision's time after the change where the proposal could not know it: the
+    kept program's dispatches that ran the decision's tf ops."""
+    if decision.after_ps is not None:
+        return decision
+    ops = set(decision.tf_ops)
+    spent = sum(d.total_ps for d in after.dispatches if ops & set(d.sources))
+    return replace(decision, after_ps=spent)
 
 
 def _iterations(profile: iree_run.IreeProfile) -> int:
@@ -187,13 +234,30 @@ def _interval(result: ab.ABResult) -> str:
     )
 
 
-def _write_tuned(tuned: ProfiledProgram, workload: Workload, out: Path) -> None:
+def _write_tuned(
+    tuned: ProfiledProgram, variant: Variant, original: Path, workload: Workload, out: Path
+) -> None:
+    """The kept program, its profile and timed executable sources, the tuning spec
+    it was compiled with, if any, and its StableHLO if a pass rewrote `original`."""
     tuned.profile.write(out / TUNED_PROFILE)
     iree_run.write_dispatch_sources(
         tuned.sources, tuned.profile, workload.fused_into, out / TUNED_DISPATCHES
     )
     (out / TUNED_VMFB).write_bytes(tuned.vmfb.read_bytes())
     (out / TUNED_BYTECODE).write_bytes(tuned.bytecode.read_bytes())
+    for flag in variant.flags:
+        if flag.startswith(SPEC_FLAG):
+            (out / SPEC).write_bytes(Path(flag.removeprefix(SPEC_FLAG)).read_bytes())
+    if variant.stablehlo != original:  # a pass rewrote it: readable, annotated, weights elided
+        annotate.run_tfpgo_opt(
+            variant.stablehlo,
+            out / TUNED_STABLEHLO,
+            [
+                "--mlir-print-op-generic",
+                f"--mlir-elide-elementsattrs-if-larger={iree_run.ELIDE_ELEMENTS}",
+                "--tf-profile-materialize-annotations",
+            ],
+        )
 
 
 def _op_changes(before: iree_run.IreeProfile, after: iree_run.IreeProfile) -> tuple[OpChange, ...]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfpgo.mlir import iree_run
+from tfpgo.iree import run as iree_run
 
 
 @dataclass(frozen=True)
