@@ -91,18 +91,33 @@ def _module(text: str) -> Callable[[Variant, Evidence, Path], Proposal]:
     return propose
 
 
+def _flags(*flags: str) -> Callable[[Variant, Evidence, Path], Proposal]:
+    def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
+        return Proposal(" ".join(flags), Variant(current.stablehlo, flags))
+
+    return propose
+
+
 def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(program, tmp_path):
     stablehlo, workload, baseline = program
     baseline.profile.write(tmp_path / "iree_profile.json")
     tried = (
         Candidate("nothing", lambda current, profile, scratch: "nothing hot in the profile"),
+        Candidate("uncompilable", _flags("--iree-no-such-option")),
         Candidate("wrong", _module(WRONG)),
         Candidate("lean", _module(LEAN)),
     )
     document = tune(stablehlo, workload, baseline, tmp_path, Tuning(600, 3), candidates=tried)
     outcomes = [(trial.name, trial.outcome) for trial in document.trials]
-    assert outcomes == [("nothing", "skipped"), ("wrong", "rejected"), ("lean", "kept")]
-    skipped, wrong, lean = document.trials
+    assert outcomes == [
+        ("nothing", "skipped"),
+        ("uncompilable", "rejected"),
+        ("wrong", "rejected"),
+        ("lean", "kept"),
+    ]
+    skipped, uncompilable, wrong, lean = document.trials
+    # A program IREE cannot compile is a rejected candidate, not a failed run.
+    assert uncompilable.reason.startswith("iree level: iree-compile failed: ")
     assert skipped.reason == "nothing hot in the profile" and skipped.result is None
     # Outputs that differ are rejected before any timing, with the check's own line.
     assert wrong.reason.startswith("iree level: output 0 of main differs from TensorFlow's")
@@ -118,11 +133,12 @@ def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(program, tm
     # One decision a measured whole-program change, its run times from its own A/B.
     runs = baseline.profile.runs
     assert [(d.candidate, d.dispatch, d.kept) for d in document.decisions] == [
+        ("uncompilable", "", False),
         ("wrong", "", False),
         ("lean", "", True),
     ]
-    assert document.decisions[0].after_ps is None  # rejected before it was timed
-    assert document.decisions[1].before_ps == round(lean.result.baseline_ms * 1e9 * runs)
+    assert document.decisions[1].after_ps is None  # rejected before it was timed
+    assert document.decisions[2].before_ps == round(lean.result.baseline_ms * 1e9 * runs)
     # The program itself changed: the kept StableHLO is written (the lean one).
     rewritten = (tmp_path / "model.tuned.stablehlo.mlir").read_text()
     assert '"stablehlo.multiply"' in rewritten and '"stablehlo.dot_general"' not in rewritten

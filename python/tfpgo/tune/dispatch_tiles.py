@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tfpgo.errors import UserError
 from tfpgo.iree import run as iree_run
 from tfpgo.proposer.ab import NOISE
 
@@ -221,9 +222,10 @@ class Search:
     dispatches: dict[str, RootConfig]
     tried: dict[str, list[Trial]]
     chosen: dict[str, RootConfig]
+    failed: dict[int, str]  # rounds IREE could not compile, and its error
 
     def to_json(self) -> dict[str, object]:
-        return {
+        dispatches = {
             name: {
                 "loops": list(config.loops),
                 "iree": config.text(),
@@ -235,6 +237,8 @@ class Search:
             }
             for name, config in self.dispatches.items()
         }
+        failed = [{"round": index, "error": error} for index, error in self.failed.items()]
+        return {"dispatches": dispatches, "failed_rounds": failed}
 
 
 def hottest(profile: iree_run.IreeProfile) -> list[str]:
@@ -268,6 +272,7 @@ def search(
     dispatches = {name: known[name] for name in targets if name in known}
     options = {name: neighbours(config) for name, config in dispatches.items()}
     tried: dict[str, list[Trial]] = {name: [] for name in dispatches}
+    failed: dict[int, str] = {}
     rounds = max((len(v) for v in options.values()), default=0)
     before = time_round(default) if rounds else {}
     for round_index in range(rounds):
@@ -277,7 +282,11 @@ def search(
         spec = scratch / f"round_{round_index}.spec.mlir"
         spec.write_text(spec_text(list(variant.values())))
         vmfb = scratch / f"round_{round_index}.vmfb"
-        iree_run.compile_vmfb(stablehlo, vmfb, (*flags, f"{SPEC_FLAG}{spec}"))
+        try:
+            iree_run.compile_vmfb(stablehlo, vmfb, (*flags, f"{SPEC_FLAG}{spec}"))
+        except UserError as error:  # tiles IREE cannot lower: the round is lost
+            failed[round_index] = str(error)
+            continue
         # Bracketed by IREE's choice timed just before and just after: the load of
         # a shared machine drifts, and would otherwise favour whichever round ran
         # when it was quieter.
@@ -291,7 +300,7 @@ def search(
         best = min(results, key=lambda trial: trial.ratio, default=None)
         if best is not None and best.ratio < 1 - NOISE:
             chosen[name] = best.config
-    return Search(dispatches, tried, chosen)
+    return Search(dispatches, tried, chosen, failed)
 
 
 def write_search(found: Search, scratch: Path) -> None:
