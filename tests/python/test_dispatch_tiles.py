@@ -9,6 +9,9 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
+from tfpgo.errors import UserError
 from tfpgo.iree import run as iree_run
 from tfpgo.tune import dispatch_tiles
 from tfpgo.tune.dispatch_tiles import RootConfig, neighbours, root_configs, spec_text
@@ -125,3 +128,12 @@ def test_the_search_keeps_only_variants_that_beat_iree_by_more_than_the_noise(tm
         stablehlo, (), [BIG], time_round, tmp_path / "spent", time.monotonic()
     )
     assert spent.tried == {BIG: []} and spent.chosen == {}
+
+
+def test_a_compile_that_does_not_finish_is_killed_and_said_in_one_line(tmp_path):
+    stablehlo = tmp_path / "m.mlir"
+    stablehlo.write_text(TWO_MATMULS)
+    with pytest.raises(UserError) as error:
+        iree_run.compile_vmfb(stablehlo, tmp_path / "m.vmfb", (), timeout_s=0.01)
+    assert str(error.value) == "iree level: iree-compile did not finish in 0 s; killed"
+    assert not (tmp_path / "m.vmfb").exists()

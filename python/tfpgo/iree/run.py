@@ -250,9 +250,14 @@ def compile_module(
     )
 
 
-def compile_vmfb(stablehlo: Path, vmfb: Path, flags: Sequence[str] = ()) -> None:
-    """Only the runnable program (what a tuning candidate needs to be measured)."""
-    run_tool("iree-compile", [*IREE_FLAGS, *flags, str(stablehlo), "-o", str(vmfb)], "iree level")
+def compile_vmfb(
+    stablehlo: Path, vmfb: Path, flags: Sequence[str] = (), timeout_s: float | None = None
+) -> None:
+    """Only the runnable program (what a tuning candidate needs to be measured);
+    `timeout_s` bounds a compile that may hang (IREE 3.13 deadlocks on some tile
+    sizes of a tuning spec)."""
+    args = [*IREE_FLAGS, *flags, str(stablehlo), "-o", str(vmfb)]
+    run_tool("iree-compile", args, "iree level", timeout_s)
 
 
 def parse_sources(sources: Path) -> Any:
@@ -541,7 +546,9 @@ def build_profile(
     )
 
 
-def run_tool(tool: str, args: list[str], what: str) -> str:
+def run_tool(tool: str, args: list[str], what: str, timeout_s: float | None = None) -> str:
+    """Runs one of IREE's tools; a failure, or a run past `timeout_s` (killed), is
+    one UserError line."""
     from iree.compiler.tools.binaries import find_tool
 
     try:
@@ -551,7 +558,12 @@ def run_tool(tool: str, args: list[str], what: str) -> str:
             f"{what}: IREE's {tool} is not installed (pip install iree-base-compiler "
             "iree-base-runtime; see requirements.txt)"
         ) from None
-    done = subprocess.run([executable, *args], capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(
+            [executable, *args], capture_output=True, text=True, check=False, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        raise UserError(f"{what}: {tool} did not finish in {timeout_s:.0f} s; killed") from None
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if "error" in line.lower()]
         detail = (lines or done.stderr.strip().splitlines() or ["no message"])[0].strip()

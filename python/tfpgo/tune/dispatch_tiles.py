@@ -44,6 +44,7 @@ from tfpgo.proposer.ab import NOISE
 MIN_SHARE = 0.03
 MAX_DISPATCHES = 4
 SEARCH_RUNS = 3  # profiled runs a round (after one warm-up run)
+COMPILE_TIMEOUT_MIN_S, COMPILE_TIMEOUT_FACTOR = 60.0, 5.0
 SPEC = "tuning_spec.mlir"
 SEARCH = "tiles.json"
 SPEC_FLAG = "--iree-codegen-tuning-spec-path="
@@ -263,11 +264,12 @@ def search(
     scratch.mkdir(parents=True, exist_ok=True)
     configurations = scratch / "configurations"
     default = scratch / "default.vmfb"
-    iree_run.compile_vmfb(
-        stablehlo,
-        default,
-        (*flags, f"--iree-hal-dump-executable-configurations-to={configurations}"),
-    )
+    dump = f"--iree-hal-dump-executable-configurations-to={configurations}"
+    started = time.monotonic()
+    iree_run.compile_vmfb(stablehlo, default, (*flags, dump))
+    # A round's compile may hang on tiles IREE mishandles: bounded by a few times
+    # the default's.
+    timeout_s = max(COMPILE_TIMEOUT_MIN_S, COMPILE_TIMEOUT_FACTOR * (time.monotonic() - started))
     known = root_configs(configurations)
     dispatches = {name: known[name] for name in targets if name in known}
     options = {name: neighbours(config) for name, config in dispatches.items()}
@@ -283,7 +285,7 @@ def search(
         spec.write_text(spec_text(list(variant.values())))
         vmfb = scratch / f"round_{round_index}.vmfb"
         try:
-            iree_run.compile_vmfb(stablehlo, vmfb, (*flags, f"{SPEC_FLAG}{spec}"))
+            iree_run.compile_vmfb(stablehlo, vmfb, (*flags, f"{SPEC_FLAG}{spec}"), timeout_s)
         except UserError as error:  # tiles IREE cannot lower: the round is lost
             failed[round_index] = str(error)
             continue

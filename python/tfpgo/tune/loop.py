@@ -56,6 +56,9 @@ TUNED_DISPATCHES = "model.tuned.dispatches.mlir"
 # at least and at most.
 BLOCK_S = 0.3
 MIN_ITERATIONS, MAX_ITERATIONS = 3, 100
+# A candidate's compile may hang (IREE 3.13 deadlocks on some tuning specs): it
+# gets what is left of the budget, and at least this.
+MIN_COMPILE_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -105,8 +108,16 @@ def tune(
             note(f"tune: {candidate.name}: skipped: {proposal}")
             continue
         started = time.monotonic()
+        timeout_s = max(MIN_COMPILE_TIMEOUT_S, deadline - started)
         trial = _measure(
-            candidate.name, proposal, program.vmfb, workload, directory, tuning, iterations
+            candidate.name,
+            proposal,
+            timeout_s,
+            program.vmfb,
+            workload,
+            directory,
+            tuning,
+            iterations,
         )
         measuring_s = max(measuring_s, time.monotonic() - started)
         note(f"tune: {trial.name}: {trial.outcome}: {trial.reason}")
@@ -189,6 +200,7 @@ def _keep_evidence(directory: Path, out: Path) -> None:
 def _measure(
     name: str,
     proposal: Proposal,
+    compile_timeout_s: float,
     current_vmfb: Path,
     workload: Workload,
     directory: Path,
@@ -199,8 +211,8 @@ def _measure(
     best: kept only if it helps."""
     vmfb = directory / "model.iree.vmfb"
     variant = proposal.variant
-    try:  # a program IREE cannot compile, or one that computes something else
-        iree_run.compile_vmfb(variant.stablehlo, vmfb, variant.flags)
+    try:  # a program IREE cannot compile (or hangs on), or one that computes otherwise
+        iree_run.compile_vmfb(variant.stablehlo, vmfb, variant.flags, compile_timeout_s)
         max_abs = check_outputs(vmfb, workload, directory)
     except UserError as error:
         return Trial(name, proposal.change, "rejected", str(error))
