@@ -227,6 +227,15 @@ def test_o2_is_proposed_once(tmp_path):
     assert isinstance(proposal, Proposal) and proposal.variant.flags == ("--iree-opt-level=O2",)
     again = BY_NAME["iree-O2"].propose(proposal.variant, evidence, tmp_path)
     assert again == "the current program is compiled with it already"
+    # Data tiling makes matmuls mmt4d: a tuning spec for the old root ops is dropped.
+    tuned = Variant(Path("m.mlir"), ("--iree-codegen-tuning-spec-path=/s/tuning_spec.mlir",))
+    tiled = BY_NAME["iree-data-tiling"].propose(tuned, evidence, tmp_path)
+    assert isinstance(tiled, Proposal) and tiled.change.endswith(
+        "(without the tuning spec, whose tiles are for other root ops)"
+    )
+    assert tiled.variant.flags == ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
+    o2 = BY_NAME["iree-O2"].propose(tuned, evidence, tmp_path)
+    assert isinstance(o2, Proposal) and o2.variant.flags[0] == tuned.flags[0]  # O2 keeps it
 
 
 def test_the_report_section_states_what_was_kept_and_what_it_sped_up():

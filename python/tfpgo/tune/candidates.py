@@ -172,16 +172,25 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
     )
 
 
-def _compiler_flags(*flags: str) -> Callable[[Variant, Evidence, Path], Proposal | str]:
-    """A whole-program compiler option over the current program."""
+def _compiler_flags(
+    *flags: str, drops_spec: bool = False
+) -> Callable[[Variant, Evidence, Path], Proposal | str]:
+    """A whole-program compiler option over the current program. `drops_spec`: the
+    option changes what the root ops are (data tiling makes matmuls mmt4d), so a
+    tuning spec tuned for the old ones is left out rather than misapplied (IREE
+    fails to build its pipeline with both)."""
 
     def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
         if all(flag in current.flags for flag in flags):
             return "the current program is compiled with it already"
-        added = tuple(flag for flag in flags if flag not in current.flags)
-        return Proposal(
-            f"iree-compile {' '.join(flags)}", Variant(current.stablehlo, (*current.flags, *added))
+        kept = tuple(
+            f for f in current.flags if not (drops_spec and f.startswith(dispatch_tiles.SPEC_FLAG))
         )
+        added = tuple(flag for flag in flags if flag not in kept)
+        change = f"iree-compile {' '.join(flags)}"
+        if len(kept) < len(current.flags):
+            change += " (without the tuning spec, whose tiles are for other root ops)"
+        return Proposal(change, Variant(current.stablehlo, (*kept, *added)))
 
     return propose
 
@@ -193,7 +202,9 @@ CANDIDATES = (
     Candidate("dispatch-tiles", _dispatch_tiles),
     Candidate(
         "iree-data-tiling",
-        _compiler_flags("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all"),
+        _compiler_flags(
+            "--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all", drops_spec=True
+        ),
     ),
     Candidate("iree-O2", _compiler_flags("--iree-opt-level=O2")),
     Candidate("iree-im2col", _compiler_flags("--iree-global-opt-use-im2col-for-convs")),
