@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -255,11 +256,18 @@ def test_the_report_section_states_what_was_kept_and_what_it_sped_up():
         (decision,),
         (),
         Tuned(TUNED_VMFB, TUNED_PROFILE, ops),
-        EndToEnd.of(helps, 1e-6),
+        whole := EndToEnd.of(helps, 1e-6),
     )
     summary = tune_summary(document)
     assert summary.startswith("2 candidates, 1 measured, budget 10 min: kept conv-to-dot.")
     assert "takes 10 ms a run against 40 ms, ratio 0.250 (95% interval 0.200–0.300)" in summary
+    unconfirmed = replace(
+        document, tuned=None, end_to_end=replace(whole, verdict="no measurable effect", ratio=0.97)
+    )
+    assert tune_summary(unconfirmed).endswith(
+        "conv-to-dot won their own A/B, but together they were not confirmed against the "
+        "original (no measurable effect, ratio 0.970); the program --lower iree compiled stays."
+    )
     assert decision_rows(document) == [
         ["conv-to-dot", "d_48", "a/conv, a/bn, +1 more", "slice + dot_general", "300 µs",
          "30 µs", "yes"]

@@ -21,8 +21,14 @@ def tune_summary(document: TuneDocument) -> str:
     tried = sum(1 for trial in document.trials if trial.result is not None)
     minutes = document.budget_s / 60
     budget = f"{len(document.trials)} candidates, {tried} measured, budget {minutes:g} min"
-    if tuned is None or whole is None:
+    if whole is None:
         return f"{budget}: none beat the program --lower iree compiled; it stays as it was."
+    if tuned is None:
+        return (
+            f"{budget}: {', '.join(document.kept)} won their own A/B, but together they were "
+            f"not confirmed against the original ({whole.verdict}, ratio {whole.ratio:.3f}); "
+            "the program --lower iree compiled stays."
+        )
     interval = (
         f" (95% interval {whole.ci_low:.3f}–{whole.ci_high:.3f})"
         if whole.ci_low is not None and whole.ci_high is not None

@@ -84,6 +84,7 @@ class EndToEnd:
     ci_low: float | None
     ci_high: float | None
     max_abs: float
+    verdict: str  # "helps": the tuned program is kept; otherwise the original stays
 
     @classmethod
     def of(cls, result: ABResult, max_abs: float) -> EndToEnd:
@@ -94,6 +95,7 @@ class EndToEnd:
             result.low,
             result.high,
             max_abs,
+            result.verdict.value,
         )
 
 
@@ -123,8 +125,8 @@ class TuneDocument:
     trials: tuple[Trial, ...]
     decisions: tuple[Decision, ...]
     flags: tuple[str, ...]  # iree-compile flags of the kept program
-    tuned: Tuned | None  # None: nothing won
-    end_to_end: EndToEnd | None  # with `tuned`
+    tuned: Tuned | None  # None: nothing won, or the whole was not confirmed
+    end_to_end: EndToEnd | None  # whenever a change was kept
 
     @property
     def kept(self) -> tuple[str, ...]:

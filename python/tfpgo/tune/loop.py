@@ -54,8 +54,12 @@ TUNED_STABLEHLO = "model.tuned.stablehlo.mlir"
 TUNED_DISPATCHES = "model.tuned.dispatches.mlir"
 # A block of iterations lasts at least this long, and has this many iterations
 # at least and at most.
-BLOCK_S = 0.3
-MIN_ITERATIONS, MAX_ITERATIONS = 3, 100
+BLOCK_S = 0.5
+MIN_ITERATIONS, MAX_ITERATIONS = 3, 1000
+# An A/B lasts about AB_S (more blocks for a fast program, whose blocks are
+# short and noisier), with at least Tuning.repetitions blocks an arm and at
+# most MAX_REPETITIONS; a block also pays about PROCESS_S to start IREE's tool.
+AB_S, MAX_REPETITIONS, PROCESS_S = 20.0, 15, 0.2
 # A candidate's compile may hang (IREE 3.13 deadlocks on some tuning specs): it
 # gets what is left of the budget, and at least this.
 MIN_COMPILE_TIMEOUT_S = 60.0
@@ -67,7 +71,8 @@ class Tuning:
     the budget is spent) and A/B blocks per arm."""
 
     budget_s: float
-    repetitions: int = 5
+    repetitions: int = 5  # the least; fast programs get more (_blocks)
+    iterations: int = MIN_ITERATIONS  # a block's; set from the profile (_blocks)
 
 
 def tune(
@@ -85,7 +90,7 @@ def tune(
     deadline = time.monotonic() + tuning.budget_s
     scratch = stablehlo.parent / "tune"
     scratch.mkdir(exist_ok=True)
-    iterations = _iterations(baseline.profile)
+    tuning = _blocks(baseline.profile, tuning)
     current, program = Variant(stablehlo), baseline
     evidence = Evidence(out / "iree_profile.json", baseline.profile, workload, deadline)
     kept: list[Trial] = []
@@ -117,7 +122,6 @@ def tune(
             workload,
             directory,
             tuning,
-            iterations,
         )
         measuring_s = max(measuring_s, time.monotonic() - started)
         note(f"tune: {trial.name}: {trial.outcome}: {trial.reason}")
@@ -142,11 +146,20 @@ def tune(
         decisions.extend(made)
     tuned = end_to_end = None
     if kept:
-        overall = _ab(baseline.vmfb, program.vmfb, workload, tuning, iterations)
-        _write_tuned(program, current, stablehlo, workload, out)
-        tuned = Tuned(TUNED_VMFB, TUNED_PROFILE, _op_changes(baseline.profile, program.profile))
+        # Each change won against the program before it; the whole must win against
+        # the original too, or the original stays (never a slower program).
+        overall = _ab(baseline.vmfb, program.vmfb, workload, tuning)
         end_to_end = EndToEnd.of(overall, program.profile.outputs_max_abs)
-        note(f"tune: kept {', '.join(t.name for t in kept)}: {_interval(overall)}")
+        if overall.verdict is ab.Verdict.HELPS:
+            _write_tuned(program, current, stablehlo, workload, out)
+            tuned = Tuned(TUNED_VMFB, TUNED_PROFILE, _op_changes(baseline.profile, program.profile))
+            note(f"tune: kept {', '.join(t.name for t in kept)}: {_interval(overall)}")
+        else:
+            current = Variant(stablehlo)
+            note(
+                f"tune: {', '.join(t.name for t in kept)} not confirmed against the original "
+                f"({overall.verdict.value}: {_interval(overall)}); the original stays"
+            )
     flags = tuple(
         f"{SPEC_FLAG}{SPEC}" if flag.startswith(SPEC_FLAG) else flag for flag in current.flags
     )
@@ -183,12 +196,16 @@ def _measured_after(decision: Decision, after: iree_run.IreeProfile) -> Decision
     return replace(decision, after_ps=spent)
 
 
-def _iterations(profile: iree_run.IreeProfile) -> int:
-    """Iterations a block needs to last BLOCK_S, from the profiled dispatch time of
-    a run (a lower bound of the run's time)."""
+def _blocks(profile: iree_run.IreeProfile, tuning: Tuning) -> Tuning:
+    """`tuning` with the iterations a block needs to last BLOCK_S and the blocks an
+    arm for an A/B of about AB_S, from the profiled dispatch time of a run (a
+    lower bound of the run's time)."""
     run_s = profile.dispatch_ps / max(profile.runs, 1) / 1e12
     wanted = math.ceil(BLOCK_S / run_s) if run_s > 0 else MAX_ITERATIONS
-    return min(max(wanted, MIN_ITERATIONS), MAX_ITERATIONS)
+    iterations = min(max(wanted, MIN_ITERATIONS), MAX_ITERATIONS)
+    block_s = iterations * run_s + PROCESS_S
+    repetitions = min(max(math.ceil(AB_S / (2 * block_s)), tuning.repetitions), MAX_REPETITIONS)
+    return replace(tuning, repetitions=repetitions, iterations=iterations)
 
 
 def _keep_evidence(directory: Path, out: Path) -> None:
@@ -205,7 +222,6 @@ def _measure(
     workload: Workload,
     directory: Path,
     tuning: Tuning,
-    iterations: int,
 ) -> Trial:
     """Compiles the proposal, checks its outputs, and times it against the current
     best: kept only if it helps."""
@@ -216,20 +232,18 @@ def _measure(
         max_abs = check_outputs(vmfb, workload, directory)
     except UserError as error:
         return Trial(name, proposal.change, "rejected", str(error))
-    result = _ab(current_vmfb, vmfb, workload, tuning, iterations)
+    result = _ab(current_vmfb, vmfb, workload, tuning)
     outcome = "kept" if result.verdict is ab.Verdict.HELPS else "rejected"
     reason = f"{result.verdict.value}: {_interval(result)}"
     return Trial(name, proposal.change, outcome, reason, result, max_abs)
 
 
-def _ab(
-    baseline: Path, candidate: Path, workload: Workload, tuning: Tuning, iterations: int
-) -> ab.ABResult:
+def _ab(baseline: Path, candidate: Path, workload: Workload, tuning: Tuning) -> ab.ABResult:
     samples = ab.interleave(
         lambda n: iteration_times(baseline, workload, n),
         lambda n: iteration_times(candidate, workload, n),
         tuning.repetitions,
-        iterations,
+        tuning.iterations,
     )
     return ab.judge(samples)
 
