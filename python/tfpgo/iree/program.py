@@ -9,6 +9,7 @@ it keeps the same way as the first.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ class ProfiledProgram:
     sources: Any  # the executable sources, parsed (iree_run.parse_sources)
     vmfb: Path
     bytecode: Path  # the StableHLO, weights included
+    compile_s: float  # how long compiling it took (its three forms)
 
 
 def profile_program(
@@ -53,7 +55,9 @@ def profile_program(
     vmfb = directory / "model.iree.vmfb"
     sources = directory / "executable_sources.mlir"
     bytecode = directory / "model.stablehlo.mlirbc"
+    started = time.monotonic()
     iree_run.compile_module(stablehlo, vmfb, sources, bytecode, flags)
+    compile_s = time.monotonic() - started
     max_abs = check_outputs(vmfb, workload, directory)
     timings = iree_run.profile_dispatches(
         vmfb, workload.entry, workload.inputs, workload.runs, directory, workload.warmup
@@ -70,7 +74,7 @@ def profile_program(
         workload.tf_self_ps,
         workload.fused_into,
     )
-    return ProfiledProgram(profile, parsed, vmfb, bytecode)
+    return ProfiledProgram(profile, parsed, vmfb, bytecode, compile_s)
 
 
 def check_outputs(vmfb: Path, workload: Workload, scratch: Path) -> float:

@@ -254,10 +254,18 @@ def compile_vmfb(
     stablehlo: Path, vmfb: Path, flags: Sequence[str] = (), timeout_s: float | None = None
 ) -> None:
     """Only the runnable program (what a tuning candidate needs to be measured);
-    `timeout_s` bounds a compile that may hang (IREE 3.13 deadlocks on some tile
-    sizes of a tuning spec)."""
+    `timeout_s` bounds a compile that may hang (IREE 3.13's iree-compile now and
+    then deadlocks, waiting on a futex with no CPU, with a tuning spec; the same
+    command then compiles), and a compile that times out is tried once more."""
     args = [*IREE_FLAGS, *flags, str(stablehlo), "-o", str(vmfb)]
-    run_tool("iree-compile", args, "iree level", timeout_s)
+    try:
+        try:
+            run_tool("iree-compile", args, "iree level", timeout_s)
+        except ToolTimeout:  # the deadlock is intermittent: once more
+            run_tool("iree-compile", args, "iree level", timeout_s)
+    except UserError:
+        vmfb.unlink(missing_ok=True)  # a killed compile may have begun it
+        raise
 
 
 def parse_sources(sources: Path) -> Any:
@@ -546,6 +554,10 @@ def build_profile(
     )
 
 
+class ToolTimeout(UserError):
+    """An IREE tool that ran past its timeout and was killed."""
+
+
 def run_tool(tool: str, args: list[str], what: str, timeout_s: float | None = None) -> str:
     """Runs one of IREE's tools; a failure, or a run past `timeout_s` (killed), is
     one UserError line."""
@@ -563,7 +575,7 @@ def run_tool(tool: str, args: list[str], what: str, timeout_s: float | None = No
             [executable, *args], capture_output=True, text=True, check=False, timeout=timeout_s
         )
     except subprocess.TimeoutExpired:
-        raise UserError(f"{what}: {tool} did not finish in {timeout_s:.0f} s; killed") from None
+        raise ToolTimeout(f"{what}: {tool} did not finish in {timeout_s:.0f} s; killed") from None
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if "error" in line.lower()]
         detail = (lines or done.stderr.strip().splitlines() or ["no message"])[0].strip()

@@ -60,9 +60,10 @@ MIN_ITERATIONS, MAX_ITERATIONS = 3, 1000
 # short and noisier), with at least Tuning.repetitions blocks an arm and at
 # most MAX_REPETITIONS; a block also pays about PROCESS_S to start IREE's tool.
 AB_S, MAX_REPETITIONS, PROCESS_S = 20.0, 15, 0.2
-# A candidate's compile may hang (IREE 3.13 deadlocks on some tuning specs): it
-# gets what is left of the budget, and at least this.
-MIN_COMPILE_TIMEOUT_S = 60.0
+# A candidate's compile may hang (IREE 3.13 now and then deadlocks with a tuning
+# spec): it gets a few times what compiling the original took (all three forms of
+# it), and at least MIN_COMPILE_TIMEOUT_S.
+MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR = 60.0, 3.0
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def tune(
             note(f"tune: {candidate.name}: skipped: {proposal}")
             continue
         started = time.monotonic()
-        timeout_s = max(MIN_COMPILE_TIMEOUT_S, deadline - started)
+        timeout_s = max(MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR * baseline.compile_s)
         trial = _measure(
             candidate.name,
             proposal,
