@@ -3,11 +3,20 @@ Adafactor training steps (real TensorFlow, `pgo` in its own process) every
 variable update, and what only feeds the updates, is under optimizer, whatever
 the optimizer's scope is called; the gradient ops are backward and the loss's
 ancestors forward. The name rules put AdamW's updates (scope `adam_w`) under
-other: the structure does not depend on it."""
+other: the structure does not depend on it.
+
+The oracle is TensorFlow's own graph of the same step (`phase_oracle.py`, in a
+process of its own): the updates by their op types, the tape and the forward
+pass by dataflow from the tensors `tf.GradientTape.gradient` took and gave. It
+calls no tfpgo code and reads no scope name; the test compares it with the
+phases the flow wrote (`analysis.json`)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,57 +24,92 @@ from pgo_process import run_pgo
 
 from tfpgo.analysis import analyse
 from tfpgo.analysis.phase import Phase
-from tfpgo.analysis.structure import OpDataflow, is_update, node_phases
+from tfpgo.analysis.structure import OpDataflow, node_phases
 from tfpgo.attribution.op_profile import OpProfile
-from tfpgo.flow.stages import structural_phases
-from tfpgo.mlir import annotate
-from tfpgo.render import load_graph
 
 HOOKS = Path(__file__).resolve().parents[1] / "data" / "phases"
+ORACLE = Path(__file__).resolve().parent / "phase_oracle.py"
+BATCH = 8
+# Grappler's arithmetic optimizer names the kernel that replaces a chain of
+# unary ops `n/unary_ops_composition` (arithmetic_optimizer.cc,
+# UnaryOpsComposition::OptimizedNodeName); it stands for the graph's node `n`.
+GRAPPLER_SUFFIXES = ("/unary_ops_composition",)
 
 
 @pytest.fixture(scope="module", params=["adamw", "sgd_momentum", "adafactor"])
 def run(request, tmp_path_factory):
-    out = tmp_path_factory.mktemp(request.param) / "out"
-    flags = ["--model", str(HOOKS / f"{request.param}.py"), "--mode", "train"]
-    flags += ["--batch-size", "8", "--steps", "2", "--warmup", "1", "--output-dir", str(out)]
+    root = tmp_path_factory.mktemp(request.param)
+    out = root / "out"
+    hook = HOOKS / f"{request.param}.py"
+    flags = ["--model", str(hook), "--mode", "train", "--batch-size", str(BATCH)]
+    flags += ["--steps", "2", "--warmup", "1", "--output-dir", str(out)]
     run_pgo(flags)
-    return request.param, out
+    oracle = root / "oracle.json"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run(
+        [sys.executable, str(ORACLE), str(hook), str(BATCH), str(oracle)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return request.param, out, json.loads(oracle.read_text())
 
 
-def _structural(out: Path, profile: OpProfile) -> dict[str, Phase]:
-    """What the flow's report used: its op graph and attribution, read back."""
-    graph = load_graph(out / "op_graph.json")
-    attribution = annotate.read_attribution(out / "attribution.json")
-    return structural_phases(graph, attribution, profile)
+def oracle_phases(oracle: dict, names: list[str]) -> dict[str, Phase]:
+    """Each runtime name's phase by the oracle: the TF graph's node it is, or
+    the one a Grappler suffix names; a name that is neither fails the test."""
+    by_node = {name: Phase.OTHER for name in oracle["ops"]}
+    for key, phase in (
+        ("forward", Phase.FORWARD),
+        ("tape", Phase.BACKWARD),
+        ("updates", Phase.OPTIMIZER),
+        ("update_math", Phase.OPTIMIZER),
+    ):
+        for name in oracle[key]:
+            assert by_node[name] is Phase.OTHER, f"{name} in two oracle classes"
+            by_node[name] = phase
+    found = {}
+    for name in names:
+        node = name
+        for suffix in GRAPPLER_SUFFIXES:
+            node = node.removesuffix(suffix)
+        assert node in by_node, f"runtime name {name} is no node of the traced graph"
+        found[name] = by_node[node]
+    return found
 
 
-def test_every_update_is_under_optimizer(run):
-    _, out = run
+def test_phases_match_the_graphs_dataflow(run):
+    """Each phase of analysis.json holds exactly the ops (count and self time)
+    the oracle puts there."""
+    _, out, oracle = run
     profile = OpProfile.read(out / "op_profile.json")
-    phases = _structural(out, profile)
-    updates = [op for op in profile.ops if any(is_update(t) for t in op.op_types)]
-    assert updates and all(phases[op.name] is Phase.OPTIMIZER for op in updates)
-    gradients = [op for op in profile.ops if op.name.startswith("gradient_tape/")]
-    assert gradients and all(phases[op.name] is Phase.BACKWARD for op in gradients)
-    assert any(phases[op.name] is Phase.FORWARD for op in profile.ops)
-    # the flow's analysis.json is the structural one
+    expected = oracle_phases(oracle, [op.name for op in profile.ops])
+    updates = set(oracle["updates"])
+    assert updates and updates <= set(expected), "every update ran"
+    assert {p for p in expected.values()} >= {Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER}
     rows = {row["phase"]: row for row in json.loads((out / "analysis.json").read_text())["phases"]}
-    for phase in (Phase.OPTIMIZER, Phase.BACKWARD):
-        expected = sum(op.self_ps for op in profile.ops if phases.get(op.name) is phase)
-        assert rows[phase.value]["self_ps"] == expected > 0
+    for phase in Phase:
+        ops = [op for op in profile.ops if expected[op.name] is phase]
+        got = rows[phase.value]
+        assert (got["ops"], got["self_ps"]) == (len(ops), sum(op.self_ps for op in ops)), (
+            phase,
+            sorted(op.name for op in ops),
+        )
 
 
 def test_name_rules_miss_adamw_and_the_structure_does_not(run):
-    name, out = run
+    name, out, oracle = run
     profile = OpProfile.read(out / "op_profile.json")
+    expected = oracle_phases(oracle, [op.name for op in profile.ops])
+    optimizer_ps = sum(op.self_ps for op in profile.ops if expected[op.name] is Phase.OPTIMIZER)
     by_names = {row.phase: row.self_ps for row in analyse(profile).phases.rows}
-    by_structure = {
-        row.phase: row.self_ps for row in analyse(profile, _structural(out, profile)).phases.rows
-    }
-    assert by_structure[Phase.OPTIMIZER] >= by_names[Phase.OPTIMIZER]
+    rows = json.loads((out / "analysis.json").read_text())["phases"]
+    by_structure = {Phase(row["phase"]): row["self_ps"] for row in rows}
+    assert by_structure[Phase.OPTIMIZER] == optimizer_ps >= by_names[Phase.OPTIMIZER]
     if name == "adamw":
-        assert by_names[Phase.OPTIMIZER] == 0 < by_structure[Phase.OPTIMIZER]
+        assert by_names[Phase.OPTIMIZER] == 0 < optimizer_ps
 
 
 def test_optimizer_closure_on_a_small_graph():

@@ -139,6 +139,87 @@ def test_inference_prefers_users_then_operands_and_leaves_the_unnamed_alone():
     assert found["add.1"].inferred_by == ""  # named: its own node
 
 
+def _raw_trace(path: Path) -> tuple[dict[str, int], dict[str, list]]:
+    """Straight from the XSpace, no tfpgo reader: the summed duration of each
+    HLO instruction's events (stat `hlo_op`), and each computation's
+    instructions of the metadata plane's HloProtos."""
+    from tfpgo.trace.readers.xplane_proto import hlo_pb2
+
+    space = xplane_pb2().XSpace()
+    space.ParseFromString(path.read_bytes())
+    durations: dict[str, int] = {}
+    computations: dict[str, list] = {}
+    for plane in space.planes:
+        stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        for metadata in plane.event_metadata.values():
+            for stat in metadata.stats:
+                if stat_names[stat.metadata_id] == "Hlo Proto":
+                    proto = hlo_pb2().HloProto()
+                    proto.ParseFromString(stat.bytes_value)
+                    for computation in proto.hlo_module.computations:
+                        computations[computation.name] = list(computation.instructions)
+        for line in plane.lines:
+            for event in line.events:
+                for stat in event.stats:
+                    if stat_names.get(stat.metadata_id) == "hlo_op":
+                        op = stat_names[stat.ref_value]
+                        durations[op] = durations.get(op, 0) + event.duration_ps
+    return durations, computations
+
+
+def _unnamed_islands(computations: dict[str, list]) -> set[str]:
+    """Instructions that do work (not parameters, constants) with no op_name,
+    all of whose transitive users and all of whose transitive operands have none
+    either: nothing in their computation's dataflow names a TF node for them."""
+    found = set()
+    for instructions in computations.values():
+        by_id = {i.id: i for i in instructions}
+        users: dict[int, list[int]] = {i.id: [] for i in instructions}
+        for i in instructions:
+            for operand in i.operand_ids:
+                users[operand].append(i.id)
+        operands = {i.id: list(i.operand_ids) for i in instructions}
+
+        def closure(start: int, edges: dict[int, list[int]]) -> set[int]:
+            seen, pending = set(), [start]
+            while pending:
+                for other in edges[pending.pop()]:
+                    if other not in seen:
+                        seen.add(other)
+                        pending.append(other)
+            return seen
+
+        for i in instructions:
+            if i.metadata.op_name or i.opcode in ("parameter", "constant"):
+                continue
+            around = closure(i.id, users) | closure(i.id, operands)
+            if not any(by_id[other].metadata.op_name for other in around):
+                found.add(i.name)
+    return found
+
+
+def test_xla_inserted_bucket_of_a_real_trace_holds_the_unnamed_copies():
+    """while_swap: XLA's copy insertion puts four copies into the loop body
+    between the body's parameter and its root tuple; nothing around them has
+    an op_name. The oracle is the trace itself: those instructions from its
+    HloProto, their time from its raw events."""
+    path = DATA / "while_swap" / "trace.xplane.pb"
+    durations, computations = _raw_trace(path)
+    islands = _unnamed_islands(computations) & durations.keys()  # those that ran
+    assert len(islands) == 4 and all(name.startswith("copy.") for name in islands), islands
+    profile = build_op_profile(read_trace(path))
+    inserted = {entry.instruction: entry for entry in profile.xla_inserted}
+    assert inserted.keys() == islands
+    assert all(entry.reason == "no_op_name" for entry in inserted.values())
+    assert {name: entry.total_ps for name, entry in inserted.items()} == {
+        name: durations[name] for name in islands
+    }
+    totals = profile.totals
+    assert totals.xla_inserted_ps == sum(durations[name] for name in islands) > 0
+    assert totals.hlo_ps == sum(durations.values())
+    assert totals.hlo_attributed_ps + totals.xla_inserted_ps == totals.hlo_ps
+
+
 def test_mixed_step_attributes_kernels_jit_function_and_auto_clusters(tables):
     table = tables["mixed"]
     events = hlo_events(table)

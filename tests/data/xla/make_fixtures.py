@@ -1,6 +1,6 @@
 """Regenerates the XLA fixtures in this directory (run by hand, TensorFlow 2.21).
 
-For each hook here (train_adam.py, infer.py, mixed.py) the step is profiled the
+For each hook here (train_adam.py, infer.py, mixed.py, while_swap.py) the step is profiled the
 way `bazel run //:pgo` does it (tfpgo.models.profiling: 2 warmup steps, then 3
 profiled steps, host tracer level 3) and exported as tf-dialect MLIR:
   <scenario>/trace.xplane.pb   the raw XSpace: HLO instruction events and the
@@ -21,7 +21,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 # scenario -> (mode, batch size): the training batch keeps XLA's copies of
 # variables, which no TF node owns, well under 1% of the HLO time (train_adam.py).
-SCENARIOS = {"train_adam": ("train", 256), "infer": ("infer", 32), "mixed": ("infer", 32)}
+SCENARIOS = {
+    "train_adam": ("train", 256),
+    "infer": ("infer", 32),
+    "mixed": ("infer", 32),
+    "while_swap": ("infer", 8),
+}
 
 
 def generate(name: str) -> None:
