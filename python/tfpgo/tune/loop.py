@@ -96,7 +96,7 @@ def tune(
     evidence = Evidence(out / "iree_profile.json", baseline.profile, workload, deadline)
     kept: list[Trial] = []
     trials: list[Trial] = []
-    decisions: list[Decision] = []
+    decisions: list[tuple[Decision, frozenset[str]]] = []  # and the flags it added
     measuring_s = 0.0  # the longest compile, check and A/B of a candidate so far
     for index, candidate in enumerate(candidates):
         # Room for this candidate's measurement and the final A/B, as long as the
@@ -107,6 +107,7 @@ def tune(
             continue
         directory = scratch / f"candidate_{index}"
         directory.mkdir()
+        current_flags_before = current.flags
         proposal = candidate.propose(current, replace(evidence, deadline=cutoff), directory)
         _keep_evidence(directory, out)
         if isinstance(proposal, str):
@@ -144,7 +145,8 @@ def tune(
             )
             made = [_measured_after(decision, program.profile) for decision in made]
             kept.append(trial)
-        decisions.extend(made)
+        added = frozenset(proposal.variant.flags) - frozenset(current_flags_before)
+        decisions.extend((decision, added) for decision in made)
     tuned = end_to_end = None
     if kept:
         # Each change won against the program before it; the whole must win against
@@ -161,6 +163,14 @@ def tune(
                 f"tune: {', '.join(t.name for t in kept)} not confirmed against the original "
                 f"({overall.verdict.value}: {_interval(overall)}); the original stays"
             )
+    # A kept change a later one dropped (data tiling drops a tuning spec), or one of
+    # a whole that was not confirmed, is not in the final program.
+    final = [
+        replace(decision, kept=False)
+        if decision.kept and (tuned is None or not added <= set(current.flags))
+        else decision
+        for decision, added in decisions
+    ]
     flags = tuple(
         f"{SPEC_FLAG}{SPEC}" if flag.startswith(SPEC_FLAG) else flag for flag in current.flags
     )
@@ -168,7 +178,7 @@ def tune(
         tuning.budget_s,
         baseline.profile.runs,
         tuple(trials),
-        tuple(decisions),
+        tuple(final),
         flags,
         tuned,
         end_to_end,
