@@ -220,6 +220,35 @@ def test_xla_inserted_bucket_of_a_real_trace_holds_the_unnamed_copies():
     assert totals.hlo_attributed_ps + totals.xla_inserted_ps == totals.hlo_ps
 
 
+def test_while_loop_ops_resolve_in_their_body_functions(tmp_path):
+    """while_swap, the whole flow after the trace: XLA names the loop's
+    instructions after the body's and cond's own nodes (`while/add`,
+    `while/Less`, no call prefix); rule xla_function_body finds them in
+    @while_body_280 and @while_cond_270, and every picosecond lands on an op."""
+    profile = build_op_profile(read_trace(DATA / "while_swap" / "trace.xplane.pb"))
+    profile.write(tmp_path / "op_profile.json")
+    attribution = annotate.annotate_module(
+        DATA / "while_swap" / "module.mlir",
+        tmp_path / "op_profile.json",
+        tmp_path / "annotated.mlir",
+        tmp_path / "op_graph.json",
+        tmp_path / "attribution.json",
+    ).with_xla_launch(profile)
+    assert not attribution.unresolved and not attribution.removed
+    assert attribution.attributed_self_ps == attribution.profile_self_ps > 0
+    assert attribution.coverage == 1.0
+    by_rule = {entry.name: (entry.rule, entry.ops) for entry in attribution.resolved}
+    assert by_rule == {
+        "while/Less": ("xla_function_body", ("while/Less",)),
+        "while/add": ("xla_function_body", ("while/add",)),
+    }
+    text = (tmp_path / "annotated.mlir").read_text()
+    body, cond = text.split("@while_body_280(")[1].split("@while_cond_270(")
+    annotated = [line.split("(")[0].split()[-1] for line in (body + cond).splitlines()
+                 if "profiler_data" in line]  # fmt: skip
+    assert annotated == ['"tf.AddV2"', '"tf.Less"']
+
+
 def test_mixed_step_attributes_kernels_jit_function_and_auto_clusters(tables):
     table = tables["mixed"]
     events = hlo_events(table)

@@ -326,7 +326,9 @@ AnnotateOperationsProfilePass::Attribute(const OpProfile &profile,
   parallelFor(&getContext(), 0, outcomes.size(), [&](size_t i) {
     const OpProfileEntry &entry = profile.ops[i];
     EntryOutcome &outcome = outcomes[i];
-    outcome.resolution = resolver.Resolve(entry.name, entry.op_types);
+    outcome.resolution =
+        resolver.Resolve(entry.name, entry.op_types,
+                         /*from_xla=*/!entry.xla_module.empty());
     const bool found_any = static_cast<bool>(outcome.resolution);
     llvm::erase_if(outcome.resolution.ops,
                    [](Operation *op) { return !IsProfileAnnotatable(op); });
@@ -335,6 +337,12 @@ AnnotateOperationsProfilePass::Attribute(const OpProfile &profile,
       outcome.reason = "removed by the IR pipeline: folded into a constant";
     } else if (outcome.resolution) {
       outcome.fate = EntryFate::kAttributed;
+    } else if (!outcome.resolution.ambiguity.empty()) {
+      // Before the forwarding ops: every op it could be is still there.
+      outcome.reason = "ambiguous; follows xla_function_body "
+                       "(tensorflow/compiler/tf2xla/"
+                       "xla_compilation_device.cc): " +
+                       outcome.resolution.ambiguity;
     } else if (OnlyForwards(entry.op_types)) {
       outcome.fate = EntryFate::kRemoved;
       outcome.reason = "removed by the IR pipeline: an op that only forwards "

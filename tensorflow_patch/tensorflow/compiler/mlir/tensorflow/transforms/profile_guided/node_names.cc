@@ -8,6 +8,7 @@
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
 
@@ -295,18 +296,27 @@ RuntimeNameResolver::RuntimeNameResolver(ModuleOp module) : symbols_(module) {
 void RuntimeNameResolver::IndexAll() {
   for (Operation *function : functions_)
     IndexOf(function);
+  // Found now too: Resolve then only reads.
+  (void)ReachedFunctions();
 }
 
 RuntimeNameResolver::~RuntimeNameResolver() = default;
 
 Resolution
 RuntimeNameResolver::Resolve(llvm::StringRef runtime_name,
-                             llvm::ArrayRef<llvm::StringRef> kernel_types) {
+                             llvm::ArrayRef<llvm::StringRef> kernel_types,
+                             bool from_xla) {
   // Exact and control-flow names first in every entry function, merges
   // only then: a merge must never shadow an op that carries the name.
   Query exact{kernel_types, /*merges=*/false};
   for (Operation *function : entry_functions_)
     if (Resolution found = ResolveIn(function, runtime_name, 0, exact))
+      return found;
+  // An XLA op_name stands for an op of a compiled body: found there, or
+  // ambiguous between bodies, it is never merged onto an entry op.
+  if (from_xla)
+    if (Resolution found = ResolveInFunctionBodies(runtime_name, exact);
+        found || !found.ambiguity.empty())
       return found;
   Query merges{kernel_types, /*merges=*/true};
   for (Operation *function : entry_functions_)
@@ -367,6 +377,69 @@ RuntimeNameResolver::IndexOf(Operation *function) {
     });
   }
   return *index;
+}
+
+llvm::ArrayRef<Operation *> RuntimeNameResolver::ReachedFunctions() {
+  if (reached_functions_)
+    return *reached_functions_;
+  llvm::SmallPtrSet<Operation *, 8> seen(entry_functions_.begin(),
+                                         entry_functions_.end());
+  llvm::SmallVector<Operation *, 8> pending(entry_functions_.begin(),
+                                            entry_functions_.end());
+  auto reach = [&](Operation *callee) {
+    if (callee && seen.insert(callee).second)
+      pending.push_back(callee);
+  };
+  // The attributes ResolveThrough follows: calls, while, if and case.
+  while (!pending.empty()) {
+    pending.pop_back_val()->walk([&](Operation *op) {
+      for (llvm::StringRef attr_name :
+           {"f", "callee", "body", "cond", "then_branch", "else_branch"})
+        reach(LookupFunction(op, attr_name));
+      if (auto branches = op->getAttrOfType<ArrayAttr>("branches"))
+        for (int i = 0, e = branches.size(); i < e; ++i)
+          reach(LookupFunction(op, "branches", i));
+    });
+  }
+  // Module order, so that an ambiguity names the functions stably.
+  reached_functions_.emplace();
+  for (Operation *function : functions_)
+    if (seen.contains(function) &&
+        !llvm::is_contained(entry_functions_, function))
+      reached_functions_->push_back(function);
+  return *reached_functions_;
+}
+
+Resolution RuntimeNameResolver::ResolveInFunctionBodies(llvm::StringRef name,
+                                                        const Query &query) {
+  // tf2xla compiles a while body/cond, an if branch or a callee as a graph
+  // of its own (tf2xla/kernels/while_op.cc: `CompileFunction(body_options,
+  // body_name_attr_, ...)`), and every HLO instruction takes its op_name from
+  // the node that emitted it (xla_compilation_device.cc:
+  // `metadata.set_op_name(op_kernel->name())`): the body's own node name.
+  Resolution found;
+  llvm::SmallVector<llvm::StringRef, 2> holders;
+  for (Operation *function : ReachedFunctions()) {
+    Resolution inner = ResolveIn(function, name, 1, query);
+    // The same op, also reached through a call inside another body.
+    if (!inner || (found && inner.ops == found.ops))
+      continue;
+    holders.push_back(SymbolTable::getSymbolName(function).getValue());
+    if (!found)
+      found = std::move(inner);
+  }
+  if (holders.size() > 1) {
+    Resolution ambiguous;
+    ambiguous.ambiguity =
+        (llvm::Twine("'") + name + "' names ops in @" +
+         llvm::join(holders, " and @") + ", the op_name does not say which")
+            .str();
+    return ambiguous;
+  }
+  if (found)
+    found.rule = found.rule.empty() ? "xla_function_body"
+                                    : "xla_function_body+" + found.rule;
+  return found;
 }
 
 Operation *RuntimeNameResolver::LookupFunction(Operation *op,

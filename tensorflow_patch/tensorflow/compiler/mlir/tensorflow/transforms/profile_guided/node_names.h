@@ -16,6 +16,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "mlir/IR/BuiltinOps.h"
@@ -86,6 +87,9 @@ struct Resolution {
   /// outermost first and joined by `+` (`graph_partitioner+function_argument`),
   /// "" for none: docs/attribution_rules.md.
   std::string rule;
+  /// Why a name that several ops could stand for matched none (ops is empty):
+  /// it is left unresolved rather than guessed.
+  std::string ambiguity;
 
   explicit operator bool() const { return !ops.empty(); }
 };
@@ -110,6 +114,12 @@ struct Resolution {
 ///   (Grappler)                                                    node `n`
 /// and the name of a function argument (its `_Arg` node, a transfer of it
 /// after the partitioner) resolves to the ops that read the argument.
+/// An XLA entry's name (its HLO `op_name`) no entry-function op carries is
+/// the bare node name of an op inside a function XLA compiled with the step
+/// (a while body or cond, an if branch, a callee: tf2xla compiles each as its
+/// own graph): it resolves in the non-entry functions the entry functions
+/// reach when exactly one of them has it (rule `xla_function_body`), else
+/// it stays unresolved with Resolution::ambiguity naming them.
 /// Names no op carries as its own resolve, as MatchKind::kMerged, to the op
 /// whose location holds them after a rewrite (GetNodeNames), else to the ops
 /// of the same function whose name equals up to `_<k>` suffixes (failing
@@ -128,9 +138,12 @@ public:
   void IndexAll();
 
   /// Resolves `runtime_name`, run under the kernels `kernel_types`, merges
-  /// included; empty if nothing matches.
+  /// included; empty if nothing matches. `from_xla`: the name is an HLO
+  /// instruction's `op_name` (the entry has an XLA module), which may name
+  /// an op of a compiled function body without a call prefix.
   Resolution Resolve(llvm::StringRef runtime_name,
-                     llvm::ArrayRef<llvm::StringRef> kernel_types);
+                     llvm::ArrayRef<llvm::StringRef> kernel_types,
+                     bool from_xla = false);
 
 private:
   /// The names of one function's ops. The names are StringAttr data owned by
@@ -170,6 +183,12 @@ private:
   /// Resolves a name merged away by the IR pipeline (see the class comment).
   Resolution ResolveMerged(const FunctionIndex &index, llvm::StringRef name,
                            const Query &query);
+  /// Resolves an XLA `op_name` in the functions the entry functions reach
+  /// (rule `xla_function_body`, see the class comment).
+  Resolution ResolveInFunctionBodies(llvm::StringRef name, const Query &query);
+  /// The non-entry functions with a body that the entry functions reach
+  /// through symbol references (control flow, calls), in module order.
+  llvm::ArrayRef<Operation *> ReachedFunctions();
   Operation *LookupFunction(Operation *op, llvm::StringRef attr_name,
                             int index = -1);
 
@@ -178,6 +197,8 @@ private:
   /// Every function of the module, in order (entry functions among them).
   llvm::SmallVector<Operation *, 4> functions_;
   llvm::DenseMap<Operation *, std::unique_ptr<FunctionIndex>> indices_;
+  /// ReachedFunctions, found on first use (or by IndexAll).
+  std::optional<llvm::SmallVector<Operation *, 4>> reached_functions_;
 };
 
 } // namespace TF

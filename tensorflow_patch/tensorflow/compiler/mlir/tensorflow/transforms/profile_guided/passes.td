@@ -82,7 +82,12 @@ def AnnotateOperationsProfilePass
     instruction's time onto the TF nodes it came from (op_profile.json
     version 2); those entries resolve like any other, and their op also gets
     `xla_module` and, when a fusion did its work, `xla_fusion` (from the
-    op's largest entry).
+    op's largest entry). XLA names the instructions of a compiled while
+    body/cond, branch or callee after the function's own node (`while/add`,
+    no `while/body/_1/` prefix): an XLA entry no entry-function op carries
+    resolves in the one function body the entry functions reach that has it
+    (rule `xla_function_body`); when several have it, it stays unresolved
+    with a reason naming them.
 
     Example, with `dense/Relu` executed as `_MklNativeFusedMatMul`:
 
