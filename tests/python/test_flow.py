@@ -324,11 +324,13 @@ def test_outputs_name_final_paths_not_the_staging_directory(train_run):
 
 @pytest.mark.parametrize("run", ["rnn_run", "train_run", "transformer_train_run"])
 def test_every_output_conserves_time(run, request):
-    """The conservation law (tfpgo.attribution.conservation) on every op graph and
-    Model Explorer file of the built-in models' runs: a while loop, a training step
-    with fused kernels, attention with Grappler rewrites."""
+    """The conservation law (tfpgo.attribution.conservation) on every op graph,
+    Model Explorer file, CSV, trace and speedscope export and `--depth` view of the
+    built-in models' runs: a while loop, a training step with fused kernels,
+    attention with Grappler rewrites."""
     sums = check_output(request.getfixturevalue(run))
-    assert {"op_graph.json", "model_explorer.json"} <= {s.file for s in sums}
+    assert {"op_graph.json", "model_explorer.json", "op_profile.csv", "trace.json",
+            "speedscope.json", "op_graph.json --depth 2"} <= {s.file for s in sums}  # fmt: skip
     assert all(s.holds for s in sums)
 
 

@@ -70,12 +70,16 @@ def test_the_compiled_program_runs_and_its_dispatch_time_lands_on_tf_ops(flow):
 
 def test_every_level_of_the_run_conserves_time(flow):
     """The law, from documents other than the one checked (tfpgo.attribution.
-    conservation): every op graph, the dispatch sources and every Model
-    Explorer file charge each picosecond once."""
+    conservation): every op graph, the dispatch sources, every Model Explorer
+    file, the CSV, trace and speedscope exports and every graph collapsed by
+    plot_graph --depth charge each picosecond once."""
     sums = {s.file: s for s in check_output(flow)}
     assert {"op_graph.json", "op_graph.stablehlo.json", "op_graph.linalg.json",
             "op_graph.iree.json", "model.dispatches.mlir", "model_explorer.json",
-            "model_explorer.stablehlo.json", "model_explorer.linalg.json"} <= set(sums)  # fmt: skip
+            "model_explorer.stablehlo.json", "model_explorer.linalg.json",
+            "op_profile.csv", "mlir_graph.json", "trace.json", "speedscope.json",
+            "op_graph.linalg.json --depth 2", "op_graph.stablehlo.json --depth 3",
+            "op_graph.iree.json --depth 1"} <= set(sums)  # fmt: skip
     assert all(s.holds and s.charged_ps > 0 for s in sums.values())
 
 

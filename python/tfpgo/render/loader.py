@@ -60,7 +60,11 @@ def list_field(path: Path, document: dict, key: str) -> list:
 
 def load_graph(path: Path) -> RenderGraph:
     """Loads either graph document, detected by its format field."""
-    document = read_json(path)
+    return graph_from_document(path, read_json(path))
+
+
+def graph_from_document(path: Path, document: Any) -> RenderGraph:
+    """The graph of a document already read from `path` (`load_graph` without the read)."""
     fmt, _ = document_header(path, document)
     if fmt == GraphKind.EVENT_DAG.value:
         return _load_event_dag(path, document)
