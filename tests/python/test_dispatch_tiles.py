@@ -117,12 +117,14 @@ def test_the_search_keeps_only_variants_that_beat_iree_by_more_than_the_noise(tm
     # between two timings of IREE's choice, whose mean is its baseline.
     assert calls[:5] == ["default.vmfb", "round_0.vmfb", "default.vmfb", "round_1.vmfb",
                          "default.vmfb"]  # fmt: skip
-    assert found.chosen == {BIG: neighbours(found.dispatches[BIG])[1]}
+    assert {n: t.config for n, t in found.chosen.items()} == {
+        BIG: neighbours(found.dispatches[BIG])[1]
+    }
     ratios = [round(t.ratio, 3) for t in found.tried[BIG]][:3]
     assert ratios == [round(1.1 / 1.105, 3), round(0.8 * 1.1 / 1.105, 3), round(1.1 / 1.105, 3)]
     dispatch_tiles.write_search(found, tmp_path)
     written = (tmp_path / dispatch_tiles.SPEC).read_text()
-    assert written == spec_text([found.chosen[BIG]])
+    assert written == spec_text([found.chosen[BIG].config])
     # With the budget spent, only IREE's choice is measured and nothing is chosen.
     spent = dispatch_tiles.search(
         stablehlo, (), [BIG], time_round, tmp_path / "spent", time.monotonic()

@@ -145,21 +145,20 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         )
     flags = tuple(f for f in current.flags if not f.startswith(dispatch_tiles.SPEC_FLAG))
     changes = "; ".join(
-        f"{name.rsplit('_dispatch_', 1)[-1]}: {config.text()}"
-        for name, config in found.chosen.items()
+        f"{name.rsplit('_dispatch_', 1)[-1]}: {best.config.text()}"
+        for name, best in found.chosen.items()
     )
     spec = f"{dispatch_tiles.SPEC_FLAG}{scratch / dispatch_tiles.SPEC}"
     dispatches = {d.name: d for d in evidence.profile.dispatches}
     decisions = []
-    for name, config in found.chosen.items():
-        best = min(found.tried[name], key=lambda trial: trial.ratio)
+    for name, best in found.chosen.items():
         count = dispatches[name].count
         decisions.append(
             Decision(
                 "",
                 name,
                 dispatches[name].sources,
-                config.text(),
+                best.config.text(),
                 round(best.iree_ps * count),
                 round(best.ps * count),
                 False,

@@ -222,7 +222,7 @@ class Search:
 
     dispatches: dict[str, RootConfig]
     tried: dict[str, list[Trial]]
-    chosen: dict[str, RootConfig]
+    chosen: dict[str, Trial]  # the winning variant of each dispatch that has one
     failed: dict[int, str]  # rounds IREE could not compile, and its error
 
     def to_json(self) -> dict[str, object]:
@@ -234,7 +234,7 @@ class Search:
                     {"config": t.config.text(), "ps": t.ps, "iree_ps": t.iree_ps}
                     for t in self.tried[name]
                 ],
-                "chosen": self.chosen[name].text() if name in self.chosen else None,
+                "chosen": self.chosen[name].config.text() if name in self.chosen else None,
             }
             for name, config in self.dispatches.items()
         }
@@ -301,11 +301,11 @@ def search(
     for name, results in tried.items():
         best = min(results, key=lambda trial: trial.ratio, default=None)
         if best is not None and best.ratio < 1 - NOISE:
-            chosen[name] = best.config
+            chosen[name] = best
     return Search(dispatches, tried, chosen, failed)
 
 
 def write_search(found: Search, scratch: Path) -> None:
     (scratch / SEARCH).write_text(json.dumps(found.to_json(), indent=1))
     if found.chosen:
-        (scratch / SPEC).write_text(spec_text(list(found.chosen.values())))
+        (scratch / SPEC).write_text(spec_text([trial.config for trial in found.chosen.values()]))

@@ -94,10 +94,10 @@ def tune(
     tuning = _blocks(baseline.profile, tuning)
     current, program = Variant(stablehlo), baseline
     evidence = Evidence(out / "iree_profile.json", baseline.profile, workload, deadline)
-    kept: list[Trial] = []
     trials: list[Trial] = []
     decisions: list[tuple[Decision, frozenset[str]]] = []  # and the flags it added
     measuring_s = 0.0  # the longest compile, check and A/B of a candidate so far
+    timeout_s = max(MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR * baseline.compile_s)
     for index, candidate in enumerate(candidates):
         # Room for this candidate's measurement and the final A/B, as long as the
         # longest so far: the budget bounds the whole loop, not only its starts.
@@ -107,7 +107,6 @@ def tune(
             continue
         directory = scratch / f"candidate_{index}"
         directory.mkdir()
-        current_flags_before = current.flags
         proposal = candidate.propose(current, replace(evidence, deadline=cutoff), directory)
         _keep_evidence(directory, out)
         if isinstance(proposal, str):
@@ -115,7 +114,6 @@ def tune(
             note(f"tune: {candidate.name}: skipped: {proposal}")
             continue
         started = time.monotonic()
-        timeout_s = max(MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR * baseline.compile_s)
         trial = _measure(
             candidate.name,
             proposal,
@@ -133,6 +131,7 @@ def tune(
             for decision in proposal.decisions
             or (_whole_program(proposal, trial, baseline.profile.runs),)
         ]
+        added = frozenset(proposal.variant.flags) - frozenset(current.flags)
         if trial.outcome == "kept":
             # Re-profiled: the next candidate decides from the program it changes.
             current = proposal.variant
@@ -144,10 +143,9 @@ def tune(
                 evidence, profile_path=directory / "iree_profile.json", profile=program.profile
             )
             made = [_measured_after(decision, program.profile) for decision in made]
-            kept.append(trial)
-        added = frozenset(proposal.variant.flags) - frozenset(current_flags_before)
         decisions.extend((decision, added) for decision in made)
     tuned = end_to_end = None
+    kept = ", ".join(trial.name for trial in trials if trial.outcome == "kept")
     if kept:
         # Each change won against the program before it; the whole must win against
         # the original too, or the original stays (never a slower program).
@@ -156,11 +154,11 @@ def tune(
         if overall.verdict is ab.Verdict.HELPS:
             _write_tuned(program, current, stablehlo, workload, out)
             tuned = Tuned(TUNED_VMFB, TUNED_PROFILE, _op_changes(baseline.profile, program.profile))
-            note(f"tune: kept {', '.join(t.name for t in kept)}: {_interval(overall)}")
+            note(f"tune: kept {kept}: {_interval(overall)}")
         else:
             current = Variant(stablehlo)
             note(
-                f"tune: {', '.join(t.name for t in kept)} not confirmed against the original "
+                f"tune: {kept} not confirmed against the original "
                 f"({overall.verdict.value}: {_interval(overall)}); the original stays"
             )
     # A kept change a later one dropped (data tiling drops a tuning spec), or one of
