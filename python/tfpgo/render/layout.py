@@ -45,12 +45,32 @@ def _graphviz_binary() -> str:
     return binary
 
 
-def run_graphviz(source: str, engine: str, outputs: dict[str, Path]) -> None:
-    """Lays `source` out once with `engine` and writes each format to its path.
+def run_graphviz(source: str, engine: str, outputs: dict[str, Path]) -> str:
+    """Lays `source` out once with `engine` and writes each format to its path;
+    returns the engine that drew it.
 
     `outputs` maps a Graphviz output format ("svg", "png") to a
-    path. Files appear atomically: all or none.
+    path. Files appear atomically: all or none. `dot`'s ranking now and then
+    fails on a graph it should draw ("lost n33 n100 edge", "trouble in
+    init_rank": Graphviz bugs with clusters and rank constraints, hit by some
+    event DAGs depending on which events are hottest); the picture is then laid
+    out by `sfdp`, which has no ranks, rather than the run failing.
     """
+    try:
+        _run_engine(source, engine, outputs)
+        return engine
+    except UserError as failed:
+        if engine != "dot":
+            raise
+        dot_error = failed
+    try:
+        _run_engine(source, "sfdp", outputs)
+    except UserError:
+        raise dot_error from None
+    return "sfdp"
+
+
+def _run_engine(source: str, engine: str, outputs: dict[str, Path]) -> None:
     staged: dict[Path, Path] = {}
     command = [_graphviz_binary(), f"-K{engine}"]
     try:
