@@ -25,6 +25,11 @@
 // Functional control flow and calls, unregistered tf ops (fallback path).
 // CHECK-LABEL: func.func @main
 // The fused kernel's producers point at the node the kernel is named after.
+// From Inputs/annotate_op_profile.json: model/dense/Relu ran [1000, 2000] ps
+// (mean 1500, nearest-rank p50 1000, p95 2000, self 3000); the ops this module
+// annotates hold 3000 + 1400 + 600 + 500 + 400 + 50 + 50 = 6000 ps of self time
+// (Relu, the loop's Tanh, add and Less, the then-branch Relu, the two call
+// sites' MatMul), so its share is 3000 / 6000 = 0.5.
 // CHECK: "tf.MatMul"{{.*}}profiler_data = {fused_into = "model/dense/Relu"}
 // CHECK: "tf.BiasAdd"{{.*}}profiler_data = {fused_into = "model/dense/Relu"}
 // CHECK: "tf.Relu"{{.*}}profiler_data = {count = 2 : i64, dur = 1500 : i64, max = 2000 : i64, min = 1000 : i64, p50 = 1000 : i64, p95 = 2000 : i64, self = 3000 : i64, share = 5.000000e-01 : f64, total = 3000 : i64, ts = 100 : i64}
@@ -45,7 +50,9 @@ func.func @main(%x: tensor<4x4xf32>, %p: tensor<i1>) -> tensor<4x4xf32> {
   %7 = "tf.Identity"(%6) {profiler_data = {fused_into = "old"}, profiler_hot = 3 : i64} : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("Identity")
   return %7 : tensor<4x4xf32>
 }
-// Loop iterations land on the op inside the body function.
+// Loop iterations land on the op inside the body function: the add ran
+// [100, 200, 300] ps (mean and p50 200, self 600, share 600 / 6000 = 0.1, first
+// start 500), the Tanh [300, 500, 600] (self 1400).
 // CHECK-LABEL: func.func private @body
 // CHECK: "tf.AddV2"{{.*}}profiler_data = {count = 3 : i64, dur = 200 : i64, max = 300 : i64, min = 100 : i64, p50 = 200 : i64, p95 = 300 : i64, self = 600 : i64, share = 1.000000e-01 : f64, total = 600 : i64, ts = 500 : i64}
 // CHECK: "tf.Tanh"{{.*}}profiler_data = {count = 3 : i64, {{.*}}self = 1400 : i64
@@ -73,7 +80,10 @@ func.func private @else(%v: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %0 = "tf.Neg"(%v) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("model/cond/Neg@else_2")
   return %0 : tensor<4x4xf32>
 }
-// Two call sites merge exactly: percentiles come from all four durations.
+// Two call sites merge exactly: percentiles come from all four durations,
+// [10, 40] of PartitionedCall/MatMul and [20, 30] of PartitionedCall_1/MatMul:
+// mean 100 / 4 = 25, nearest-rank p50 the 2nd of [10, 20, 30, 40] = 20, p95 40,
+// first start min(2000, 1000) = 1000.
 // CHECK-LABEL: func.func private @inner_30
 // CHECK: "tf.MatMul"{{.*}}profiler_data = {count = 4 : i64, dur = 25 : i64, max = 40 : i64, min = 10 : i64, p50 = 20 : i64, p95 = 40 : i64, self = 100 : i64, share = {{.*}} : f64, total = 100 : i64, ts = 1000 : i64}
 func.func private @inner_30(%v: tensor<4x4xf32>) -> tensor<4x4xf32> {

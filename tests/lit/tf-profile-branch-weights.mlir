@@ -342,7 +342,8 @@ func.func @unseen_successor(%c: i1, %x: tensor<f32>) -> tensor<f32> {
 
 // -----
 
-// Counts beyond i32 are scaled down, keeping their ratio.
+// Counts beyond i32 are scaled down, keeping their ratio: #big's 6000000000
+// and #small's 2000000000 divided by 6000000000 / INT32_MAX + 1 = 3.
 // CHECK-LABEL: func.func @large_counts
 // CHECK: cf.cond_br %{{.*}} weights([2000000000, 666666666]), ^bb1, ^bb2
 #big = {count = 6000000000 : i64, dur = 1 : i64, max = 1 : i64, min = 1 : i64, p50 = 1 : i64, p95 = 1 : i64, self = 1 : i64, share = 1.000000e-01 : f64, total = 1 : i64, ts = 0 : i64}

@@ -238,6 +238,8 @@ PROFILE_DIFF = [
     ("--output-dir", "under a regular file", "{profile} {profile} --output-dir {blocked}/d"),
     ("--rows", "zero", "{profile} {profile} --rows 0"),
     ("--rows", "not a number", "{profile} {profile} --rows x"),
+    ("--by", "not a view", "{profile} {profile} --by kernel"),
+    ("--by", "dispatch, of op profiles", "{profile} {profile} --by dispatch"),
 ]
 
 EXPLORE = [

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from trace_fixtures import device_events
 
 from tfpgo import cli
 from tfpgo.attribution.op_profile import OpProfile
@@ -107,7 +108,9 @@ def test_report_has_the_device_section(flows):
     report = (flows["conv"] / "report.md").read_text()
     assert "## Where the device time goes" in report
     assert "## Device time" in report and "### Top kernels and the ops they ran for" in report
-    assert "| memcpy_h2d | 16 | 566 µs | 0 ps |" in report  # the input copies, listed
+    # The input copies, listed and on no op: the trace's own MemcpyH2D events.
+    copies = device_events(DATA / "jax_gpu_conv.xplane.pb")["MemcpyH2D"]
+    assert f"| memcpy_h2d | {len(copies)} | {sum(copies) / 1e6:.3g} µs | 0 ps |" in report
     assert "no_framework_op" in report
     assert "### Device busy and idle per step" in report
     assert "op graph, colored by device time" in report
@@ -178,4 +181,12 @@ def test_profile_diff_compares_device_time(flows, tmp_path):
     assert matmul.self_ps > 0
     markdown = write_outputs(diff, tmp_path)[0].read_text()
     assert "## Device time: ops with the largest change" in markdown
-    assert "- **device time**: 964 µs → 1.05 ms on ops" in markdown
+    # Every device event of either run is a kernel that lands on ops (no copies):
+    # the device time on ops is the sum of the trace's own device events.
+    with_graph, without = (
+        sum(map(sum, device_events(DATA / f"jax_gpu_mlp{run}.xplane.pb").values()))
+        for run in ("", "_nograph")
+    )
+    assert (with_graph, without) == (diff.device.op_self_a_ps, diff.device.op_self_b_ps)
+    expected = f"{with_graph / 1e6:.3g} µs → {without / 1e9:.3g} ms"  # 964 µs, 1.05 ms
+    assert f"- **device time**: {expected} on ops" in markdown

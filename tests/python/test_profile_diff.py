@@ -11,6 +11,7 @@ from profile_fixtures import CONV_TRAIN, DENSE_INFER, TRAIN, profile_real_step, 
 from tfpgo import cli
 from tfpgo.diff import compare, profile_diff
 from tfpgo.diff.step_time import step_time_change, t_quantile
+from tfpgo.iree import run as iree_run
 
 RENDER_DATA = TRAIN.parents[2] / "render"
 
@@ -147,6 +148,36 @@ def test_an_output_dir_that_is_a_file_is_one_line(tmp_path, capsys):
     assert status == 1
     assert "is not a directory" in capsys.readouterr().err
     assert taken.read_text() == ""
+
+
+def _iree_profile(d0_ps: int, path):
+    """A dispatch profile by hand: d0 ran ops x and y (equal parts), d1 no tf op."""
+    d0 = iree_run.Dispatch("m_dispatch_0_matmul_8x8x8_f32", 2, d0_ps, ("x", "y"), 500, "compute")
+    d1 = iree_run.Dispatch("m_dispatch_1_slow_memcpy", 2, 300, (), 0, "")
+    profile = iree_run.IreeProfile(
+        "model.stablehlo.mlir", "main", 2, 1, 0.0, 1e-3, 1e-5, (d0, d1),
+        {"x": d0_ps // 2, "y": d0_ps - d0_ps // 2}, {"x": 250, "y": 250},
+    )  # fmt: skip
+    profile.write(path)
+    return path
+
+
+def test_two_iree_dispatch_profiles_per_tf_op_and_per_dispatch(tmp_path, capsys):
+    default = _iree_profile(1001, tmp_path / "iree_profile.json")
+    tuned = _iree_profile(401, tmp_path / "iree_profile.tuned.json")
+    by_op = profile_diff.read_profile(default)
+    # Every dispatch picosecond: 1001 on x and y, the 300 of the copy on no op.
+    assert {op.name: op.self_ps for op in by_op.ops} == {"x": 500, "y": 501}
+    assert by_op.totals.op_self_ps + by_op.totals.non_op_ps == 1001 + 300
+    diff = compare(by_op, profile_diff.read_profile(tuned), "a", "b")
+    assert {d.name: d.self_ps for d in diff.ops} == {"x": 200 - 500, "y": 201 - 501}
+    status = cli.run_main(
+        profile_diff.main, [str(default), str(tuned), "--by", "dispatch", "-o", str(tmp_path)]
+    )
+    assert status == 0
+    assert "2 in both (1 changed)" in capsys.readouterr().out
+    table = (tmp_path / "diff.md").read_text()
+    assert "| m_dispatch_0_matmul_8x8x8_f32 | 1 ns | 401 ps | −600 ps |" in table
 
 
 def _write(path, text):

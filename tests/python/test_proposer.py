@@ -402,7 +402,8 @@ def test_an_uncheckable_candidate_is_timed_only_when_asked(tmp_path: Path) -> No
     with pytest.raises(NotApplicable, match=r"numerics not checked.*--optimize-unchecked"):
         _measure(proposal, case, None, ABSettings(2, 2, 1), notes.append)
     settings = ABSettings(2, 2, 1, time_unchecked=True)
-    samples, candidate, numerics = _measure(proposal, case, None, settings, notes.append)
+    samples, candidate, numerics, rivals = _measure(proposal, case, None, settings, notes.append)
+    assert rivals == ()  # a proposal without rivals is timed against the baseline only
     assert numerics.startswith("numerics not checked: the step draws random numbers")
     assert [len(block) for block in samples.baseline_ns + samples.candidate_ns] == [2] * 4
     assert candidate is not None

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
-from render_fixtures import GRU_OP_GRAPH, MLP_EVENT_DAG, MLP_OP_GRAPH, timing
+from render_fixtures import (
+    GRU_OP_GRAPH,
+    MLP_EVENT_DAG,
+    MLP_OP_GRAPH,
+    critical_path_span_ps,
+    in_us,
+    load,
+    timing,
+)
 
 from tfpgo.render import Metric, NodeState, RenderOptions, dot, load_graph, prepare, to_dot
 from tfpgo.render.colormap import ColorScale, colormap_rgb, text_color
@@ -122,10 +130,12 @@ def test_hot_marks_from_document_unless_overridden():
 def test_dot_has_legend_tooltips_clusters_and_critical_path():
     graph = prepare(load_graph(MLP_EVENT_DAG), RenderOptions())
     source = to_dot(graph, Metric.SELF, "dot")
-    assert "color: self time" in source and "critical path 34 µs" in source
+    assert "color: self time" in source
+    assert f"critical path {in_us(critical_path_span_ps(MLP_EVENT_DAG))}" in source
     assert 'tooltip="sequential/dense/MatMul\\ntype: MatMul\\nstate: executed' in source
     assert "subgraph cluster_" in source and "host0 /host:CPU tf_Compute" in source
-    assert source.count('color="#7b2cbf", penwidth=3') == 15  # edges along the 16-node path
+    on_path = load(MLP_EVENT_DAG)["meta"]["critical_path"]
+    assert source.count('color="#7b2cbf", penwidth=3') == len(on_path) - 1  # the path's edges
     op_source = to_dot(prepare(load_graph(GRU_OP_GRAPH), RenderOptions()), Metric.SELF, "dot")
     assert '"kernel while/body/_1/gru/MatMul"' in op_source
     assert '"tf.WhileRegion sequential/gru/while"' in op_source

@@ -194,7 +194,7 @@ def _iree_profile(path: Path, total_ps: int, tf_self_ps: int) -> Path:
 
 def _evidence(profile: Path) -> Evidence:
     workload = Workload("main", (), (), 1, 0, {}, {})
-    return Evidence(profile, IreeProfile.read(profile), workload, time.monotonic() + 60)
+    return Evidence(profile, IreeProfile.read(profile), workload, time.monotonic() + 60, 600)
 
 
 def test_conv_to_dot_proposes_what_the_pass_rewrites_and_skips_otherwise(tmp_path):

@@ -32,6 +32,10 @@ class Analysis:
     scopes: ScopeNode
     # The same breakdowns over device time (None: the trace has no device planes).
     device: Analysis | None = None
+    # The regions tf-profile-guided-xla-regions chose from this profile (its
+    # xla_regions.json), for the proposer's `xla_regions` rule: a file beside the
+    # analysis, set by the flow when it ran the pass; not part of analysis.json.
+    xla_regions: Path | None = None
 
     def to_json(self) -> dict[str, Any]:
         document = {**new_header(FORMAT, VERSION, self.source), **self._breakdowns()}

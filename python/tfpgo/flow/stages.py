@@ -96,6 +96,8 @@ OUTPUT_FILES = {
     "it, profiler_data on its ops (generic form, big constants elided)",
     "model.tuned.stablehlo.mlirbc": "--tune: the tuned program's StableHLO, weights included",
     "iree_profile.tuned.json": "--tune: the tuned program's dispatch profile",
+    "tune_diff": "--tune: profile_diff of the default program's dispatch profile against the "
+    "tuned one's: diff.md, .html, .svg per tf op; dispatches/ dispatch by dispatch",
     "model.tuned.dispatches.mlir": "--tune: the tuned program's executable sources, timed",
     "op_graph.iree.json": "--lower iree: the linalg op graph with each op's source timed by "
     "IREE's dispatches instead of TensorFlow's kernels",
@@ -118,6 +120,8 @@ OUTPUT_FILES = {
     "scope_chart.svg": "icicle chart: op time by layer scope, colored by phase",
     "optimize.json": "--optimize: each proposal, its evidence, the A/B samples, ratio, "
     "interval and verdict (docs/formats.md)",
+    "xla_regions.json": "--optimize: the XLA regions tfpgo-opt's tf-profile-guided-xla-regions "
+    "chose from the annotated module, the proposer's xla_regions rule reads (docs/formats.md)",
     "optimize/diff.md": "--optimize: the best candidate's op profile against the baseline's",
     "optimize/diff.html": "the same diff as HTML, picture inline",
     "report.md": "this report (Markdown)",
@@ -458,6 +462,7 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
 
 
 def _optimize(options: FlowOptions, case, profile: OpProfile, out: Path, note):
+    from tfpgo.mlir.xla_regions import DOCUMENT, PASS, choose_regions
     from tfpgo.proposer.optimize import ABSettings, ModelSpec, run_optimize
 
     settings = ABSettings(
@@ -469,7 +474,12 @@ def _optimize(options: FlowOptions, case, profile: OpProfile, out: Path, note):
     spec = ModelSpec(
         options.model, options.mode, options.batch_size, options.signature, options.inputs
     )
-    return run_optimize(case, spec, analyse(profile), profile, out, settings, options.steps, note)
+    # The pass's choice is the xla_regions rule's input: a file beside the analysis.
+    note(f"tfpgo-opt --{PASS} on model.annotated.mlir")
+    regions = choose_regions(out / "model.annotated.mlir", out / DOCUMENT)
+    note(f"{len(regions.regions)} XLA regions chosen, {len(regions.declined)} ops declined")
+    analysis = dataclasses.replace(analyse(profile), xla_regions=out / DOCUMENT)
+    return run_optimize(case, spec, analysis, profile, out, settings, options.steps, note)
 
 
 def _carry_over_trace(trace: Path, final: Path, out: Path) -> Path:

@@ -123,7 +123,10 @@ class IreeProfile:
 
     @staticmethod
     def read(path: Path) -> IreeProfile:
-        document = read_json(path)
+        return IreeProfile.from_json(read_json(path), path)
+
+    @staticmethod
+    def from_json(document: Any, path: Path) -> IreeProfile:
         expect_format(path, document, FORMAT)
         try:
             outputs = document["outputs"]

@@ -22,6 +22,7 @@ from tfpgo.proposer import (
     onednn,
     remapper,
     threads,
+    xla_regions,
 )
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal
 
@@ -35,6 +36,7 @@ RULES = (
     mixed_precision,
     layout_optimizer,
     remapper,
+    xla_regions,
 )
 
 __all__ = ["RULES", "Evidence", "EvidenceKind", "NotApplicable", "Proposal", "propose"]

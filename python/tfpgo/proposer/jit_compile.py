@@ -17,7 +17,9 @@ The rule fires when any of them reaches `MIN_SHARE`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from tfpgo.analysis import Analysis
 from tfpgo.models import ModelCase
@@ -122,6 +124,14 @@ def with_jit_compile(case: ModelCase) -> ModelCase:
     model's variables are shared with the baseline."""
     import tensorflow as tf
 
+    compiled = tf.function(python_step(case), jit_compile=True)
+    return replace(case, name=f"{case.name} (jit_compile)", function=compiled)
+
+
+def python_step(case: ModelCase) -> Callable[..., Any]:
+    """The step's Python function, to trace again with XLA (`jit_compile`,
+    `xla_regions`); NotApplicable for a SavedModel signature or a step compiled
+    whole already."""
     python_function = getattr(case.function, "python_function", None)
     if python_function is None:
         raise NotApplicable(
@@ -130,5 +140,4 @@ def with_jit_compile(case: ModelCase) -> ModelCase:
         )
     if getattr(case.function, "_jit_compile", None):
         raise NotApplicable("the step is already compiled with jit_compile=True")
-    compiled = tf.function(python_function, jit_compile=True)
-    return replace(case, name=f"{case.name} (jit_compile)", function=compiled)
+    return python_function

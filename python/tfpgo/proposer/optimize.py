@@ -4,9 +4,12 @@ measured against the baseline; the samples and verdicts in `optimize.json`
 
 A proposal that cannot be applied to this step (`NotApplicable`) is recorded
 with the reason and not measured: nothing is applied on a guess, and nothing
-is reported without a measurement. The candidate with the lowest measured
-ratio is profiled once more with the profiler and its op profile diffed
-against the baseline's (`optimize/diff.md`, `.html`, `.svg`).
+is reported without a measurement. A proposal with rivals (`xla_regions`
+against whole-program `jit_compile`) is also timed against each rival in the
+same run, and is advised only when it helps and beats every rival (`advised`).
+The candidate with the lowest measured ratio, of those no rival beat, is
+profiled once more with the profiler and its op profile diffed against the
+baseline's (`optimize/diff.md`, `.html`, `.svg`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,15 @@ from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.models import ModelCase
 from tfpgo.proposer import propose
-from tfpgo.proposer.ab import NOISE, ABResult, ABSamples, interleave, judge, step_timer
+from tfpgo.proposer.ab import (
+    NOISE,
+    ABResult,
+    ABSamples,
+    Verdict,
+    interleave,
+    judge,
+    step_timer,
+)
 from tfpgo.proposer.numerics import NumericsCheck, NumericsStatus, check_numerics, judge_outputs
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal, advice_json
 from tfpgo.proposer.worker import ModelSpec, WorkerArm, profile_in_worker
@@ -46,6 +57,23 @@ class ABSettings:
 
 
 @dataclass(frozen=True)
+class RivalTrial:
+    """A proposal's candidate timed against a rival's (`Proposal.rivals`): the A/B
+    with the rival as the baseline arm, so a ratio below 1 says the candidate wins."""
+
+    rule: str
+    samples: ABSamples
+    result: ABResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "samples": self.samples.to_json(),
+            "result": self.result.to_json(),
+        }
+
+
+@dataclass(frozen=True)
 class Trial:
     """One proposal and what came of it: measured, or the reason it was not."""
 
@@ -57,6 +85,7 @@ class Trial:
     samples: ABSamples | None = None
     result: ABResult | None = None
     numerics: str = ""  # the numerics check: what was restored, compared, found
+    rivals: tuple[RivalTrial, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,7 +94,23 @@ class Trial:
             "numerics": self.numerics,
             "samples": self.samples.to_json() if self.samples else None,
             "result": self.result.to_json() if self.result else None,
+            "rivals": [rival.to_json() for rival in self.rivals],
+            "advised": advised(self),
         }
+
+
+def faster_rival(trial: Trial) -> RivalTrial | None:
+    """The first rival measured at least as fast as the trial's candidate (ratio
+    candidate / rival ≥ 1), or None."""
+    return next((rival for rival in trial.rivals if rival.result.ratio >= 1), None)
+
+
+def advised(trial: Trial) -> bool:
+    """Whether the trial's change is advised: it helps against the baseline and
+    every rival is slower than its candidate, so it is never slower than the better
+    of the baseline and its rivals."""
+    helps = trial.result is not None and trial.result.verdict is Verdict.HELPS
+    return helps and faster_rival(trial) is None
 
 
 @dataclass(frozen=True)
@@ -118,6 +163,7 @@ def read(path: Path) -> OptimizeResult:
             Evidence(EvidenceKind(e["kind"]), e["subject"], e["share"], e["detail"])
             for e in item["evidence"]
         )
+        rivals = tuple(_read_rival(rival, settings.noise) for rival in item.get("rivals", ()))
         trials.append(
             Trial(
                 item["rule"],
@@ -128,6 +174,7 @@ def read(path: Path) -> OptimizeResult:
                 samples,
                 result,
                 item.get("numerics", ""),
+                rivals,
             )
         )
     return OptimizeResult(
@@ -138,6 +185,11 @@ def read(path: Path) -> OptimizeResult:
         tuple(tuple(row) for row in document["diff_summary"]),
         tuple(document["diff_files"]),
     )
+
+
+def _read_rival(item: dict[str, Any], noise: float) -> RivalTrial:
+    samples = ABSamples.from_json(item["samples"])
+    return RivalTrial(item["rule"], samples, judge(samples, noise, item["result"]["confidence"]))
 
 
 def run_optimize(
@@ -161,16 +213,27 @@ def run_optimize(
     for proposal in propose(analysis):
         head = (proposal.rule, proposal.change, proposal.reason, proposal.evidence)
         try:
-            samples, candidate, numerics = _measure(proposal, case, spec, settings, note)
+            samples, candidate, numerics, against = _measure(proposal, case, spec, settings, note)
         except NotApplicable as reason:
             note(f"{proposal.rule}: not applied: {reason}")
             trials.append(Trial(*head, not_applicable=str(reason)))
             continue
         outcome = judge(samples, settings.noise)
         note(f"{proposal.rule}: {describe(outcome)}")
-        trials.append(Trial(*head, samples=samples, result=outcome, numerics=numerics))
+        rivals = tuple(
+            RivalTrial(rule, rival_samples, judge(rival_samples, settings.noise))
+            for rule, rival_samples in against
+        )
+        for rival in rivals:
+            note(f"{proposal.rule} against {rival.rule}: {describe(rival.result)}")
+        trials.append(Trial(*head, samples=samples, result=outcome, numerics=numerics,
+                            rivals=rivals))  # fmt: skip
         arms[proposal.rule] = (proposal, candidate)
-    ratios = {trial.rule: trial.result.ratio for trial in trials if trial.result is not None}
+    ratios = {
+        trial.rule: trial.result.ratio
+        for trial in trials
+        if trial.result is not None and faster_rival(trial) is None
+    }
     best = min(
         (trial for trial in trials if trial.rule in ratios),
         key=lambda trial: ratios[trial.rule],
@@ -201,10 +264,11 @@ def _measure(
     spec: ModelSpec | None,
     settings: ABSettings,
     note: Callable[[str], None],
-) -> tuple[ABSamples, ModelCase | None, str]:
+) -> tuple[ABSamples, ModelCase | None, str, tuple[tuple[str, ABSamples], ...]]:
     """The A/B samples of one proposal, its candidate step when it runs in this
-    process and that candidate's numerics check. Raises NotApplicable when the
-    change cannot be made or the candidate computes something else."""
+    process, that candidate's numerics check and its A/B samples against each
+    rival (the rival as the baseline arm). Raises NotApplicable when the change
+    cannot be made or the candidate computes something else."""
 
     def block_note(message: str) -> None:
         note(f"{proposal.rule}: {message}")
@@ -232,13 +296,14 @@ def _measure(
         samples = interleave(
             baseline_arm, candidate_arm, settings.repetitions, settings.steps, block_note
         )
-        return samples, candidate, described
+        return samples, candidate, described, ()
     if spec is None:
         raise NotApplicable("needs a model the worker processes can load again")
     note(f"{proposal.rule}: starting baseline and candidate worker processes")
     started: list[WorkerArm] = []
+    rival_flags = tuple(rival.worker_flags for rival in proposal.rivals)
     try:
-        for flags in ((), proposal.worker_flags):
+        for flags in ((), proposal.worker_flags, *rival_flags):
             arm = WorkerArm(spec, settings.warmup, flags)
             started.append(arm)
         try:
@@ -246,7 +311,7 @@ def _measure(
                 arm.wait_ready()
         except UserError as failure:
             raise NotApplicable(f"the worker did not start: {failure}") from None
-        baseline_worker, candidate_worker = started
+        baseline_worker, candidate_worker, *rival_workers = started
         numerics = judge_outputs(
             baseline_worker.first_outputs,
             baseline_worker.again_outputs,
@@ -260,10 +325,24 @@ def _measure(
         samples = interleave(
             baseline_worker, candidate_worker, settings.repetitions, settings.steps, block_note
         )
+        against = []
+        for rival, rival_worker in zip(proposal.rivals, rival_workers, strict=True):
+            note(
+                f"{proposal.rule}: against {rival.rule}, {settings.repetitions} x "
+                f"{settings.steps} steps an arm"
+            )
+            against.append(
+                (
+                    rival.rule,
+                    interleave(
+                        rival_worker, candidate_worker, settings.repetitions, settings.steps
+                    ),
+                )
+            )
     finally:
         for arm in started:
             arm.close()
-    return samples, None, described
+    return samples, None, described, tuple(against)
 
 
 def _profile_candidate(

@@ -19,6 +19,7 @@ class EvidenceKind(enum.Enum):
     OP_SIZE = "op_size"  # executions shorter than a size limit, share of op self time
     CONCURRENCY = "concurrency"  # op self time / time some op runs (a ratio, not a share)
     CPU = "cpu"  # what the machine reported at run time (detail); share 1.0
+    XLA_REGION = "xla_region"  # a region the xla-regions pass chose: its share of op time
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,15 @@ class Evidence:
             "share": self.share,
             "detail": self.detail,
         }
+
+
+@dataclass(frozen=True)
+class Rival:
+    """Another candidate a proposal must beat to be advised: timed against the
+    proposal's candidate in the same run, each in a worker process."""
+
+    rule: str  # the rule whose change the rival is
+    worker_flags: tuple[str, ...]
 
 
 class NotApplicable(Exception):
@@ -69,10 +79,15 @@ class Proposal:
     # The candidate draws other random numbers for the same seeds (XLA's generator):
     # on a step with random ops its numerics cannot be compared.
     other_random_numbers: bool = False
+    # Candidates it must also beat (`xla_regions` against whole-program XLA): the
+    # change is advised only when it is faster than each (tfpgo.proposer.optimize).
+    rivals: tuple[Rival, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.apply is None) == (not self.worker_flags):
             raise ValueError(f"{self.rule}: a proposal needs exactly one of apply, worker_flags")
+        if self.rivals and not self.worker_flags:
+            raise ValueError(f"{self.rule}: rivals run in worker processes, as the candidate")
 
     def to_json(self) -> dict[str, Any]:
         return advice_json(self.rule, self.change, self.reason, self.evidence)

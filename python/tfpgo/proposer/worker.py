@@ -3,11 +3,15 @@ its runtime starts (thread pools are fixed when the first op runs).
 
     python -m tfpgo.proposer.worker --model mlp --mode train --batch-size 32 \\
         --warmup 2 [--inter-op N] [--intra-op N] [--onednn 0|1] [--auto-jit]
-        [--precision POLICY] [--grappler OPTION=on|off ...]
+        [--jit-compile] [--xla-regions FILE] [--precision POLICY]
+        [--grappler OPTION=on|off ...]
 
 The worker sets oneDNN, the thread pools and the Keras dtype policy, loads the
-model, runs its first step twice from the same state and the warmup steps,
-prints the first step's outputs (one JSON object: `first`, `again`, `restored`, `random_ops`,
+model (with `--jit-compile` in `tf.function(jit_compile=True)`; with
+`--xla-regions` traced with the regions of an xla_regions.json marked for XLA,
+`tfpgo.proposer.xla_regions`, auto-jit off), runs its first step twice from the
+same state and the warmup steps, prints the first step's outputs (one JSON
+object: `first`, `again`, `restored`, `random_ops`,
 for the numerics check) and `ready`; then for every line `K` on stdin it runs K steps and prints
 their wall times (ns) as one JSON list; it exits at the end of stdin. The
 parent (`WorkerArm`) drives two workers, baseline and candidate, block by
@@ -24,8 +28,13 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tfpgo.errors import UserError
+
+if TYPE_CHECKING:
+    from tfpgo.mlir.xla_regions import XlaRegions
+    from tfpgo.models import ModelCase
 
 READY = "ready"
 
@@ -43,6 +52,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--onednn", choices=["0", "1"], help="TF_ENABLE_ONEDNN_OPTS")
     parser.add_argument(
         "--auto-jit", action="store_true", help="XLA auto-clustering, CPU included (TF_XLA_FLAGS)"
+    )
+    parser.add_argument("--jit-compile", action="store_true", help="the whole step compiled by XLA")
+    parser.add_argument(
+        "--xla-regions",
+        type=Path,
+        metavar="FILE",
+        help="an xla_regions.json: exactly its regions' ops compiled by XLA, auto-jit off",
     )
     parser.add_argument("--precision", help="a Keras dtype policy, e.g. mixed_bfloat16")
     parser.add_argument(
@@ -65,12 +81,16 @@ def main(argv: list[str]) -> int:
             f"{args.model}: a Keras dtype policy applies to models built from code (a "
             "built-in model or a .py hook), not to a saved model with its own dtypes"
         )
+    regions = _xla_regions(args)
     if args.onednn is not None:  # read when TensorFlow loads
         os.environ["TF_ENABLE_ONEDNN_OPTS"] = args.onednn
     if args.auto_jit:  # read when TensorFlow loads
         from tfpgo.proposer.auto_clustering import XLA_FLAGS
 
         flags = [os.environ.get("TF_XLA_FLAGS", ""), *XLA_FLAGS]
+        os.environ["TF_XLA_FLAGS"] = " ".join(flag for flag in flags if flag)
+    if regions is not None:  # _XlaScope is honoured only with auto-jit off
+        flags = [os.environ.get("TF_XLA_FLAGS", ""), "--tf_xla_auto_jit=0"]
         os.environ["TF_XLA_FLAGS"] = " ".join(flag for flag in flags if flag)
     import tensorflow as tf
 
@@ -92,6 +112,7 @@ def main(argv: list[str]) -> int:
     case = load_model(args.model, args.mode, args.batch_size, choice)
     if grappler:  # after the model's own code, before a function's graph is optimized
         tf.config.optimizer.set_experimental_options(grappler)
+    case = _compiled(case, args.jit_compile, regions)
     if args.profile_dir:
         from tfpgo.models.profiling import profile
 
@@ -108,6 +129,36 @@ def main(argv: list[str]) -> int:
     for line in sys.stdin:
         print(json.dumps(list(run(int(line)))), flush=True)
     return 0
+
+
+def _xla_regions(args: argparse.Namespace) -> XlaRegions | None:
+    """The regions of --xla-regions, read before TensorFlow loads; None without it."""
+    if args.xla_regions is None:
+        return None
+    if args.auto_jit or args.jit_compile:
+        raise UserError(
+            "--xla-regions compiles exactly its regions with auto-jit off: it does not go "
+            "with --auto-jit or --jit-compile"
+        )
+    from tfpgo.mlir.xla_regions import read_regions
+
+    return read_regions(args.xla_regions)
+
+
+def _compiled(case: ModelCase, jit_compile: bool, regions: XlaRegions | None) -> ModelCase:
+    """The loaded step, whole or in regions compiled by XLA as asked."""
+    from tfpgo.proposer.jit_compile import with_jit_compile
+    from tfpgo.proposer.proposal import NotApplicable
+    from tfpgo.proposer.xla_regions import with_xla_regions
+
+    try:
+        if jit_compile:
+            return with_jit_compile(case)
+        if regions is not None:
+            return with_xla_regions(case, regions)
+    except NotApplicable as reason:
+        raise UserError(f"{case.name}: {reason}") from None
+    return case
 
 
 # Grappler's switches tf.config.optimizer.set_experimental_options takes.
@@ -250,4 +301,6 @@ class WorkerArm:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from tfpgo.cli import run_main
+
+    sys.exit(run_main(main, prog="tfpgo.proposer.worker"))

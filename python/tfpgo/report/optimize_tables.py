@@ -4,7 +4,8 @@ figure comes from the `OptimizeResult` (optimize.json)."""
 
 from __future__ import annotations
 
-from tfpgo.proposer.optimize import OptimizeResult, Trial
+from tfpgo.proposer.ab import ABResult
+from tfpgo.proposer.optimize import OptimizeResult, Trial, advised, faster_rival
 from tfpgo.proposer.proposal import EvidenceKind
 
 Table = tuple[str, list[str], list[list[str]]]
@@ -50,15 +51,40 @@ def method_text(result: OptimizeResult) -> str:
     )
 
 
+def interval_text(outcome: ABResult) -> str:
+    if outcome.low is None or outcome.high is None:
+        return "–"
+    return f"[{outcome.low:.3f}, {outcome.high:.3f}] ({outcome.confidence:.0%})"
+
+
+def verdict_text(trial: Trial) -> str:
+    """The verdict against the baseline and, for a trial with rivals, against each
+    and whether the change is advised."""
+    assert trial.result is not None  # measured trials only
+    parts = [trial.result.verdict.value]
+    for rival in trial.rivals:
+        outcome = rival.result
+        parts.append(
+            f"against {rival.rule} (B / it): {outcome.ratio:.3f} {interval_text(outcome)}, "
+            f"{outcome.verdict.value}"
+        )
+    if trial.rivals:
+        faster = faster_rival(trial)
+        if advised(trial):
+            parts.append("advised: faster than the baseline and every rival")
+        elif faster is not None:
+            parts.append(f"not advised: {faster.rule} is at least as fast")
+        else:
+            parts.append("not advised: no measured gain over the baseline")
+    return "; ".join(parts)
+
+
 def optimize_tables(result: OptimizeResult) -> list[Table]:
     rows = []
     for trial in result.trials:
         outcome = trial.result
         if outcome is None:
             continue
-        interval = "–"
-        if outcome.low is not None and outcome.high is not None:
-            interval = f"[{outcome.low:.3f}, {outcome.high:.3f}] ({outcome.confidence:.0%})"
         rows.append(
             [
                 trial.rule,
@@ -67,8 +93,8 @@ def optimize_tables(result: OptimizeResult) -> list[Table]:
                 trial.numerics or "–",
                 f"{outcome.baseline_ms:.2f} ms → {outcome.candidate_ms:.2f} ms",
                 f"{outcome.ratio:.3f}",
-                interval,
-                outcome.verdict.value,
+                interval_text(outcome),
+                verdict_text(trial),
             ]
         )
     tables = [("Measured proposals", MEASURED_HEADER, rows)]

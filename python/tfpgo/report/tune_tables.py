@@ -38,7 +38,9 @@ def tune_summary(document: TuneDocument) -> str:
         f"{budget}: kept {', '.join(document.kept)}. The tuned program ({tuned.vmfb}) takes "
         f"{format_ps(whole.tuned_ps)} a run against {format_ps(whole.baseline_ps)}, ratio "
         f"{whole.ratio:.3f}{interval}, timed in the same run; outputs within "
-        f"{whole.max_abs:.3g} of TensorFlow's; its profile is {tuned.profile}."
+        f"{whole.max_abs:.3g} of TensorFlow's; its profile is {tuned.profile}, diffed against "
+        "the default's per tf op in tune_diff/diff.md and dispatch by dispatch in "
+        "tune_diff/dispatches/diff.md."
     )
 
 

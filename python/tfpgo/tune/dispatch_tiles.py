@@ -7,22 +7,25 @@ op with `#iree_codegen.compilation_info` (IREE's
 `compiler/src/iree/compiler/Codegen/LLVMCPU/test/tuning_spec_matmul.mlir` shows
 the form; llvm-cpu applies specs from IREE 3.11). Here:
 
-- which dispatches: the hottest of the current program's profile, each at
-  least `MIN_SHARE` of the dispatch time, at most `MAX_DISPATCHES`: the tuning
-  time goes where the measured weight is (Ansor's rule, without its gradient);
+- which dispatches (`targets`): those with at least `MIN_SHARE` of the
+  dispatch time, ranked by their headroom over a measured bound (the
+  TensorFlow time of their ops, or their FLOPs at the best rate a contraction
+  of the same program reached), at most `MAX_DISPATCHES`; the search time is
+  split between them in proportion to that headroom (Ansor's task scheduler
+  spends its time where weight x possible gain is largest);
 - where they start: IREE's own choice for each, read from
   `--iree-hal-dump-executable-configurations-to` (the root op's
   `#iree_cpu.lowering_config` and its function's pipeline);
-- what is tried: a few neighbours of that choice (`neighbours`: one tile
-  doubled or halved at a time, divisibility kept), round by round, variant k of
-  every chosen dispatch in round k, each dispatch matched by its loop ranges
-  (`transform.match.structured.dim`, so a spec for one dispatch leaves the
-  others alone);
-- how: each round's program is compiled and its dispatches timed in place by
-  IREE's HAL profiling, as `--lower iree` times them, between two timings of
-  the program without the spec (the load of a shared machine drifts: the mean
-  of the two cancels a steady drift); a dispatch keeps the variant with the
-  best ratio to IREE's choice if it beats it by more than the noise floor.
+- what is tried: a hill climb over neighbours (`neighbours`: one tile doubled
+  or halved at a time, divisibility kept), each variant a spec whose matcher
+  names the dispatch's loop ranges (`transform.match.structured.dim`, so a
+  spec for one dispatch leaves the others alone);
+- how: on the dispatch's own benchmark (`--iree-hal-dump-executable-benchmarks-to`,
+  see tfpgo.iree.dispatch_benchmark), which compiles in about a second where
+  the program takes minutes; each generation of variants is timed between two
+  timings of IREE's choice (the load of a shared machine drifts: the mean of
+  the two cancels a steady drift); a dispatch keeps the variant with the best
+  ratio to IREE's choice if it beats it by more than the noise floor.
 
 The spec with every winner is then one candidate of the loop, which checks the
 outputs and times the whole program against the current best.
@@ -31,13 +34,15 @@ outputs and times the whole program against the current best.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tfpgo.errors import UserError
+from tfpgo.iree import dispatch_benchmark
 from tfpgo.iree import run as iree_run
 from tfpgo.proposer.ab import NOISE
 
@@ -108,9 +113,9 @@ def root_configs(directory: Path) -> dict[str, RootConfig]:
 
 
 def neighbours(config: RootConfig) -> list[RootConfig]:
-    """IREE's choice with one tile doubled or halved, in a fixed order: the
-    innermost parallel workgroup tile wider and narrower, the outermost wider,
-    the innermost parallel vector tile wider, the innermost reduction vector tile
+    """IREE's choice with one tile doubled or halved, in a fixed order: each
+    parallel workgroup tile, innermost first, wider and narrower; the innermost
+    parallel vector tile wider and narrower; the innermost reduction vector tile
     wider and narrower. A variant that breaks a range or a divisibility (a
     workgroup tile a multiple of its vector tile) is left out."""
     parallel = [i for i, tile in enumerate(config.distribution) if tile > 0]
@@ -121,11 +126,13 @@ def neighbours(config: RootConfig) -> list[RootConfig]:
         if candidate != config and candidate not in found and _valid(candidate):
             found.append(candidate)
 
-    if parallel:
-        inner, outer = parallel[-1], parallel[0]
-        for dim, factor in ((inner, 2.0), (inner, 0.5), (outer, 2.0)):
+    for dim in reversed(parallel):
+        for factor in (2.0, 0.5):
             add(replace(config, distribution=_scaled(config.distribution, dim, factor)))
-        add(replace(config, vector_parallel=_scaled(config.vector_parallel, inner, 2.0)))
+    if parallel:
+        for factor in (2.0, 0.5):
+            vector = _scaled(config.vector_parallel, parallel[-1], factor)
+            add(replace(config, vector_parallel=vector))
     if reduction:
         inner = reduction[-1]
         for factor in (2.0, 0.5):
@@ -134,7 +141,9 @@ def neighbours(config: RootConfig) -> list[RootConfig]:
 
 
 def _scaled(tiles: tuple[int, ...], dim: int, factor: float) -> tuple[int, ...]:
-    return tuple(round(t * factor) if i == dim else t for i, t in enumerate(tiles))
+    # A tiled loop stays tiled: halving a tile of 1 gives 1 (the variant is then
+    # IREE's choice again and left out), never 0, which means "not tiled".
+    return tuple(max(1, round(t * factor)) if i == dim else t for i, t in enumerate(tiles))
 
 
 def _valid(config: RootConfig) -> bool:
@@ -223,7 +232,7 @@ class Search:
     dispatches: dict[str, RootConfig]
     tried: dict[str, list[Trial]]
     chosen: dict[str, Trial]  # the winning variant of each dispatch that has one
-    failed: dict[int, str]  # rounds IREE could not compile, and its error
+    failed: dict[str, str]  # "dispatch config" IREE could not compile, and its error
 
     def to_json(self) -> dict[str, object]:
         dispatches = {
@@ -238,71 +247,189 @@ class Search:
             }
             for name, config in self.dispatches.items()
         }
-        failed = [{"round": index, "error": error} for index, error in self.failed.items()]
-        return {"dispatches": dispatches, "failed_rounds": failed}
+        failed = [{"variant": variant, "error": error} for variant, error in self.failed.items()]
+        return {"dispatches": dispatches, "failed": failed}
 
 
-def hottest(profile: iree_run.IreeProfile) -> list[str]:
-    """The dispatches worth tuning: at least MIN_SHARE of the time, hottest first."""
+# Dispatch kinds whose loops are one multiply-add each (IREE names a dispatch by
+# its root op's kind and loop ranges): 2 x the product of the ranges is their FLOPs.
+_CONTRACTIONS = ("conv", "matmul", "matmul_like", "batch_matmul", "contract")
+_KIND = re.compile(r"_dispatch_\d+_([a-z_]+?)_\d+(?:x\d+)*_[a-z]+\d+$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A dispatch worth tuning and what the profile says it could gain: its time
+    over the profiled runs minus its bound (see `targets`)."""
+
+    name: str
+    total_ps: int
+    bound_ps: int
+
+    @property
+    def headroom_ps(self) -> int:
+        return max(self.total_ps - self.bound_ps, 0)
+
+
+def targets(profile: iree_run.IreeProfile) -> list[Target]:
+    """The dispatches worth tuning, most headroom first: each at least MIN_SHARE
+    of the dispatch time, with a bound it runs above, at most MAX_DISPATCHES.
+
+    A dispatch's bound is the lower of two measured figures: the TensorFlow time
+    of the ops it runs (TensorFlow ran them that fast on this machine), and for a
+    contraction its FLOPs at the best rate a hot contraction of this program reached
+    (the program's own roofline: what IREE already achieves on this CPU). A
+    dispatch with no bound, or at it, has nothing the profile says it can gain."""
     total = max(profile.dispatch_ps, 1)
-    ranked = sorted(profile.dispatches, key=lambda d: (-d.total_ps, d.name))
-    return [d.name for d in ranked if d.total_ps >= MIN_SHARE * total][:MAX_DISPATCHES]
+    hot = [d for d in profile.dispatches if d.total_ps >= MIN_SHARE * total and d.count]
+    flops = {d.name: _flops(d.name) for d in profile.dispatches}
+    # The rate of hot contractions only: a dispatch of a few microseconds is
+    # timed too coarsely to set a bound for the others.
+    rates = [flops[d.name] * d.count / d.total_ps for d in hot if flops[d.name]]
+    best_rate = max(rates, default=0.0)
+    found = []
+    for dispatch in hot:
+        bounds = [dispatch.tf_self_ps] if dispatch.tf_self_ps > 0 else []
+        if flops[dispatch.name] and best_rate:
+            bounds.append(round(flops[dispatch.name] * dispatch.count / best_rate))
+        if bounds:
+            found.append(Target(dispatch.name, dispatch.total_ps, min(bounds)))
+    found = [t for t in found if t.headroom_ps > 0]
+    found.sort(key=lambda t: (-t.headroom_ps, t.name))
+    return found[:MAX_DISPATCHES]
+
+
+def _flops(name: str) -> int:
+    kind, loops = _KIND.search(name), _LOOPS.search(name)
+    if kind is None or loops is None or kind[1] not in _CONTRACTIONS:
+        return 0
+    return 2 * math.prod(int(v) for v in loops[1].split("x"))
 
 
 def search(
     stablehlo: Path,
     flags: tuple[str, ...],
-    targets: list[str],
-    time_round: Callable[[Path], dict[str, float]],
+    wanted: Sequence[Target],
+    time_dispatch: Callable[[Path], float],
     scratch: Path,
     deadline: float,
+    compile_timeout_s: float,
 ) -> Search:
-    """Finds IREE's choice for each target (that has tile sizes to change), then
-    tries the neighbours round by round until they run out or `deadline` (a
-    time.monotonic() value) passes. `time_round` times the dispatches of a
-    compiled program (ps an invocation, by dispatch name)."""
+    """Tunes each target on its own dispatch benchmark (dispatch_benchmark), in
+    `wanted`'s order, each given a share of the time left until `deadline` (a
+    time.monotonic() value) in proportion to its headroom. From IREE's choice, a
+    hill climb: every untried neighbour of the current best is compiled with a
+    spec naming it and timed, the generation bracketed by two timings of IREE's
+    choice (the load of a shared machine drifts: each variant is compared with
+    IREE's choice interpolated to its place); the best of a generation becomes
+    the current best if it beats it by more than the noise floor, timed a
+    second time beside IREE's choice and counted at the worse of its two ratios,
+    else the climb stops. `time_dispatch` times a
+    compiled benchmark (ps an invocation); `compile_timeout_s` bounds the
+    whole program's compile (IREE's compiler now and then hangs)."""
     scratch.mkdir(parents=True, exist_ok=True)
-    configurations = scratch / "configurations"
-    default = scratch / "default.vmfb"
-    dump = f"--iree-hal-dump-executable-configurations-to={configurations}"
+    configurations, benchmarks = scratch / "configurations", scratch / "benchmarks"
     started = time.monotonic()
-    iree_run.compile_vmfb(stablehlo, default, (*flags, dump))
-    # A round's compile may hang on tiles IREE mishandles: bounded by a few times
-    # the default's.
+    iree_run.compile_vmfb(
+        stablehlo,
+        scratch / "default.vmfb",
+        (
+            *flags,
+            f"--iree-hal-dump-executable-configurations-to={configurations}",
+            f"{dispatch_benchmark.DUMP_FLAG}{benchmarks}",
+        ),
+        compile_timeout_s,
+    )
+    # A benchmark's compile may hang on tiles IREE mishandles: bounded by a few
+    # times the whole program's.
     timeout_s = max(COMPILE_TIMEOUT_MIN_S, COMPILE_TIMEOUT_FACTOR * (time.monotonic() - started))
-    known = root_configs(configurations)
-    dispatches = {name: known[name] for name in targets if name in known}
-    options = {name: neighbours(config) for name, config in dispatches.items()}
-    tried: dict[str, list[Trial]] = {name: [] for name in dispatches}
-    failed: dict[int, str] = {}
-    rounds = max((len(v) for v in options.values()), default=0)
-    before = time_round(default) if rounds else {}
-    for round_index in range(rounds):
-        if time.monotonic() >= deadline:
-            break
-        variant = {n: v[round_index] for n, v in options.items() if round_index < len(v)}
-        spec = scratch / f"round_{round_index}.spec.mlir"
-        spec.write_text(spec_text(list(variant.values())))
-        vmfb = scratch / f"round_{round_index}.vmfb"
-        try:
-            iree_run.compile_vmfb(stablehlo, vmfb, (*flags, f"{SPEC_FLAG}{spec}"), timeout_s)
-        except UserError as error:  # tiles IREE cannot lower: the round is lost
-            failed[round_index] = str(error)
+    known, sources = root_configs(configurations), dispatch_benchmark.benchmark_sources(benchmarks)
+    chosen_targets = [t for t in wanted if t.name in known and t.name in sources]
+    found = Search({t.name: known[t.name] for t in chosen_targets}, {}, {}, {})
+    for index, target in enumerate(chosen_targets):
+        headroom_left = sum(t.headroom_ps for t in chosen_targets[index:])
+        share = target.headroom_ps / headroom_left if headroom_left else 1.0
+        until = time.monotonic() + max(deadline - time.monotonic(), 0.0) * share
+        if time.monotonic() >= until:
+            found.tried[target.name] = []
             continue
-        # Bracketed by IREE's choice timed just before and just after: the load of
-        # a shared machine drifts, and would otherwise favour whichever round ran
-        # when it was quieter.
-        timed, after = time_round(vmfb), time_round(default)
-        for name, config in variant.items():
-            if name in timed and name in before and name in after:
-                tried[name].append(Trial(config, timed[name], (before[name] + after[name]) / 2))
-        before = after
-    chosen = {}
-    for name, results in tried.items():
-        best = min(results, key=lambda trial: trial.ratio, default=None)
-        if best is not None and best.ratio < 1 - NOISE:
-            chosen[name] = best
-    return Search(dispatches, tried, chosen, failed)
+        climb = _Climb(target.name, known[target.name], flags, time_dispatch, timeout_s)
+        climb.run(sources[target.name], scratch / f"dispatch_{index}", until)
+        found.tried[target.name] = climb.tried
+        found.failed.update({f"{target.name} {k}": v for k, v in climb.failed.items()})
+        if climb.best is not None and climb.best.ratio < 1 - NOISE:
+            found.chosen[target.name] = climb.best
+    return found
+
+
+@dataclass
+class _Climb:
+    """One dispatch's hill climb (see `search`)."""
+
+    name: str
+    iree: RootConfig
+    flags: tuple[str, ...]
+    time_dispatch: Callable[[Path], float]
+    timeout_s: float
+    tried: list[Trial] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    best: Trial | None = None
+
+    def run(self, source: Path, directory: Path, until: float) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        unconfigured = directory / "benchmark.mlir"
+        dispatch_benchmark.write_unconfigured(source, unconfigured)
+        default = directory / "iree.vmfb"
+        flags = tuple(f for f in self.flags if not f.startswith(SPEC_FLAG))
+        dispatch_benchmark.compile_benchmark(unconfigured, default, flags, self.timeout_s)
+        before = self.time_dispatch(default)
+        current, seen = self.iree, {self.iree}
+        while time.monotonic() < until:
+            timed = []
+            for config in [n for n in neighbours(current) if n not in seen]:
+                if time.monotonic() >= until:
+                    break
+                seen.add(config)
+                variant = directory / f"variant_{len(seen) - 1}"
+                variant.with_suffix(".spec.mlir").write_text(spec_text([config]))
+                vmfb = variant.with_suffix(".vmfb")
+                spec = f"{SPEC_FLAG}{variant.with_suffix('.spec.mlir')}"
+                try:
+                    dispatch_benchmark.compile_benchmark(
+                        unconfigured, vmfb, (*flags, spec), self.timeout_s
+                    )
+                except UserError as error:  # tiles IREE cannot lower: the variant is lost
+                    self.failed[config.text()] = str(error)
+                    continue
+                timed.append((config, self.time_dispatch(vmfb), vmfb))
+            if not timed:
+                return
+            after = self.time_dispatch(default)
+            # IREE's choice at each variant's place in the generation, by linear
+            # interpolation between the two timings around it.
+            trials = [
+                Trial(config, ps, before + (after - before) * (k + 1) / (len(timed) + 1))
+                for k, (config, ps, _) in enumerate(timed)
+            ]
+            before = after
+            self.tried.extend(trials)
+            k, leader = min(enumerate(trials), key=lambda pair: pair[1].ratio)
+            if not self._beats(leader):
+                return
+            # The best of many noisy timings is biased to luck: the leader is timed
+            # once more beside IREE's choice and counts at the worse of its two ratios.
+            again = Trial(leader.config, self.time_dispatch(timed[k][2]), 0.0)
+            before = self.time_dispatch(default)
+            again = replace(again, iree_ps=before)
+            self.tried.append(again)
+            leader = max(leader, again, key=lambda trial: trial.ratio)
+            if not self._beats(leader):
+                return
+            self.best, current = leader, leader.config
+
+    def _beats(self, trial: Trial) -> bool:
+        """Beats the best so far (IREE's choice at first) by more than the noise floor."""
+        return trial.ratio < (1.0 if self.best is None else self.best.ratio) * (1 - NOISE)
 
 
 def write_search(found: Search, scratch: Path) -> None:

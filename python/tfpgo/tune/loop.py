@@ -24,6 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tfpgo.diff.compare import compare
+from tfpgo.diff.iree_view import iree_view
+from tfpgo.diff.output import write_outputs
 from tfpgo.errors import UserError
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import (
@@ -52,6 +55,10 @@ TUNED_VMFB = "model.tuned.vmfb"
 TUNED_BYTECODE = "model.tuned.stablehlo.mlirbc"
 TUNED_STABLEHLO = "model.tuned.stablehlo.mlir"
 TUNED_DISPATCHES = "model.tuned.dispatches.mlir"
+# profile_diff's outputs, the default program (A) against the tuned (B), per tf
+# op and dispatch by dispatch.
+TUNE_DIFF = "tune_diff"
+DIFF_ROWS = 20
 # A block of iterations lasts at least this long, and has this many iterations
 # at least and at most.
 BLOCK_S = 0.5
@@ -93,11 +100,11 @@ def tune(
     scratch.mkdir(exist_ok=True)
     tuning = _blocks(baseline.profile, tuning)
     current, program = Variant(stablehlo), baseline
-    evidence = Evidence(out / "iree_profile.json", baseline.profile, workload, deadline)
+    timeout_s = max(MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR * baseline.compile_s)
+    evidence = Evidence(out / "iree_profile.json", baseline.profile, workload, deadline, timeout_s)
     trials: list[Trial] = []
     decisions: list[tuple[Decision, frozenset[str]]] = []  # and the flags it added
     measuring_s = 0.0  # the longest compile, check and A/B of a candidate so far
-    timeout_s = max(MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR * baseline.compile_s)
     for index, candidate in enumerate(candidates):
         # Room for this candidate's measurement and the final A/B, as long as the
         # longest so far: the budget bounds the whole loop, not only its starts.
@@ -152,7 +159,7 @@ def tune(
         overall = _ab(baseline.vmfb, program.vmfb, workload, tuning)
         end_to_end = EndToEnd.of(overall, program.profile.outputs_max_abs)
         if overall.verdict is ab.Verdict.HELPS:
-            _write_tuned(program, current, stablehlo, workload, out)
+            _write_tuned(program, baseline.profile, current, stablehlo, workload, out)
             tuned = Tuned(TUNED_VMFB, TUNED_PROFILE, _op_changes(baseline.profile, program.profile))
             note(f"tune: kept {kept}: {_interval(overall)}")
         else:
@@ -270,11 +277,23 @@ def _interval(result: ab.ABResult) -> str:
 
 
 def _write_tuned(
-    tuned: ProfiledProgram, variant: Variant, original: Path, workload: Workload, out: Path
+    tuned: ProfiledProgram,
+    default: iree_run.IreeProfile,
+    variant: Variant,
+    original: Path,
+    workload: Workload,
+    out: Path,
 ) -> None:
-    """The kept program, its profile and timed executable sources, the tuning spec
-    it was compiled with, if any, and its StableHLO if a pass rewrote `original`."""
+    """The kept program, its profile and timed executable sources, its profile
+    diffed against the `default` program's (profile_diff's outputs), the tuning
+    spec it was compiled with, if any, and its StableHLO if a pass rewrote
+    `original`."""
     tuned.profile.write(out / TUNED_PROFILE)
+    for by, directory in (("op", out / TUNE_DIFF), ("dispatch", out / TUNE_DIFF / "dispatches")):
+        diff = compare(
+            iree_view(default, by), iree_view(tuned.profile, by), "iree_profile.json", TUNED_PROFILE
+        )
+        write_outputs(diff, directory, DIFF_ROWS)
     iree_run.write_dispatch_sources(
         tuned.sources, tuned.profile, workload.fused_into, out / TUNED_DISPATCHES
     )

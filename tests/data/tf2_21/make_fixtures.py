@@ -16,9 +16,15 @@ The aggregation here is a minimal, independent implementation of the
 `tfpgo.op_profile` format for fixtures only (totals.non_op_ps is left 0);
 the product's trace reader lives in python/tfpgo.
 
+The scenarios in GRAPPLER_REWRITES run under RewriterConfig options that make
+Grappler rename the nodes it creates (docs/attribution_rules.md): bfloat16 auto
+mixed precision (`amp_bf16`), the layout optimizer's NCHW to NHWC conversion on
+CPU (`layout_nchw`) and the memory optimizer's recomputation (`recompute`).
+
     python3 tests/data/tf2_21/make_fixtures.py [scenario ...]
 """
 
+import contextlib
 import glob
 import json
 import math
@@ -32,6 +38,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras
 import tensorflow as tf
+from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
+from tensorflow.python.eager import context
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 # The default, tf-standard-pipeline, rewrites the graph (Sub+Square ->
@@ -136,7 +144,78 @@ def conv_train():
     return _sgd_step(m), (tf.random.normal((2, 8, 8, 3)), tf.random.normal((2, 1)))
 
 
-SCENARIOS = {f.__name__: f for f in (dense, conv, gru, cond, case, call, train, conv_train)}
+def amp_bf16():
+    """dense; Grappler casts it to bfloat16 (GRAPPLER_REWRITES)."""
+    return dense()
+
+
+def layout_nchw():
+    """An NCHW convolution block: the CPU kernels want NHWC, so the layout
+    optimizer transposes around it (GRAPPLER_REWRITES)."""
+    kernel = tf.Variable(tf.random.normal((3, 3, 3, 4)))
+    bias = tf.Variable(tf.random.normal((4,)))
+
+    @tf.function
+    def f(x):
+        y = tf.nn.conv2d(x, kernel, 1, "SAME", data_format="NCHW")
+        y = tf.nn.relu(tf.nn.bias_add(y, bias, data_format="NCHW"))
+        return tf.nn.max_pool2d(y, 2, 2, "VALID", data_format="NCHW")
+
+    return f, (tf.random.normal((2, 3, 8, 8)),)
+
+
+def recompute():
+    """A training step whose LeakyRelu and Sub feed the gradient: cheap ops the
+    memory optimizer recomputes there (GRAPPLER_REWRITES)."""
+    m = keras.Sequential(
+        [
+            keras.Input((8,), batch_size=4),
+            keras.layers.Dense(16),
+            keras.layers.LeakyReLU(),
+            keras.layers.Dense(1),
+        ]
+    )
+    return _sgd_step(m), (tf.random.normal((4, 8)), tf.random.normal((4, 1)))
+
+
+SCENARIOS = {
+    f.__name__: f
+    for f in (
+        dense, conv, gru, cond, case, call, train, conv_train, amp_bf16, layout_nchw, recompute
+    )
+}  # fmt: skip
+
+# RewriterConfig fields per scenario. The bfloat16 rewrite needs a oneDNN build
+# only (auto_mixed_precision.cc, AutoMixedPrecision::Optimize: `#if
+# !defined(INTEL_MKL)` refuses it, no CPU check). The layout optimizer converts
+# on CPU only when told to (generic_layout_optimizer.cc: `cpu_layout_conversion_`,
+# NCHW_TO_NHWC). Recomputation targets the nodes under
+# `memory_optimizer_target_node_name_scope`, "gradients/" by default, which TF2's
+# tape names `gradient_tape/` (memory_optimizer.cc, RecomputationRewritingPass).
+GRAPPLER_REWRITES = {
+    "amp_bf16": {"auto_mixed_precision_onednn_bfloat16": RewriterConfig.ON},
+    "layout_nchw": {"cpu_layout_conversion": RewriterConfig.NCHW_TO_NHWC},
+    "recompute": {
+        "memory_optimization": RewriterConfig.RECOMPUTATION_HEURISTICS,
+        "memory_optimizer_target_node_name_scope": "gradient_tape/",
+    },
+}
+
+
+@contextlib.contextmanager
+def grappler_rewrites(name):
+    """Runs the scenario's functions under its GRAPPLER_REWRITES. Grappler
+    optimizes a function at its first call with the config of the call options
+    then in effect; the eager context's own options do not reach these fields."""
+    ctx = context.context()
+    config = ctx.config
+    for field, value in GRAPPLER_REWRITES.get(name, {}).items():
+        setattr(config.graph_options.rewrite_options, field, value)
+    ctx.function_call_options = context.FunctionCallOptions(config_proto=config)
+    try:
+        yield
+    finally:
+        ctx.function_call_options = None  # the next scenario's come from the context
 
 
 def op_events(space):
@@ -244,6 +323,11 @@ def op_profile(space, source):
 
 
 def generate(name):
+    with grappler_rewrites(name):
+        record(name)
+
+
+def record(name):
     fn, args = SCENARIOS[name]()
     out = os.path.join(HERE, name)
     os.makedirs(out, exist_ok=True)

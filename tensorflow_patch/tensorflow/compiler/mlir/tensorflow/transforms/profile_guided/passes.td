@@ -449,6 +449,94 @@ def ProfileGuidedConvToDotPass
   ];
 }
 
+def ProfileGuidedXlaRegionsPass
+    : Pass<"tf-profile-guided-xla-regions", "ModuleOp"> {
+  let summary = "Mark the measured-hot subgraphs XLA fuses well for XLA "
+                "compilation, leaving heavy oneDNN kernels to TensorFlow";
+  let description = [{
+    On a CPU, oneDNN's matmuls and convolutions beat XLA's, while XLA's
+    fusion of elementwise, normalization and reduction chains beats
+    TensorFlow's one kernel per op. This pass reads `profiler_data` and
+    chooses XLA regions: connected subgraphs of the ops XLA fuses well
+    (elementwise, reductions, softmax, normalization, data movement,
+    variable reads and optimizer updates such as ResourceApply* and
+    Assign*VariableOp), without the heavy kernels (MatMul, BatchMatMul*,
+    Einsum, Conv*, _FusedConv2D, pooling and their gradients) unless
+    `include-heavy`, nor an op whose TensorFlow kernel fused a heavy op
+    (the `fused_into` target of a MatMul, the remapper's _FusedMatMul).
+
+    Regions follow the rules of TensorFlow's XLA clustering
+    (tensorflow/compiler/jit/mark_for_compilation_pass.cc; each rule is a
+    function of xla_clustering_rules.h citing its source): only ops with an
+    XLA kernel (an allow-list from mark_for_compilation's FUSIBLE table and
+    tf2xla/kernels/), no functional control flow or calls, no stateful
+    random ops, no string or variant tensors; two resource ops joined by a
+    path other than Read->* or *->Write never share a region
+    (resource_operation_safety_analysis.cc); and merging two regions must
+    not create a cycle through an op outside them (mark_for_compilation's
+    GraphCycles). Regions grow inside one function body block, along data
+    edges and the program order of ops on the same resource (the control
+    edges TensorFlow's automatic control dependencies add); a Const whose
+    users all sit in one region joins it.
+
+    A region is chosen if it holds at least `min-ops` ops that TensorFlow ran
+    as kernels of their own and its measured self time is at least
+    `min-share` of the module's profiled time. Chosen regions are ranked by
+    self time (0 the hottest) and each op in them gets TensorFlow's jit
+    scope attributes, which mark_for_compilation honours with auto-jit off:
+
+    ```mlir
+    %0 = "tf.Sub"(%x, %y) {profiler_data = {..., self = 300 : i64, ...}}
+    %1 = "tf.Square"(%0) {profiler_data = {..., self = 200 : i64, ...}}
+    ```
+
+    becomes
+
+    ```mlir
+    %0 = "tf.Sub"(%x, %y) {_XlaCompile = true,
+        _XlaScope = "tfpgo_xla_region_0", profiler_data = {...}}
+    %1 = "tf.Square"(%0) {_XlaCompile = true,
+        _XlaScope = "tfpgo_xla_region_0", profiler_data = {...}}
+    ```
+
+    Marks of an earlier run (scopes named `tfpgo_xla_region_*`) are cleared
+    first. With `report-output`, a `tfpgo.xla_regions` document
+    (docs/formats.md) lists each region's ops, node names, times and reason,
+    and every hot op (share >= `min-share`) left out, with why; with
+    `remarks`, each region and each declined hot op is a remark.
+  }];
+  let options = [
+    Option<"minShare", "min-share", "double", /*default=*/"0.01",
+           "Choose only regions with at least this share of the profiled "
+           "time">,
+    // Two: one kernel saves no launch and no intermediate buffer, and the
+    // consumer measures every region anyway (docs/formats.md).
+    Option<"minOps", "min-ops", "unsigned", /*default=*/"2",
+           "Choose only regions holding at least this many ops that "
+           "TensorFlow ran as kernels of their own">,
+    Option<"includeHeavy", "include-heavy", "bool", /*default=*/"false",
+           "Let heavy oneDNN kernels (matmul, convolution, pooling) join "
+           "regions">,
+    Option<"reportOutput", "report-output", "std::string",
+           /*default=*/"\"\"",
+           "Write the tfpgo.xla_regions document here (empty: do not)">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Explain each region and each declined hot op with a remark">,
+  ];
+  let statistics = [
+    Statistic<"numRegions", "num-regions", "XLA regions chosen">,
+    Statistic<"numMarkedOps", "num-marked-ops", "Ops marked for XLA">,
+    Statistic<"numDroppedRegions", "num-dropped-regions",
+              "Regions under min-ops or min-share">,
+    Statistic<"numDeclinedHotOps", "num-declined-hot-ops",
+              "Hot ops left to TensorFlow">,
+    Statistic<"numCycleRejections", "num-cycle-rejections",
+              "Merges refused because they would form a cycle">,
+    Statistic<"numResourceRejections", "num-resource-rejections",
+              "Merges refused by the resource variable rule">,
+  ];
+}
+
 def StripProfileAnnotationsPass
     : Pass<"tf-strip-profile-annotations", "ModuleOp"> {
   let summary = "Remove the profile-guided attributes from every op";

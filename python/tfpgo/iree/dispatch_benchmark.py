@@ -1,0 +1,97 @@
+"""One dispatch alone: IREE's executable benchmarks, recompiled and timed.
+
+`iree-compile --iree-hal-dump-executable-benchmarks-to=DIR` writes, per
+executable, a module that runs its dispatch on buffers of the right sizes
+(`util.func`s reflected as `iree.benchmark = "dispatch"`). Such a module compiles
+in about a second where the whole program takes minutes, so a tile search can
+try many variants of one dispatch. The dump carries the configuration IREE chose
+(each op's `lowering_config`, the function's `translation_info`); `unconfigured`
+removes it, so that recompiling selects the configuration again, a tuning spec
+(`--iree-codegen-tuning-spec-path`) included, as in the whole program.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tfpgo.errors import UserError
+from tfpgo.iree.run import DEVICE, run_tool
+
+DUMP_FLAG = "--iree-hal-dump-executable-benchmarks-to="
+REPETITIONS = 7
+MIN_TIME_S = 0.03  # per repetition: a few invocations of a ms dispatch, one of a slow one
+# What IREE chose for a dispatch: cleared so that a recompile chooses again.
+_CONFIGURATION = ("lowering_config", "translation_info", "compilation_info")
+
+
+def benchmark_sources(directory: Path) -> dict[str, Path]:
+    """Per dispatch function (its executable export's name): the benchmark module
+    IREE dumped into `directory` for it."""
+    from iree.compiler import ir
+
+    found: dict[str, Path] = {}
+    with ir.Context():
+        for path in sorted(directory.glob("*.mlir")):
+            module = ir.Module.parse(path.read_text())
+            for op in module.body.operations:
+                if op.operation.name == "hal.executable":
+                    for name in _export_names(op.operation):
+                        found[name] = path
+    return found
+
+
+def _export_names(op: Any) -> list[str]:
+    names = []
+    if op.name == "hal.executable.export":
+        names.append(str(op.attributes["sym_name"]).strip('"'))
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                names.extend(_export_names(child.operation))
+    return names
+
+
+def write_unconfigured(source: Path, path: Path) -> None:
+    """`source` without the configuration IREE chose (see the module doc)."""
+    from iree.compiler import ir
+
+    with ir.Context():
+        module = ir.Module.parse(source.read_text())
+
+        def clear(op: Any) -> Any:
+            attributes = op.operation.attributes
+            for name in _CONFIGURATION:
+                if name in attributes:
+                    del attributes[name]
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(clear)
+        path.write_text(str(module))
+
+
+def compile_benchmark(source: Path, vmfb: Path, flags: tuple[str, ...], timeout_s: float) -> None:
+    """A benchmark module compiled as is (its device target is in the module)."""
+    try:
+        run_tool("iree-compile", [*flags, str(source), "-o", str(vmfb)], "iree level", timeout_s)
+    except UserError:
+        vmfb.unlink(missing_ok=True)
+        raise
+
+
+def time_dispatch(vmfb: Path) -> float:
+    """The dispatch's time an invocation (ps): the fastest of REPETITIONS
+    repetitions of iree-benchmark-module, each at least MIN_TIME_S long (one
+    invocation per iteration, as the module was compiled: `--batch_size=1`). The
+    fastest, not the median: other work on a shared machine only ever adds time,
+    and a search compares variants timed seconds apart."""
+    args = [f"--module={vmfb}", f"--device={DEVICE}", "--batch_size=1"]
+    args += [f"--benchmark_repetitions={REPETITIONS}", f"--benchmark_min_time={MIN_TIME_S}s"]
+    args += ["--benchmark_format=json"]
+    report = json.loads(run_tool("iree-benchmark-module", args, "iree level (dispatch benchmark)"))
+    runs = [b for b in report["benchmarks"] if b.get("run_type") == "iteration"]
+    if not runs:
+        raise UserError(f"iree level (dispatch benchmark): {vmfb.name} ran no benchmark")
+    scale = {"ns": 1e3, "us": 1e6, "ms": 1e9, "s": 1e12}
+    return min(b["real_time"] * scale[b["time_unit"]] for b in runs)

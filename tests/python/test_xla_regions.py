@@ -1,0 +1,344 @@
+"""The `xla_regions` rule (python/tfpgo/proposer/xla_regions.py): the regions
+document, the rule's proposal, the worker's step by its real trace (the chosen
+ops ran under XLA, the others as TensorFlow's kernels, by node name), and the
+three-way verdict from stored samples (a region set that loses is not advised)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from tfpgo.analysis import analyse
+from tfpgo.attribution.op_profile import OpProfile
+from tfpgo.errors import UserError
+from tfpgo.mlir.annotate import XLA_LAUNCH_OP_TYPES
+from tfpgo.mlir.xla_regions import read_regions
+from tfpgo.proposer import EvidenceKind, propose, xla_regions
+from tfpgo.proposer.ab import ABSamples, Verdict, judge
+from tfpgo.proposer.optimize import (
+    ABSettings,
+    OptimizeResult,
+    RivalTrial,
+    Trial,
+    advised,
+    faster_rival,
+    read,
+)
+from tfpgo.proposer.worker import ModelSpec
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "optimize"
+
+# Two regions of the mlp training step (node names from its real trace,
+# tests/data/optimize/mlp_train.op_profile.json, where each ran as a TF kernel):
+# the loss's elementwise chain with its gradient, and one SGD update.
+LOSS = ("sub", "Square", "gradient_tape/Mul_1")
+UPDATE = ("sgd_1/Mul", "sgd_1/AssignSubVariableOp")
+
+
+def regions_document(regions: dict[str, tuple[str, ...]]) -> dict:
+    profile = OpProfile.read(DATA / "mlp_train.op_profile.json").by_name()
+    profiled = sum(op.self_ps for op in profile.values())
+    chosen = []
+    for name, nodes in regions.items():
+        ops = [
+            {
+                "node": node,
+                "op": f"tf.{profile[node].op_types[0]}",
+                "self_ps": profile[node].self_ps,
+            }
+            for node in nodes
+        ]
+        self_ps = sum(profile[node].self_ps for node in nodes)
+        chosen.append(
+            {
+                "name": name,
+                "self_ps": self_ps,
+                "share": self_ps / profiled,
+                "op_count": len(ops),
+                "ops": ops,
+                "reason": "elementwise chain, one TF kernel per op",
+            }
+        )
+    return {
+        "format": "tfpgo.xla_regions",
+        "version": 1,
+        "time_unit": "ps",
+        "pass": "tf-profile-guided-xla-regions",
+        "min_share": 0.0,
+        "min_ops": 2,
+        "profiled_ps": profiled,
+        "regions": chosen,
+        "declined": [
+            {
+                "node": "gradient_tape/mlp_1/wide_1/MatMul/MatMul",
+                "op": "tf.MatMul",
+                "self_ps": profile["gradient_tape/mlp_1/wide_1/MatMul/MatMul"].self_ps,
+                "reason": "a oneDNN matrix product",
+            }
+        ],
+    }
+
+
+def write_regions(directory: Path, document: dict) -> Path:
+    path = directory / "xla_regions.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+MLP_REGIONS = {"tfpgo_xla_region_0": LOSS, "tfpgo_xla_region_1": UPDATE}
+
+
+# --- the document and the rule ----------------------------------------------
+
+
+def test_the_document_reads_into_regions_keyed_by_node_name(tmp_path: Path) -> None:
+    regions = read_regions(write_regions(tmp_path, regions_document(MLP_REGIONS)))
+    assert [region.name for region in regions.regions] == list(MLP_REGIONS)
+    assert regions.scope_of() == {
+        **dict.fromkeys(LOSS, "tfpgo_xla_region_0"),
+        **dict.fromkeys(UPDATE, "tfpgo_xla_region_1"),
+    }
+    assert regions.regions[1].ops[1].op == "tf.AssignSubVariableOp"
+    assert regions.declined[0].reason == "a oneDNN matrix product"
+
+
+def test_a_bad_document_is_one_error_line(tmp_path: Path) -> None:
+    document = regions_document(MLP_REGIONS)
+    document["regions"][1]["ops"].append(document["regions"][0]["ops"][0])
+    with pytest.raises(UserError, match="node sub is in regions tfpgo_xla_region_0 and"):
+        read_regions(write_regions(tmp_path, document))
+    del document["profiled_ps"]
+    with pytest.raises(UserError, match=r"malformed tfpgo\.xla_regions document"):
+        read_regions(write_regions(tmp_path, document))
+    with pytest.raises(UserError, match=r"a tfpgo\.op_profile document, not a tfpgo\.xla_regions"):
+        read_regions(write_regions(tmp_path, {"format": "tfpgo.op_profile", "version": 1}))
+
+
+def test_the_rule_fires_on_chosen_regions_only(tmp_path: Path) -> None:
+    analysis = analyse(OpProfile.read(DATA / "mlp_train.op_profile.json"))
+    assert xla_regions.propose(analysis) == []  # the flow did not run the pass
+    empty = write_regions(tmp_path, {**regions_document(MLP_REGIONS), "regions": []})
+    assert xla_regions.propose(dataclasses.replace(analysis, xla_regions=empty)) == []
+    path = write_regions(tmp_path, regions_document(MLP_REGIONS))
+    with_regions = dataclasses.replace(analysis, xla_regions=path)
+    (proposal,) = xla_regions.propose(with_regions)
+    assert proposal in propose(with_regions)  # registered in RULES
+    assert proposal.worker_flags == ("--xla-regions", str(path)) and proposal.apply is None
+    assert [(rival.rule, rival.worker_flags) for rival in proposal.rivals] == [
+        ("jit_compile", ("--jit-compile",))
+    ]
+    assert proposal.other_random_numbers and (proposal.rtol, proposal.atol) == (1e-3, 1e-5)
+    assert "2 regions (5 ops)" in proposal.change
+    regions = read_regions(path).regions
+    assert [(e.kind, e.subject, e.share) for e in proposal.evidence] == [
+        (EvidenceKind.XLA_REGION, region.name, region.share) for region in regions
+    ]
+    assert proposal.evidence[0].detail.startswith("3 ops (1 tf.Sub, 1 tf.Square, 1 tf.Mul)")
+
+
+# --- TensorFlow executes the decision ---------------------------------------
+
+
+def test_the_worker_runs_exactly_the_regions_ops_under_xla(tmp_path: Path) -> None:
+    """A real profile of the candidate step: every op of a region ran in an XLA
+    cluster (HLO instructions whose op names are its node name), each region in
+    clusters of its own; every other op ran as a TensorFlow kernel."""
+    from tfpgo.flow import trace_reader
+    from tfpgo.proposer.worker import profile_in_worker
+
+    path = write_regions(tmp_path, regions_document(MLP_REGIONS))
+    logdir = tmp_path / "profile"
+    profile_in_worker(ModelSpec("mlp", "train", 2), ("--xla-regions", str(path)), logdir, 1, 1)
+    profile = trace_reader.run(logdir, build_graph=False).op_profile
+    by_name = profile.by_name()
+    modules = {}
+    for region, nodes in MLP_REGIONS.items():
+        for node in nodes:
+            assert by_name[node].xla, f"{node} did not run under XLA"
+        modules[region] = {origin.module for node in nodes for origin in by_name[node].xla}
+        assert all(module.startswith("cluster_") for module in modules[region])
+    assert not modules["tfpgo_xla_region_0"] & modules["tfpgo_xla_region_1"]
+    chosen = set(LOSS + UPDATE)
+    launch = [op for op in profile.ops if set(op.op_types) <= XLA_LAUNCH_OP_TYPES]
+    assert {op.name.split("/")[0] for op in launch} >= {"cluster_0_1", "cluster_1_1"}
+    others = [op for op in profile.ops if op.name not in chosen and op not in launch]
+    assert [op.name for op in others if op.xla] == []
+    kernels = {op.name: op.op_types for op in others}
+    # the unchosen update of the same kind and the heavy products stay TF kernels
+    assert kernels["sgd_1/Mul_1"] == ("Mul",)
+    assert kernels["sgd_1/AssignSubVariableOp_1"] == ("AssignSubVariableOp",)
+    assert kernels["gradient_tape/mlp_1/wide_1/MatMul/MatMul"][0].endswith("MatMul")
+
+
+def test_the_pass_chooses_regions_of_the_profiled_step_that_the_worker_runs(
+    tmp_path: Path,
+) -> None:
+    """The flow's step: tfpgo-opt's tf-profile-guided-xla-regions on the annotated
+    module of a real mlp training step; the worker, a fresh process that traces the
+    step as the profiled one was traced, runs every op it chose under XLA but the
+    output Identity tf.function adds after the Python code."""
+    from tfpgo.flow import trace_reader
+    from tfpgo.mlir.annotate import annotate_module
+    from tfpgo.mlir.xla_regions import choose_regions
+    from tfpgo.models import load_model, profiling
+    from tfpgo.proposer.worker import profile_in_worker
+
+    case = load_model("mlp", "train", 2)
+    run = profiling.profile(case, tmp_path / "profile", steps=2, warmup=1)
+    (tmp_path / "model.mlir").write_text(profiling.export_mlir(case))
+    trace_reader.run(run.logdir, op_profile_out=tmp_path / "op_profile.json", build_graph=False)
+    annotate_module(
+        tmp_path / "model.mlir",
+        tmp_path / "op_profile.json",
+        tmp_path / "model.annotated.mlir",
+        tmp_path / "op_graph.json",
+        tmp_path / "attribution.json",
+    )
+    regions = choose_regions(tmp_path / "model.annotated.mlir", tmp_path / "xla_regions.json")
+    assert regions.regions, "the SGD updates and the loss chain are elementwise and timed"
+    chosen = regions.scope_of()
+    assert "sgd_1/AssignSubVariableOp" in chosen
+    assert not {"tf.MatMul", "tf._FusedMatMul"} & {op.op for r in regions.regions for op in r.ops}
+    logdir = tmp_path / "candidate"
+    profile_in_worker(
+        ModelSpec("mlp", "train", 2), ("--xla-regions", str(regions.path)), logdir, 1, 1
+    )
+    profile = trace_reader.run(logdir, build_graph=False).op_profile
+    timed = [op for op in profile.ops if op.name in chosen]
+    assert timed and all(op.xla for op in timed if op.name != "Identity")
+    assert not [op.name for op in profile.ops if op.xla and op.name not in chosen]
+
+
+def test_regions_of_another_step_are_refused_by_name(tmp_path: Path) -> None:
+    """A node the trace does not create is refused; the output Identity, created by
+    tf.function after the Python code returns, is named as left to TensorFlow."""
+    from tfpgo.models import load_model
+    from tfpgo.proposer.xla_regions import with_xla_regions
+
+    document = regions_document({"tfpgo_xla_region_0": LOSS})
+    output = {"node": "Identity", "op": "tf.Identity", "self_ps": 1}
+    document["regions"][0]["ops"].append(output)
+    case = load_model("mlp", "train", 2)
+    candidate = with_xla_regions(case, read_regions(write_regions(tmp_path, document)))
+    assert candidate.description == (
+        "3 ops marked for XLA; left to TensorFlow, created after the step's Python code: Identity"
+    )
+    document["regions"][0]["ops"].append({"node": "gone/Relu", "op": "tf.Relu", "self_ps": 1})
+    regions = read_regions(write_regions(tmp_path, document))
+    with pytest.raises(UserError, match=r"1 ops of its regions are not in the traced step \(gone"):
+        with_xla_regions(case, regions)
+
+
+def test_the_worker_refuses_regions_with_auto_jit(tmp_path: Path) -> None:
+    from tfpgo.proposer import worker
+
+    path = write_regions(tmp_path, regions_document(MLP_REGIONS))
+    argv = ["--model", "mlp", "--mode", "train", "--batch-size", "2", "--xla-regions", str(path)]
+    with pytest.raises(UserError, match="does not go with --auto-jit or --jit-compile"):
+        worker.main([*argv, "--auto-jit"])
+
+
+def test_the_candidate_is_timed_against_the_baseline_and_jit_compile_in_workers(
+    tmp_path: Path,
+) -> None:
+    """Three worker processes in one run: baseline, regions (numerics checked
+    against the baseline) and the rival whole-program XLA, each timed against the
+    regions candidate."""
+    from tfpgo.models import load_model
+    from tfpgo.proposer.optimize import _measure
+
+    analysis = analyse(OpProfile.read(DATA / "mlp_train.op_profile.json"))
+    path = write_regions(tmp_path, regions_document(MLP_REGIONS))
+    (proposal,) = xla_regions.propose(dataclasses.replace(analysis, xla_regions=path))
+    spec = ModelSpec("mlp", "train", 2)
+    notes: list[str] = []
+    settings = ABSettings(repetitions=2, steps=2, warmup=1)
+    samples, candidate, numerics, rivals = _measure(
+        proposal, load_model("mlp", "train", 2), spec, settings, notes.append
+    )
+    assert candidate is None and numerics.startswith("same outputs")
+    assert [len(block) for block in samples.baseline_ns + samples.candidate_ns] == [2] * 4
+    ((rule, against),) = rivals
+    assert rule == "jit_compile" and against.order == ("AB", "BA")
+    assert [len(block) for block in against.baseline_ns + against.candidate_ns] == [2] * 4
+    assert "xla_regions: against jit_compile, 2 x 2 steps an arm" in notes
+
+
+# --- measured three ways: never advised when slower -------------------------
+
+
+def samples(baseline_ms: list[float], candidate_ms: list[float]) -> ABSamples:
+    order = tuple("AB" if i % 2 == 0 else "BA" for i in range(len(baseline_ms)))
+    return ABSamples(
+        tuple((int(ms * 1e6),) * 3 for ms in baseline_ms),
+        tuple((int(ms * 1e6),) * 3 for ms in candidate_ms),
+        order,
+    )
+
+
+BASELINE = [10.0, 10.3, 9.9, 10.1, 10.2]
+REGIONS = [8.0, 8.1, 7.9, 8.2, 8.0]  # helps against the baseline: ~0.79
+
+
+def regions_trial(rival_ms: list[float]) -> Trial:
+    measured = samples(BASELINE, REGIONS)
+    against = samples(rival_ms, REGIONS)  # the rival is the A arm
+    return Trial(
+        "xla_regions",
+        "compile 2 regions",
+        "why",
+        (),
+        samples=measured,
+        result=judge(measured),
+        rivals=(RivalTrial("jit_compile", against, judge(against)),),
+    )
+
+
+def test_a_region_set_slower_than_whole_program_xla_is_not_advised() -> None:
+    trial = regions_trial([7.0, 7.1, 6.9, 7.2, 7.0])  # jit_compile faster still
+    assert trial.result is not None and trial.result.verdict is Verdict.HELPS
+    assert trial.rivals[0].result.verdict is Verdict.HURTS
+    assert faster_rival(trial) == trial.rivals[0] and not advised(trial)
+
+
+def test_a_region_set_no_faster_than_its_rival_is_not_advised() -> None:
+    trial = regions_trial(REGIONS)  # the same step times as jit_compile
+    assert trial.rivals[0].result.ratio == pytest.approx(1.0)
+    assert not advised(trial)
+
+
+def test_a_region_set_that_beats_both_is_advised_and_one_that_loses_to_the_baseline_is_not() -> (
+    None
+):
+    trial = regions_trial([9.0, 9.2, 8.9, 9.1, 9.0])  # jit_compile helps, regions more
+    assert faster_rival(trial) is None and advised(trial)
+    measured = samples(BASELINE, [10.4, 10.6, 10.3, 10.5, 10.4])  # slower than the baseline
+    slower = dataclasses.replace(trial, samples=measured, result=judge(measured))
+    assert faster_rival(slower) is None and not advised(slower)
+
+
+def test_rivals_and_advice_round_trip_through_optimize_json(tmp_path: Path) -> None:
+    """optimize.json stores the rival's samples; `read` recomputes its verdict, so a
+    changed sample changes the advice."""
+    from tfpgo.report.optimize_tables import optimize_tables
+
+    trial = regions_trial([9.0, 9.2, 8.9, 9.1, 9.0])
+    result = OptimizeResult("mlp (train)", ABSettings(repetitions=5, steps=3), (trial,))
+    result.write(tmp_path / "optimize.json")
+    document = json.loads((tmp_path / "optimize.json").read_text())
+    assert document["trials"][0]["advised"] is True
+    assert read(tmp_path / "optimize.json") == result
+    (_, _, rows), *_ = optimize_tables(result)
+    ratio = trial.rivals[0].result.ratio
+    assert rows[0][7].startswith(f"helps; against jit_compile (B / it): {ratio:.3f} [")
+    assert rows[0][7].endswith("advised: faster than the baseline and every rival")
+    rival = document["trials"][0]["rivals"][0]["samples"]
+    rival["baseline_ns"] = [[value // 2 for value in block] for block in rival["baseline_ns"]]
+    (tmp_path / "optimize.json").write_text(json.dumps(document))
+    (changed,) = read(tmp_path / "optimize.json").trials
+    assert not advised(changed) and faster_rival(changed) is not None
+    (_, _, rows), *_ = optimize_tables(dataclasses.replace(result, trials=(changed,)))
+    assert rows[0][7].endswith("not advised: jit_compile is at least as fast")
