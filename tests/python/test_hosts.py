@@ -215,11 +215,11 @@ class _ClientWithoutTfpgo:
 
 def test_workers_without_tfpgo_are_one_line_before_any_task():
     # A task a worker cannot unpickle is retried forever; the probe fails at once.
-    from tfpgo.trace import hosts_dask
+    from tfpgo import dask_cluster
 
     client = _ClientWithoutTfpgo()
     with pytest.raises(errors.UserError) as error:
-        hosts_dask._check_workers_import_tfpgo(client, "tcp://10.0.0.1:8786")
+        dask_cluster.check_workers_import(client, "tcp://10.0.0.1:8786", "tfpgo.trace.host_parts")
     assert str(error.value) == (
         "--scheduler tcp://10.0.0.1:8786: workers of the Dask cluster cannot import tfpgo "
         "(tcp://10.0.0.2:40000); install tfpgo on the workers and the scheduler, or put it "

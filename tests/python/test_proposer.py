@@ -708,3 +708,47 @@ def test_optimize_refuses_a_trace_without_a_model(tmp_path: Path) -> None:
     options = FlowOptions(from_trace=trace, mlir=mlir, optimize=True, output_dir=tmp_path / "out")
     with pytest.raises(UserError, match="--optimize measures the loaded model"):
         run_flow(options)
+
+
+def test_a_proposal_not_advised_is_refined_from_its_profile_and_the_narrower_one_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Proposal.refine` gets the baseline's and the re-profiled candidate's op
+    profiles; what it returns is measured like any proposal, and a reason instead
+    is recorded as a trial that was not applied."""
+    from dataclasses import replace
+
+    from tfpgo.flow import trace_reader
+    from tfpgo.models import profiling
+    from tfpgo.proposer import optimize
+    from tfpgo.proposer.optimize import ABSettings, run_optimize
+    from tfpgo.proposer.proposal import Proposal
+
+    case = tiny_case()
+    run = profiling.profile(case, tmp_path / "baseline", steps=2, warmup=1)
+    baseline = trace_reader.run(run.logdir, build_graph=False).op_profile
+    seen = []
+
+    def same_step(current):
+        return replace(current, name=f"{current.name} (same)")
+
+    def narrower(before, after, directory):
+        seen.append((before, after, directory))
+        return Proposal("same_kept", "the same step again", "narrowed", (), apply=same_step)
+
+    def refused(before, after, directory):
+        return "nothing narrower"
+
+    proposals = [
+        Proposal("same", "the same step", "test", (), apply=same_step, refine=narrower),
+        Proposal("other", "the same step", "test", (), apply=same_step, refine=refused),
+    ]
+    monkeypatch.setattr(optimize, "propose", lambda analysis: proposals)
+    settings = ABSettings(repetitions=3, steps=2, warmup=1, noise=0.5)  # never "helps"
+    result = run_optimize(case, None, analysis_of("mlp"), baseline, tmp_path, settings)
+    assert [t.rule for t in result.trials] == ["same", "same_kept", "other", "other_kept"]
+    assert result.trials[1].result is not None  # the narrower one was measured
+    assert result.trials[3].not_applicable == "nothing narrower"
+    ((before, after, directory),) = seen
+    assert before is baseline and after.ops and directory == tmp_path / "optimize" / "same"
+    assert any(op.name.endswith("Relu") for op in after.ops)  # the candidate, profiled

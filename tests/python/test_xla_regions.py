@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tfpgo.analysis import analyse
-from tfpgo.attribution.op_profile import OpProfile
+from tfpgo.attribution.op_profile import Durations, OpProfile, OpStats, Totals
+from tfpgo.attribution.xla_attribution import XlaOrigin
 from tfpgo.errors import UserError
 from tfpgo.mlir.annotate import XLA_LAUNCH_OP_TYPES
 from tfpgo.mlir.xla_regions import read_regions
@@ -27,6 +29,8 @@ from tfpgo.proposer.optimize import (
     faster_rival,
     read,
 )
+from tfpgo.proposer.proposal import Proposal
+from tfpgo.proposer.region_times import region_times
 from tfpgo.proposer.worker import ModelSpec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "optimize"
@@ -342,3 +346,92 @@ def test_rivals_and_advice_round_trip_through_optimize_json(tmp_path: Path) -> N
     assert not advised(changed) and faster_rival(changed) is not None
     (_, _, rows), *_ = optimize_tables(dataclasses.replace(result, trials=(changed,)))
     assert rows[0][7].endswith("not advised: jit_compile is at least as fast")
+
+
+# --- the iteration: each region before and after, the winners proposed again ---
+
+
+def _op(name: str, op_type: str, self_ps: int, module: str = "") -> OpStats:
+    xla = (XlaOrigin(module, "fusion", True, 1, self_ps),) if module else ()
+    return OpStats(name, (op_type,), 1, self_ps, self_ps, self_ps, 0, 0, 0, 0, 0, Durations(), xla)
+
+
+def _profile(ops: list[OpStats], steps: int) -> OpProfile:
+    total = sum(op.self_ps for op in ops)
+    return OpProfile(
+        "t", (), tuple(range(steps)), Totals(total, total, total, 0, len(ops), len(ops)), tuple(ops)
+    )
+
+
+CLUSTER_0 = "cluster_0__XlaCompiledKernel_true__XlaHasReferenceVars_false__XlaNumConstantArgs_0_.1"
+CLUSTER_1 = "cluster_1__XlaCompiledKernel_true__XlaHasReferenceVars_false__XlaNumConstantArgs_0_.1"
+
+
+def _baseline_and_candidate() -> tuple[OpProfile, OpProfile]:
+    """By hand, 2 steps each: the loss chain (3 ops, 900 ps a step on TF's
+    kernels) runs in cluster_0 for 100 + 80 (launch) ps a step: it wins; the
+    update (2 ops, 300 ps a step) runs in cluster_1 for 200 + 300 (launch): it loses."""
+    baseline = _profile(
+        [
+            _op("sub", "Sub", 600),
+            _op("Square", "Square", 600),
+            _op("gradient_tape/Mul_1", "Mul", 600),
+            _op("sgd_1/Mul", "Mul", 300),
+            _op("sgd_1/AssignSubVariableOp", "AssignSubVariableOp", 300),
+            _op("MatMul", "MatMul", 5000),
+        ],
+        steps=2,
+    )
+    candidate = _profile(
+        [
+            _op("sub", "Sub", 100, CLUSTER_0),
+            _op("Square", "Square", 60, CLUSTER_0),
+            _op("gradient_tape/Mul_1", "Mul", 40, CLUSTER_0),
+            _op("sgd_1/Mul", "Mul", 200, CLUSTER_1),
+            _op("sgd_1/AssignSubVariableOp", "AssignSubVariableOp", 200, CLUSTER_1),
+            _op("cluster_0_1/xla_run", "_XlaRun", 120),
+            _op("cluster_0_1/xla_compile", "_XlaCompile", 40),
+            _op("cluster_1_1/xla_run", "_XlaRun", 600),
+            _op("MatMul", "MatMul", 5000),
+        ],
+        steps=2,
+    )
+    return baseline, candidate
+
+
+def test_each_region_is_timed_before_and_after_with_its_clusters_launch_ops(tmp_path: Path) -> None:
+    regions = read_regions(write_regions(tmp_path, regions_document(MLP_REGIONS)))
+    baseline, candidate = _baseline_and_candidate()
+    times = {t.name: t for t in region_times(regions, baseline, candidate)}
+    loss, update = times["tfpgo_xla_region_0"], times["tfpgo_xla_region_1"]
+    assert (loss.ops, loss.before_ps, loss.after_ps) == (3, 900, (200 + 160) // 2)
+    assert (update.ops, update.before_ps, update.after_ps) == (2, 300, (400 + 600) // 2)
+    assert loss.wins and not update.wins
+
+
+def test_a_losing_set_is_narrowed_to_the_regions_that_won(tmp_path: Path) -> None:
+    regions = read_regions(write_regions(tmp_path, regions_document(MLP_REGIONS)))
+    baseline, candidate = _baseline_and_candidate()
+    narrower = xla_regions.keep_winners(regions, baseline, candidate, tmp_path)
+    assert isinstance(narrower, Proposal) and narrower.rule == "xla_regions_kept"
+    kept = read_regions(Path(narrower.worker_flags[1]))
+    assert [r.name for r in kept.regions] == ["tfpgo_xla_region_0"]
+    assert [op.node for op in kept.regions[0].ops] == list(LOSS)
+    assert narrower.rivals and narrower.refine is None  # measured three ways, not narrowed again
+    assert [e.detail.split(":")[0] for e in narrower.evidence] == ["kept", "dropped"]
+    # Nothing won, or everything did: no narrower proposal, and why.
+    slower = _profile([replace(op, self_ps=op.self_ps * 10) for op in candidate.ops], steps=2)
+    assert "no region ran faster" in str(
+        xla_regions.keep_winners(regions, baseline, slower, tmp_path)
+    )
+    faster = _profile(
+        [
+            op if "cluster_1" not in op.name else replace(op, self_ps=0)
+            for op in candidate.ops
+            if not op.name.startswith("sgd_1")
+        ],
+        steps=2,
+    )
+    assert "every region ran faster" in str(
+        xla_regions.keep_winners(regions, baseline, faster, tmp_path)
+    )

@@ -588,7 +588,9 @@ def _lower(
         _iree_run(case, options.steps, options.warmup) if "iree" in options.lower and case else None
     )
     if iree is not None and options.tune_budget_s is not None:
-        iree = dataclasses.replace(iree, then=_tuner(out, options.tune_budget_s, note))
+        iree = dataclasses.replace(
+            iree, then=_tuner(out, options.tune_budget_s, options.host_reading, note)
+        )
     levels = lowering.lower(
         tf_module, out / "op_profile.json", options.lower, out, profile_self_ps, iree
     )
@@ -610,13 +612,24 @@ def _lower(
 
 
 def _tuner(
-    out: Path, budget_s: float, note: Callable[[str], None]
+    out: Path, budget_s: float, reading: HostReading, note: Callable[[str], None]
 ) -> Callable[[Path, Workload, ProfiledProgram], None]:
-    """--tune: the loop run on the profiled program inside the lowering."""
+    """--tune: the loop run on the profiled program inside the lowering; with
+    --scheduler its candidates compile on that Dask cluster."""
     from tfpgo.tune import loop
 
     def tune(stablehlo: Path, workload: Workload, program: ProfiledProgram) -> None:
-        loop.tune(stablehlo, workload, program, out, loop.Tuning(budget_s), note)
+        tuning = loop.Tuning(budget_s)
+        if reading.scheduler is None:
+            loop.tune(stablehlo, workload, program, out, tuning, note)
+            return
+        from tfpgo.iree.remote_compile import ClusterCompiler
+
+        with ClusterCompiler(reading.scheduler, reading.connect_timeout_s) as cluster:
+            note(f"tune: candidates compile on the Dask cluster at {cluster.address}")
+            loop.tune(
+                stablehlo, workload, program, out, tuning, note, compile_vmfb=cluster.compile_vmfb
+            )
 
     return tune
 

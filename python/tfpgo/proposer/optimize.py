@@ -43,6 +43,10 @@ from tfpgo.proposer.worker import ModelSpec, WorkerArm, profile_in_worker
 FORMAT = "tfpgo.optimize"
 VERSION = 1
 DIFF_DIR = "optimize"  # the best candidate's profile and its diff, under the output dir
+# A proposal not advised is profiled to make a narrower one (`Proposal.refine`),
+# named after it with this suffix, over at least this many steps.
+NARROWED = "_kept"
+REFINE_STEPS = 3
 
 
 @dataclass(frozen=True)
@@ -210,7 +214,9 @@ def run_optimize(
 
     note = progress or (lambda _message: None)
     trials, arms = [], {}
-    for proposal in propose(analysis):
+    pending = list(propose(analysis))
+    while pending:
+        proposal = pending.pop(0)
         head = (proposal.rule, proposal.change, proposal.reason, proposal.evidence)
         try:
             samples, candidate, numerics, against = _measure(proposal, case, spec, settings, note)
@@ -229,6 +235,26 @@ def run_optimize(
         trials.append(Trial(*head, samples=samples, result=outcome, numerics=numerics,
                             rivals=rivals))  # fmt: skip
         arms[proposal.rule] = (proposal, candidate)
+        if proposal.refine is not None and not advised(trials[-1]):
+            directory = out / DIFF_DIR / proposal.rule
+            directory.mkdir(parents=True, exist_ok=True)
+            steps = max(profile_steps, REFINE_STEPS)
+            note(f"{proposal.rule}: not advised; profiling the candidate, {steps} steps")
+            profile = _profile_candidate(proposal, candidate, spec, directory, settings, steps)
+            narrower = proposal.refine(baseline_profile, profile, directory)
+            if isinstance(narrower, str):
+                note(f"{proposal.rule}: nothing narrower to try: {narrower}")
+                trials.append(
+                    Trial(
+                        f"{proposal.rule}{NARROWED}",
+                        "a narrower change, from the candidate re-profiled",
+                        "",
+                        (),
+                        not_applicable=narrower,
+                    )
+                )
+            else:
+                pending.insert(0, narrower)
     ratios = {
         trial.rule: trial.result.ratio
         for trial in trials

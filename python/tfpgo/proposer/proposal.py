@@ -5,8 +5,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.models import ModelCase
 
 
@@ -82,6 +84,10 @@ class Proposal:
     # Candidates it must also beat (`xla_regions` against whole-program XLA): the
     # change is advised only when it is faster than each (tfpgo.proposer.optimize).
     rivals: tuple[Rival, ...] = ()
+    # When the candidate is not advised: a narrower proposal made from the baseline's
+    # and the candidate's op profiles (written into the given directory), or why
+    # there is none (`xla_regions` keeps the regions that won, re-profiled).
+    refine: Callable[[OpProfile, OpProfile, Path], Proposal | str] | None = None
 
     def __post_init__(self) -> None:
         if (self.apply is None) == (not self.worker_flags):

@@ -35,23 +35,38 @@ against the baseline and against whole-program XLA (the rival `--jit-compile`):
 it is advised only when it helps and beats both
 (`tfpgo.proposer.optimize.advised`). Numerics as the other XLA rules: 1e-3
 relative, and XLA draws other random numbers.
+
+Iteration: a region set that is not advised is profiled in its worker, and
+each region's time before and after is read from the two profiles
+(`tfpgo.proposer.region_times`); if some regions ran faster under XLA and some
+did not, the winners alone are proposed again (`xla_regions_kept`) and
+measured the same three ways. A region is kept only if it won.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from tfpgo.analysis import Analysis
+from tfpgo.atomic import atomic_output_file
+from tfpgo.attribution.op_profile import OpProfile
+from tfpgo.documents import read_json
 from tfpgo.errors import UserError
 from tfpgo.mlir.xla_regions import XlaRegions, read_regions
 from tfpgo.models import ModelCase
 from tfpgo.proposer.jit_compile import RULE as JIT_RULE
 from tfpgo.proposer.jit_compile import python_step
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, Proposal, Rival
+from tfpgo.proposer.region_times import region_times
 
 RULE = "xla_regions"
+# The iteration's proposal: only the regions that won when re-profiled.
+RULE_KEPT = RULE + "_kept"  # optimize.NARROWED
+KEPT_DOCUMENT = "xla_regions.kept.json"
 TOP_OPS = 3  # op types named per region in its evidence
 
 
@@ -74,8 +89,67 @@ def propose(analysis: Analysis) -> list[Proposal]:
             worker_flags=("--xla-regions", str(regions.path)),
             other_random_numbers=True,
             rivals=(Rival(JIT_RULE, ("--jit-compile",)),),
+            refine=KeepWinners(regions),
         )
     ]
+
+
+@dataclass(frozen=True)
+class KeepWinners:
+    """`Proposal.refine` of the region set: `keep_winners` with its regions (a
+    value, so that equal proposals compare equal)."""
+
+    regions: XlaRegions
+
+    def __call__(self, before: OpProfile, after: OpProfile, directory: Path) -> Proposal | str:
+        return keep_winners(self.regions, before, after, directory)
+
+
+def keep_winners(
+    regions: XlaRegions, baseline: OpProfile, candidate: OpProfile, directory: Path
+) -> Proposal | str:
+    """The iteration after a region set that was not advised: each region's time
+    before and after, re-profiled (`region_times`: TensorFlow's kernels in the
+    baseline against its ops and launch ops under XLA in `candidate`, a step);
+    the regions that ran faster under XLA become a new proposal, written as
+    `xla_regions.kept.json` in `directory`, or the reason there is none."""
+    times = region_times(regions, baseline, candidate)
+    measured = "; ".join(
+        f"{t.name}: {t.before_ps / 1e6:.1f} -> {t.after_ps / 1e6:.1f} µs a step" for t in times
+    )
+    winners = {t.name for t in times if t.wins}
+    if not winners:
+        return f"no region ran faster under XLA than on TensorFlow's kernels ({measured})"
+    if len(winners) == len(times):
+        return f"every region ran faster under XLA, and the set as a whole lost ({measured})"
+    document = read_json(regions.path)
+    document["regions"] = [r for r in document["regions"] if r["name"] in winners]
+    path = directory / KEPT_DOCUMENT
+    with atomic_output_file(path) as handle:
+        json.dump(document, handle, indent=1)
+    kept = read_regions(path)
+    evidence = tuple(
+        Evidence(
+            EvidenceKind.XLA_REGION,
+            t.name,
+            t.before_ps / max(sum(x.before_ps for x in times), 1),
+            f"{'kept' if t.wins else 'dropped'}: {t.ops} ops, {t.before_ps / 1e6:.1f} µs a "
+            f"step on TensorFlow's kernels, {t.after_ps / 1e6:.1f} µs under XLA (re-profiled)",
+        )
+        for t in times
+    )
+    ops = sum(len(region.ops) for region in kept.regions)
+    return Proposal(
+        rule=RULE_KEPT,
+        change=f"compile the {len(kept.regions)} of {len(times)} regions ({ops} ops) that ran "
+        f"faster under XLA, TensorFlow's kernels for the rest ({path.name})",
+        reason="the whole set was not advised; re-profiled, these regions ran faster under "
+        "XLA than their ops on TensorFlow's kernels, the others did not",
+        evidence=evidence,
+        worker_flags=("--xla-regions", str(path)),
+        other_random_numbers=True,
+        rivals=(Rival(JIT_RULE, ("--jit-compile",)),),
+    )
 
 
 def _region_evidence(regions: XlaRegions) -> list[Evidence]:

@@ -146,7 +146,8 @@ def add_host_reading_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ADDRESS",
         help="read the hosts on the Dask distributed cluster whose scheduler is at ADDRESS "
         "(e.g. tcp://10.0.0.1:8786); its workers must import tfpgo and see the logdir at "
-        "the same path. Default: local processes. The result is the same either way",
+        "the same path. Default: local processes. The result is the same either way. "
+        "With //:pgo's --tune, its candidates also compile there (measured here)",
     )
     group.add_argument(
         "--host-workers",

@@ -8,7 +8,9 @@ iterations of IREE's benchmark tool (`tfpgo.proposer.ab`: counterbalanced
 blocks, the ratio's Welch interval on log block means, `helps` only when the
 whole interval lies below 1 and the gain passes the noise floor). Only a
 candidate that helps becomes the current best. A budget bounds the loop: a
-candidate is started only while time is left.
+candidate is started only while time is left. Candidates compile here, or with
+`--scheduler` on a Dask cluster's workers (`tfpgo.iree.remote_compile`); they are
+measured here, one at a time, either way.
 
 When something was kept, the tuned program is timed against the original in
 the same run (the headline ratio) and profiled like the original
@@ -20,10 +22,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tfpgo.dask_cluster import ClusterError
 from tfpgo.diff.compare import compare
 from tfpgo.diff.iree_view import iree_view
 from tfpgo.diff.output import write_outputs
@@ -71,6 +74,10 @@ AB_S, MAX_REPETITIONS, PROCESS_S = 20.0, 15, 0.2
 # spec): it gets a few times what compiling the original took (all three forms of
 # it), and at least MIN_COMPILE_TIMEOUT_S.
 MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR = 60.0, 3.0
+# How a candidate's whole program becomes a vmfb (StableHLO, vmfb, flags,
+# timeout): `iree_run.compile_vmfb` here, or on a Dask cluster's workers
+# (`tfpgo.iree.remote_compile`, `--scheduler`).
+CompileVmfb = Callable[[Path, Path, Sequence[str], float | None], None]
 
 
 @dataclass(frozen=True)
@@ -91,10 +98,12 @@ def tune(
     tuning: Tuning,
     note: Callable[[str], None] = lambda _: None,
     candidates: tuple[Candidate, ...] = CANDIDATES,
+    compile_vmfb: CompileVmfb = iree_run.compile_vmfb,
 ) -> TuneDocument:
     """Runs the loop (module docstring) from `baseline`, the profiled program of
     `stablehlo`, writing tune.json and, when a candidate was kept, the tuned
-    program and its profile into `out`. Returns what tune.json records."""
+    program and its profile into `out`; `compile_vmfb` compiles each candidate.
+    Returns what tune.json records."""
     deadline = time.monotonic() + tuning.budget_s
     scratch = stablehlo.parent / "tune"
     scratch.mkdir(exist_ok=True)
@@ -129,6 +138,7 @@ def tune(
             workload,
             directory,
             tuning,
+            compile_vmfb,
         )
         measuring_s = max(measuring_s, time.monotonic() - started)
         note(f"tune: {trial.name}: {trial.outcome}: {trial.reason}")
@@ -238,14 +248,17 @@ def _measure(
     workload: Workload,
     directory: Path,
     tuning: Tuning,
+    compile_vmfb: CompileVmfb,
 ) -> Trial:
     """Compiles the proposal, checks its outputs, and times it against the current
     best: kept only if it helps."""
     vmfb = directory / "model.iree.vmfb"
     variant = proposal.variant
     try:  # a program IREE cannot compile (or hangs on), or one that computes otherwise
-        iree_run.compile_vmfb(variant.stablehlo, vmfb, variant.flags, compile_timeout_s)
+        compile_vmfb(variant.stablehlo, vmfb, variant.flags, compile_timeout_s)
         max_abs = check_outputs(vmfb, workload, directory)
+    except ClusterError:
+        raise  # not the candidate's fault, and no other can be compiled either
     except UserError as error:
         return Trial(name, proposal.change, "rejected", str(error))
     result = _ab(current_vmfb, vmfb, workload, tuning)

@@ -1,0 +1,201 @@
+"""`--tune --scheduler ADDRESS`: the candidates' whole programs compiled on the
+workers of a Dask distributed cluster, and measured here.
+
+Compiling a candidate's whole program (minutes for ResNet50) is the part of the
+tuning loop another machine can do; measuring it is not: the A/B times it on the
+machine it is tuned for, one program at a time. So each compile is one task.
+The StableHLO and every file a flag names (a tuning spec) go to the worker as
+bytes, because workers share no file system with this machine. The worker runs
+`iree_run.compile_vmfb` (the same timeout and retry) in a directory of its own,
+and the vmfb's bytes come back, written atomically where a local compile would
+have written it. It is then checked and timed here like any other.
+
+`--iree-llvmcpu-target-cpu=host` would target the worker's CPU, so the CPU is
+resolved here, once (`host_target`), and named explicitly after IREE_FLAGS
+(iree-compile takes the last of a repeated flag). The executables then target
+exactly what `host` gives here: only the input's path, which the vmfb records,
+differs from a local compile.
+
+Workers must import tfpgo and run this machine's version of IREE's compiler.
+Both are checked before any task is sent: a worker that cannot unpickle a task
+retries it forever, and another compiler version would compile other code.
+
+Candidates compile one after another. Each is proposed from the program the one
+before left (kept or not), so the next one cannot be compiled while the current
+one is measured.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import tempfile
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from tfpgo.atomic import staged_file
+from tfpgo.dask_cluster import ClusterError, connect, task_failure
+from tfpgo.errors import UserError
+from tfpgo.iree import run as iree_run
+
+_COMPILER = "iree-base-compiler"
+# The smallest program with an executable: its target shows what `host` resolved to.
+_PROBE = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+_TARGET = re.compile(r'\bcpu = "([^"]*)", cpu_features = "([^"]*)"')
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    """This machine's CPU as iree-compile resolves `--iree-llvmcpu-target-cpu=host`."""
+
+    cpu: str
+    features: str  # those beyond the ones IREE implies for `cpu`
+
+    def flags(self) -> tuple[str, ...]:
+        return (
+            f"--iree-llvmcpu-target-cpu={self.cpu}",
+            f"--iree-llvmcpu-target-cpu-features={self.features}",
+        )
+
+
+def host_target() -> HostTarget:
+    """What `host` resolves to on this machine. IREE writes it into the executable
+    target as the features it implies for the CPU's name, then the host's own;
+    given a CPU name and features, it adds the implied ones again. So the implied
+    ones are read too (the CPU named, no features) and taken off the front. Were
+    they not in front, all would be named: the same features, spelled longer."""
+    with tempfile.TemporaryDirectory(prefix="tfpgo-host-cpu-") as scratch:
+        probe = Path(scratch) / "probe.mlir"
+        probe.write_text(_PROBE)
+        cpu, resolved = _executable_target(probe, ())
+        _, implied = _executable_target(probe, (f"--iree-llvmcpu-target-cpu={cpu}",))
+    return HostTarget(cpu, resolved.removeprefix(f"{implied},"))
+
+
+def _executable_target(probe: Path, flags: Sequence[str]) -> tuple[str, str]:
+    """(cpu, cpu_features) of the executable iree-compile makes of `probe`."""
+    sources = probe.with_suffix(".sources.mlir")
+    args = [*iree_run.IREE_FLAGS, *flags, "--compile-to=executable-sources", str(probe)]
+    iree_run.run_tool("iree-compile", [*args, "-o", str(sources)], "iree level (host CPU)")
+    found = _TARGET.search(sources.read_text())
+    if found is None:
+        raise UserError(
+            "iree level (host CPU): iree-compile named no cpu and cpu_features in its "
+            "executable target, so what to compile for on the cluster is unknown; tune "
+            "without --scheduler"
+        )
+    return found[1], found[2]
+
+
+class ClusterCompiler:
+    """`compile_vmfb` on the workers of the cluster at `address`, for this
+    machine's CPU; a context manager that holds the connection."""
+
+    def __init__(self, address: str, timeout_s: float) -> None:
+        self.address = address
+        self._target = host_target()
+        self._client = connect(address, timeout_s, compile_on_worker.__module__)
+        try:
+            _check_workers_compiler(self._client, address)
+        except BaseException:
+            self._client.close()
+            raise
+
+    def __enter__(self) -> ClusterCompiler:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._client.close()
+
+    def compile_vmfb(
+        self, stablehlo: Path, vmfb: Path, flags: Sequence[str] = (), timeout_s: float | None = None
+    ) -> None:
+        """`iree_run.compile_vmfb`, run on a worker. The program's own compile
+        errors (and timeouts) are its UserError; a cluster that fails is a
+        ClusterError."""
+        files = {}  # a flag's value that is a file here (a tuning spec) goes with it
+        for index, flag in enumerate(flags):
+            value = Path(flag.partition("=")[2])
+            if value.name and value.is_file():
+                files[index] = (value.name, value.read_bytes())
+        program = future = None
+        try:
+            program = self._client.scatter(stablehlo.read_bytes(), hash=False)
+            future = self._client.submit(
+                compile_on_worker,
+                program,
+                stablehlo.name,
+                (*flags, *self._target.flags()),
+                files,
+                timeout_s,
+                key=f"tfpgo-compile-{stablehlo.stem}-{uuid.uuid4().hex[:8]}",
+                pure=False,
+            )
+            data = future.result()
+        except UserError:
+            raise
+        except Exception as error:
+            raise ClusterError(
+                f"--scheduler {self.address}: compiling {stablehlo} on the Dask cluster "
+                f"failed {task_failure(error)}"
+            ) from None
+        finally:  # the program and the vmfb are not kept on the cluster
+            self._client.cancel([sent for sent in (program, future) if sent is not None])
+        with staged_file(vmfb) as staged:
+            staged.write_bytes(data)
+
+
+def compile_on_worker(
+    program: bytes,
+    name: str,
+    flags: Sequence[str],
+    files: dict[int, tuple[str, bytes]],
+    timeout_s: float | None,
+) -> bytes:
+    """The task: `program` (the StableHLO file `name`) compiled with `flags`, whose
+    flag at each index of `files` names that file (name, bytes): all written to a
+    directory of this worker's own first. Returns the vmfb's bytes."""
+    with tempfile.TemporaryDirectory(prefix="tfpgo-compile-") as scratch:
+        directory = Path(scratch)
+        here = list(flags)
+        for index, (file_name, data) in files.items():
+            path = directory / f"flag_{index}" / file_name
+            path.parent.mkdir()
+            path.write_bytes(data)
+            here[index] = f"{flags[index].partition('=')[0]}={path}"
+        stablehlo = directory / name
+        stablehlo.write_bytes(program)
+        vmfb = directory / "program.vmfb"
+        iree_run.compile_vmfb(stablehlo, vmfb, here, timeout_s)
+        return vmfb.read_bytes()
+
+
+def _check_workers_compiler(client: Any, address: str) -> None:
+    """Fails unless every worker has this machine's version of IREE's compiler."""
+    wanted = importlib.metadata.version(_COMPILER)
+    found = client.run(importlib.metadata.version, _COMPILER, on_error="return")
+    wrong = {
+        worker: "none" if isinstance(version, BaseException) else version
+        for worker, version in found.items()
+        if version != wanted
+    }
+    if wrong:
+        listed = ", ".join(f"{worker}: {version}" for worker, version in sorted(wrong.items()))
+        raise UserError(
+            f"--scheduler {address}: workers of the Dask cluster do not have this machine's "
+            f"IREE compiler, {_COMPILER} {wanted} ({listed}); pip install "
+            f"{_COMPILER}=={wanted} on them (the pin of requirements.txt)"
+        )
