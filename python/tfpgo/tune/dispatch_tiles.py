@@ -47,7 +47,7 @@ from tfpgo.iree import run as iree_run
 from tfpgo.proposer.ab import NOISE
 
 MIN_SHARE = 0.03
-MAX_DISPATCHES = 4
+MAX_DISPATCHES = 8
 SEARCH_RUNS = 3  # profiled runs a round (after one warm-up run)
 COMPILE_TIMEOUT_MIN_S, COMPILE_TIMEOUT_FACTOR = 60.0, 5.0
 SPEC = "tuning_spec.mlir"
