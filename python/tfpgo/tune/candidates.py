@@ -27,6 +27,7 @@ from pathlib import Path
 
 from tfpgo.documents import expect_format, read_json
 from tfpgo.iree import dispatch_benchmark
+from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import Workload
 from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir import annotate
@@ -134,11 +135,20 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
             f"no dispatch with {dispatch_tiles.MIN_SHARE:.0%} of the dispatch time runs above "
             "its bound (its ops' TensorFlow time, or the program's best contraction rate)"
         )
+    workload = evidence.workload
+
+    def time_in_place(vmfb: Path) -> dict[str, float]:
+        timings = iree_run.profile_dispatches(
+            vmfb, workload.entry, workload.inputs, dispatch_tiles.IN_PLACE_RUNS, scratch, 1
+        )
+        return {name: ps / count for name, (count, ps) in timings.items() if count}
+
     found = dispatch_tiles.search(
         current.stablehlo,
         current.flags,
         wanted,
         dispatch_benchmark.time_dispatch,
+        time_in_place,
         scratch,
         evidence.deadline,
         evidence.compile_timeout_s,
