@@ -37,12 +37,19 @@
 // RUN: %tfpgo_opt --tf-annotate-operations-profile="path-to-profile=%t/count_int64_overflow.json" %t/count.mlir -verify-diagnostics
 
 // Escaped names match ops; a pair is one code point; exponents are integers.
+// From valid.json, tf.D ("exp"): count 4e0 = 4; total_ps 1.6E3 = self_ps 16e+2 =
+// 1600; min_ps 4E2 = max_ps 400.0 = 400; first_start_ps 0e5 = 0; durations_ps
+// [4e2, 4.0e2, 400, 0.04e4] = 400 four times (mean 1600 / 4 = 400, nearest-rank
+// p50 = p95 = 400). The four ops annotated hold 1000 + 1000 + 900 + 1600 = 4500
+// ps of self time (shares are of that, not of the document's op_self_ps, 4000),
+// so tf.D's share is 1600 / 4500 = 0.355556.
 // CHECK-LABEL: func.func @valid
 // CHECK: "tf.A"() {profiler_data = {count = 1 : i64
 // CHECK: "tf.B"() {profiler_data = {count = 2 : i64
 // CHECK: "tf.C"() {profiler_data = {count = 3 : i64
 // CHECK: "tf.D"() {profiler_data = {count = 4 : i64, dur = 400 : i64, max = 400 : i64, min = 400 : i64,
-// CHECK-SAME: self = 1600 : i64, {{.*}}total = 1600 : i64, ts = 0 : i64}
+// CHECK-SAME: p50 = 400 : i64, p95 = 400 : i64, self = 1600 : i64, share = 3.555560e-01 : f64,
+// CHECK-SAME: total = 1600 : i64, ts = 0 : i64}
 
 // A value nested 1024 deep is skipped; the profile's one entry annotates.
 // DEEP-LABEL: func.func @valid

@@ -7,6 +7,7 @@ schedules and on the HloProto of the real H100 MLP trace (tests/data/gpu)."""
 from pathlib import Path
 
 import pytest
+from trace_fixtures import device_events, hlo_proto
 
 from tfpgo.attribution import command_buffer
 from tfpgo.attribution.command_buffer import (
@@ -20,7 +21,6 @@ from tfpgo.attribution.command_buffer import (
 from tfpgo.trace.device import device_rows
 from tfpgo.trace.readers import read_trace
 from tfpgo.trace.readers.hlo_metadata import HloInstruction, HloModule, TfNode, parse_hlo_proto
-from tfpgo.trace.readers.xplane_proto import hlo_pb2, xplane_pb2
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_execute_kernel__5x_cublas"
@@ -224,17 +224,6 @@ def test_a_kernel_ran_again_goes_only_to_a_fusion_with_the_same_fused_computatio
         )
 
 
-def _hlo_proto(path: Path):
-    space = xplane_pb2().XSpace()
-    space.ParseFromString(path.read_bytes())
-    plane = next(p for p in space.planes if p.name == "/host:metadata")
-    stats = (stat for metadata in plane.event_metadata.values() for stat in metadata.stats)
-    found = next(stat.bytes_value for stat in stats if stat.bytes_value)
-    proto = hlo_pb2().HloProto()
-    proto.ParseFromString(found)
-    return proto
-
-
 def _clone_fusion(proto, name: str, clone: str) -> None:
     """Adds `clone` to the entry computation, scheduled last: a fusion of a copy of
     `name`'s fused computation with every instruction renamed, new ids and other
@@ -279,11 +268,15 @@ def test_fingerprints_of_the_real_module_tell_its_fusions_apart_and_ignore_names
     not even the four Adam updates (`loop_add_fusion`, `.1`, `.3`, `.4`: the same
     op_names, other shapes). A copy of a fused computation with other names, ids
     and metadata has its fingerprint (XLA's canonicalizes or omits them)."""
-    proto = _hlo_proto(DATA / "jax_gpu_mlp.xplane.pb")
+    proto = hlo_proto(DATA / "jax_gpu_mlp.xplane.pb")
     module = parse_hlo_proto(proto.SerializeToString(), "mlp")
     fusions = [i for i in module.instructions.values() if i.is_fusion and i.name in module.schedule]
-    assert len(fusions) == 17
-    assert len({i.fingerprint for i in fusions}) == 17
+    # The fusions are the kernels of that run named after an instruction (XLA writes
+    # `.N` as `_N` in a kernel's name); the rest are cuBLAS's.
+    launched = set(device_events(DATA / "jax_gpu_mlp_nograph.xplane.pb"))
+    own = {i.name.replace(".", "_") for i in fusions}
+    assert own <= launched and all(name.endswith("_cublas") for name in launched - own)
+    assert len({i.fingerprint for i in fusions}) == len(fusions) == len(own)
     _clone_fusion(proto, "loop_add_fusion", "loop_add_fusion.99")
     cloned = parse_hlo_proto(proto.SerializeToString(), "mlp+clone")
     assert cloned.instructions["loop_add_fusion.99"].fingerprint == (
