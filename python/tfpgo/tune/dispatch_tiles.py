@@ -23,8 +23,11 @@ the form; llvm-cpu applies specs from IREE 3.11). Here:
 - how: on the dispatch's own benchmark (`--iree-hal-dump-executable-benchmarks-to`,
   see tfpgo.iree.dispatch_benchmark), which compiles in about a second where
   the program takes minutes; each generation of variants is timed between two
-  timings of IREE's choice (the load of a shared machine drifts: the mean of
-  the two cancels a steady drift); a dispatch keeps the variant with the best
+  timings of IREE's choice, interpolated to each variant's place (the load of
+  a shared machine drifts: that cancels a steady drift);
+- where it is decided: the benchmark's best few variants of each dispatch are
+  timed again in the whole program, round by round (a dispatch alone is not the
+  dispatch in its program); a dispatch keeps the variant with the best in-place
   ratio to IREE's choice if it beats it by more than the noise floor.
 
 The spec with every winner is then one candidate of the loop, which checks the
@@ -328,17 +331,18 @@ def search(
     compile_timeout_s: float,
 ) -> Search:
     """Tunes each target on its own dispatch benchmark (dispatch_benchmark), in
-    `wanted`'s order, each given a share of the time left until `deadline` (a
-    time.monotonic() value) in proportion to its headroom. From IREE's choice, a
+    `wanted`'s order, each given a share of the climbs' time (CLIMB_SHARE of the
+    time left until `deadline`, a time.monotonic() value) in proportion to its
+    headroom. From IREE's choice, a
     hill climb: every untried neighbour of the current best is compiled with a
     spec naming it and timed, the generation bracketed by two timings of IREE's
     choice (the load of a shared machine drifts: each variant is compared with
     IREE's choice interpolated to its place); the best of a generation becomes
     the current best if it beats it by more than the noise floor, timed a
     second time beside IREE's choice and counted at the worse of its two ratios,
-    else the climb stops. `time_dispatch` times a
-    compiled benchmark (ps an invocation); `compile_timeout_s` bounds the
-    whole program's compile (IREE's compiler now and then hangs).
+    else the climb stops. `time_dispatch` times a compiled benchmark (ps an
+    invocation); `compile_timeout_s` bounds the whole program's compile (IREE's
+    compiler now and then hangs).
 
     A dispatch alone is not a dispatch in its program (other dispatches may run
     beside it, its inputs come from a cache another one warmed): on a residual
