@@ -145,8 +145,10 @@ def test_the_fused_matmul_shows_its_kernels_time_in_model_explorer(output, tmp_p
             report = (output / "report.md").read_text()
             assert "- **variable reads**: " in report and "Model Explorer hides" in report
             # the value's cells in rows of a MatMul (the node data table), each with
-            # the first background color behind it
-            colors = browser.evaluate(
+            # the first background color behind it; waited for, since the table's
+            # cells may render after the label text the wait above saw (a fresh-clone
+            # CI run found none)
+            colors = browser.wait_for(
                 f"""[...document.querySelectorAll('*')]
                   .filter((e) => e.children.length === 0 && e.textContent.trim() === '{value}')
                   .filter((e) => (e.closest('tr')?.textContent || '').includes('MatMul'))
@@ -155,7 +157,9 @@ def test_the_fused_matmul_shows_its_kernels_time_in_model_explorer(output, tmp_p
                       const color = getComputedStyle(e).backgroundColor;
                       if (color !== 'rgba(0, 0, 0, 0)') return color;
                     }}
-                    return null; }})"""
+                    return null; }})
+                  .filter((color) => color)""",
+                "the MatMul's colored value cells",
             )
             red, green, blue = (int(color[i : i + 2], 16) for i in (1, 3, 5))
             assert f"rgb({red}, {green}, {blue})" in colors, colors
