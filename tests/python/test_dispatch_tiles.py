@@ -217,11 +217,10 @@ def test_a_dispatch_benchmark_recompiles_with_the_spec_and_is_timed(tmp_path):
     stablehlo.write_text(TWO_MATMULS)
     benchmarks = tmp_path / "benchmarks"
     iree_choice = _configs(stablehlo, tmp_path, (f"{dispatch_benchmark.DUMP_FLAG}{benchmarks}",))
-    sources = dispatch_benchmark.benchmark_sources(benchmarks)
+    sources = dispatch_benchmark.unconfigured_benchmarks(benchmarks, tmp_path / "unconfigured")
     assert set(sources) == {BIG, SMALL}
-    unconfigured = tmp_path / "big.mlir"
-    dispatch_benchmark.write_unconfigured(sources[BIG], unconfigured)
-    assert "lowering_config" in sources[BIG].read_text()
+    unconfigured = sources[BIG]
+    assert "lowering_config" in (benchmarks / unconfigured.name).read_text()
     assert "lowering_config" not in unconfigured.read_text()
     wanted = neighbours(iree_choice[BIG])[0]
     spec = tmp_path / "spec.mlir"

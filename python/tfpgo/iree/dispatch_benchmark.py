@@ -5,9 +5,10 @@ executable, a module that runs its dispatch on buffers of the right sizes
 (`util.func`s reflected as `iree.benchmark = "dispatch"`). Such a module compiles
 in about a second where the whole program takes minutes, so a tile search can
 try many variants of one dispatch. The dump carries the configuration IREE chose
-(each op's `lowering_config`, the function's `translation_info`); `unconfigured`
-removes it, so that recompiling selects the configuration again, a tuning spec
-(`--iree-codegen-tuning-spec-path`) included, as in the whole program.
+(each op's `lowering_config`, the function's `translation_info`);
+`unconfigured_benchmarks` removes it, so that recompiling selects the
+configuration again, a tuning spec (`--iree-codegen-tuning-spec-path`)
+included, as in the whole program.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.errors import UserError
-from tfpgo.iree.run import DEVICE, run_tool
+from tfpgo.iree.run import DEVICE, executable_exports, run_tool
 
 DUMP_FLAG = "--iree-hal-dump-executable-benchmarks-to="
 REPETITIONS = 7
@@ -27,49 +28,35 @@ MIN_TIME_S = 0.03  # per repetition: a few invocations of a ms dispatch, one of 
 _CONFIGURATION = ("lowering_config", "translation_info", "compilation_info")
 
 
-def benchmark_sources(directory: Path) -> dict[str, Path]:
+def unconfigured_benchmarks(dumped: Path, directory: Path) -> dict[str, Path]:
     """Per dispatch function (its executable export's name): the benchmark module
-    IREE dumped into `directory` for it."""
+    IREE dumped into `dumped` for it, written into `directory` without the
+    configuration IREE chose (see the module doc). Each dumped file is parsed once."""
     from iree.compiler import ir
 
+    directory.mkdir(parents=True, exist_ok=True)
     found: dict[str, Path] = {}
     with ir.Context():
-        for path in sorted(directory.glob("*.mlir")):
-            module = ir.Module.parse(path.read_text())
+        for source in sorted(dumped.glob("*.mlir")):
+            module = ir.Module.parse(source.read_text())
+            module.operation.walk(_clear_configuration)
+            path = directory / source.name
+            path.write_text(str(module))
             for op in module.body.operations:
                 if op.operation.name == "hal.executable":
-                    for name in _export_names(op.operation):
+                    for name, _ in executable_exports(op.operation):
                         found[name] = path
     return found
 
 
-def _export_names(op: Any) -> list[str]:
-    names = []
-    if op.name == "hal.executable.export":
-        names.append(str(op.attributes["sym_name"]).strip('"'))
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.operations:
-                names.extend(_export_names(child.operation))
-    return names
-
-
-def write_unconfigured(source: Path, path: Path) -> None:
-    """`source` without the configuration IREE chose (see the module doc)."""
+def _clear_configuration(op: Any) -> Any:
     from iree.compiler import ir
 
-    with ir.Context():
-        module = ir.Module.parse(source.read_text())
-
-        def clear(op: Any) -> Any:
-            attributes = op.operation.attributes
-            for name in _CONFIGURATION:
-                if name in attributes:
-                    del attributes[name]
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(clear)
-        path.write_text(str(module))
+    attributes = op.operation.attributes
+    for name in _CONFIGURATION:
+        if name in attributes:
+            del attributes[name]
+    return ir.WalkResult.ADVANCE
 
 
 def compile_benchmark(source: Path, vmfb: Path, flags: tuple[str, ...], timeout_s: float) -> None:

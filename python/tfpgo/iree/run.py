@@ -292,7 +292,7 @@ def dispatch_sources(module: Any) -> dict[str, tuple[tuple[str, ...], str]]:
         bindings: dict[str, None] = {}
         _walk(executable.operation, compute, bindings)
         names, where = (compute, "compute") if compute else (bindings, "bindings")
-        for export, _ in _exports(executable.operation):
+        for export, _ in executable_exports(executable.operation):
             found[export] = (tuple(names), where if names else "")
     return found
 
@@ -336,7 +336,7 @@ def write_dispatch_sources(
         for op in _linalg_ops(executable.operation):
             for name in dict.fromkeys(fused_into.get(n, n) for n in _location_names(op.location)):
                 named.setdefault(name, []).append(op)
-        for export_name, export in _exports(executable.operation):
+        for export_name, export in executable_exports(executable.operation):
             dispatch = dispatches.get(export_name)
             if dispatch is None:
                 continue
@@ -383,7 +383,7 @@ def write_dispatch_sources(
         handle.write(text)
 
 
-def _exports(op: Any) -> list[tuple[str, Any]]:
+def executable_exports(op: Any) -> list[tuple[str, Any]]:
     """The `hal.executable.export` ops under `op`, with their names."""
     found = []
     for region in op.regions:
@@ -392,7 +392,7 @@ def _exports(op: Any) -> list[tuple[str, Any]]:
                 if inner.operation.name == "hal.executable.export":
                     name = str(inner.operation.attributes["sym_name"]).strip('"')
                     found.append((name, inner.operation))
-                found.extend(_exports(inner.operation))
+                found.extend(executable_exports(inner.operation))
     return found
 
 

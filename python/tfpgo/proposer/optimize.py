@@ -37,15 +37,21 @@ from tfpgo.proposer.ab import (
     step_timer,
 )
 from tfpgo.proposer.numerics import NumericsCheck, NumericsStatus, check_numerics, judge_outputs
-from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal, advice_json
+from tfpgo.proposer.proposal import (
+    NARROWED,
+    Evidence,
+    EvidenceKind,
+    NotApplicable,
+    Proposal,
+    advice_json,
+)
 from tfpgo.proposer.worker import ModelSpec, WorkerArm, profile_in_worker
 
 FORMAT = "tfpgo.optimize"
 VERSION = 1
 DIFF_DIR = "optimize"  # the best candidate's profile and its diff, under the output dir
-# A proposal not advised is profiled to make a narrower one (`Proposal.refine`),
-# named after it with this suffix, over at least this many steps.
-NARROWED = "_kept"
+# A proposal not advised is profiled over at least this many steps to make a
+# narrower one (`Proposal.refine`, named with `NARROWED`).
 REFINE_STEPS = 3
 
 

@@ -51,6 +51,10 @@ class Rival:
     worker_flags: tuple[str, ...]
 
 
+# The suffix of a narrower proposal's rule (`Proposal.refine`): `xla_regions_kept`.
+NARROWED = "_kept"
+
+
 class NotApplicable(Exception):
     """A proposal cannot be applied to the loaded step; the message says why."""
 

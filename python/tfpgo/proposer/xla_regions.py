@@ -60,12 +60,12 @@ from tfpgo.mlir.xla_regions import XlaRegions, read_regions
 from tfpgo.models import ModelCase
 from tfpgo.proposer.jit_compile import RULE as JIT_RULE
 from tfpgo.proposer.jit_compile import python_step
-from tfpgo.proposer.proposal import Evidence, EvidenceKind, Proposal, Rival
+from tfpgo.proposer.proposal import NARROWED, Evidence, EvidenceKind, Proposal, Rival
 from tfpgo.proposer.region_times import region_times
 
 RULE = "xla_regions"
 # The iteration's proposal: only the regions that won when re-profiled.
-RULE_KEPT = RULE + "_kept"  # optimize.NARROWED
+RULE_KEPT = RULE + NARROWED
 KEPT_DOCUMENT = "xla_regions.kept.json"
 TOP_OPS = 3  # op types named per region in its evidence
 
@@ -127,7 +127,7 @@ def keep_winners(
     path = directory / KEPT_DOCUMENT
     with atomic_output_file(path) as handle:
         json.dump(document, handle, indent=1)
-    kept = read_regions(path)
+    kept = [region for region in regions.regions if region.name in winners]
     evidence = tuple(
         Evidence(
             EvidenceKind.XLA_REGION,
@@ -138,10 +138,10 @@ def keep_winners(
         )
         for t in times
     )
-    ops = sum(len(region.ops) for region in kept.regions)
+    ops = sum(len(region.ops) for region in kept)
     return Proposal(
         rule=RULE_KEPT,
-        change=f"compile the {len(kept.regions)} of {len(times)} regions ({ops} ops) that ran "
+        change=f"compile the {len(kept)} of {len(times)} regions ({ops} ops) that ran "
         f"faster under XLA, TensorFlow's kernels for the rest ({path.name})",
         reason="the whole set was not advised; re-profiled, these regions ran faster under "
         "XLA than their ops on TensorFlow's kernels, the others did not",

@@ -371,7 +371,8 @@ def search(
     # A benchmark's compile may hang on tiles IREE mishandles: bounded by a few
     # times the whole program's.
     timeout_s = max(COMPILE_TIMEOUT_MIN_S, COMPILE_TIMEOUT_FACTOR * (time.monotonic() - started))
-    known, sources = root_configs(configurations), dispatch_benchmark.benchmark_sources(benchmarks)
+    known = root_configs(configurations)
+    sources = dispatch_benchmark.unconfigured_benchmarks(benchmarks, scratch / "unconfigured")
     chosen_targets = [t for t in wanted if t.name in known and t.name in sources]
     found = Search({t.name: known[t.name] for t in chosen_targets}, {}, {}, {})
     climbs_end = time.monotonic() + max(deadline - time.monotonic(), 0.0) * CLIMB_SHARE
@@ -453,10 +454,10 @@ class _Climb:
     failed: dict[str, str] = field(default_factory=dict)
     best: Trial | None = None
 
-    def run(self, source: Path, directory: Path, until: float) -> None:
+    def run(self, unconfigured: Path, directory: Path, until: float) -> None:
+        """Climbs on `unconfigured`, the dispatch's benchmark without IREE's
+        configuration, compiling into `directory`."""
         directory.mkdir(parents=True, exist_ok=True)
-        unconfigured = directory / "benchmark.mlir"
-        dispatch_benchmark.write_unconfigured(source, unconfigured)
         default = directory / "iree.vmfb"
         flags = tuple(f for f in self.flags if not f.startswith(SPEC_FLAG))
         dispatch_benchmark.compile_benchmark(unconfigured, default, flags, self.timeout_s)
