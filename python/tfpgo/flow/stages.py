@@ -87,6 +87,8 @@ OUTPUT_FILES = {
     "was kept, and the tf ops the kept changes sped up (docs/formats.md)",
     "rewrites.json": "--tune: what tf-profile-guided-conv-to-dot rewrote and declined, and "
     "why (share, TensorFlow and IREE time)",
+    "rewrites.kxk.json": "--tune: the same for its kernels=kxk run (the 3x3 and other "
+    "windows, as shifted dot_generals)",
     "tiles.json": "--tune: the per-dispatch tile search: IREE's choice and each variant "
     "tried, with the measured time of each dispatch",
     "tuning_spec.mlir": "--tune: the IREE tuning spec of the tiles that won "

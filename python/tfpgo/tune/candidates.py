@@ -7,6 +7,11 @@ into another, or says why it has nothing to try:
   convolution's TensorFlow profile and the dispatch profile of the current
   program and rewrites the hot 1x1 convolutions IREE runs far slower than
   TensorFlow (passes.td). It proposes nothing when the pass rewrites nothing.
+- `conv-to-shifted-dots`: the same pass with `kernels=kxk`: the hot 3x3 (any
+  window) convolutions IREE runs far slower than TensorFlow, as one
+  dot_general per kernel tap over a shifted slice of the input, summed. IREE
+  3.13's direct convolution loses up to 2x to the nine matmuls on deep layers
+  with few pixels and wins on shallow ones with many, so it is measured apart.
 - `dispatch-tiles`: tile sizes for the dispatches of the current program that
   run furthest above their measured bound, searched by timing each variant on
   the dispatch's own benchmark (`dispatch_tiles`), written as an IREE tuning
@@ -38,7 +43,9 @@ from tfpgo.tune.document import Decision
 CONV_TO_DOT = "tf-profile-guided-conv-to-dot"
 REWRITES_FORMAT = "tfpgo.rewrites"
 # Files a candidate may leave in its scratch directory for the user.
-EVIDENCE = ("rewrites.json", dispatch_tiles.SEARCH)
+# Each kind of convolution rewrite reports in its own file.
+REWRITES = {"1x1": "rewrites.json", "kxk": "rewrites.kxk.json"}
+EVIDENCE = (*REWRITES.values(), dispatch_tiles.SEARCH)
 
 
 @dataclass(frozen=True)
@@ -85,27 +92,41 @@ class Candidate:
     propose: Callable[[Variant, Evidence, Path], Proposal | str]
 
 
-def _conv_to_dot(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
-    """The hot, slow 1x1 convolutions as (slice +) dot_general, decided by the pass."""
-    rewritten = scratch / "conv_to_dot.stablehlo.mlir"
-    report = scratch / "rewrites.json"
-    annotate.run_tfpgo_opt(
-        current.stablehlo,
-        rewritten,
-        [
-            "--mlir-print-op-generic",
-            f"--{CONV_TO_DOT}=target-profile={evidence.profile_path} report-output={report}",
-        ],
-    )
-    document = read_json(report)
-    expect_format(report, document, REWRITES_FORMAT)
-    rewrites = document["rewritten"]
-    if not rewrites:
-        declined = len(document["declined"])
-        return (
-            f"{CONV_TO_DOT} found no hot 1x1 convolution far slower than TensorFlow "
-            f"({declined} hot ones declined; rewrites.json says why)"
+def _conv_to_dot(kernels: str) -> Callable[[Variant, Evidence, Path], Proposal | str]:
+    """The hot, slow convolutions of one kind (the pass's `kernels`: 1x1 or kxk)
+    as dot_generals, decided by the pass."""
+    kind = "1x1" if kernels == "1x1" else "non-1x1"
+
+    def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
+        rewritten = scratch / "conv_to_dot.stablehlo.mlir"
+        report = scratch / REWRITES[kernels]
+        annotate.run_tfpgo_opt(
+            current.stablehlo,
+            rewritten,
+            [
+                "--mlir-print-op-generic",
+                f"--{CONV_TO_DOT}=target-profile={evidence.profile_path} "
+                f"kernels={kernels} report-output={report}",
+            ],
         )
+        document = read_json(report)
+        expect_format(report, document, REWRITES_FORMAT)
+        rewrites = document["rewritten"]
+        if not rewrites:
+            declined = len(document["declined"])
+            return (
+                f"{CONV_TO_DOT} found no hot {kind} convolution far slower than TensorFlow "
+                f"({declined} hot ones declined; {report.name} says why)"
+            )
+        return _rewrite_proposal(current, rewritten, rewrites, kind)
+
+    return propose
+
+
+def _rewrite_proposal(
+    current: Variant, rewritten: Path, rewrites: list[dict], kind: str
+) -> Proposal:
+    """The rewritten program, with one decision per rewritten convolution."""
     sources = ", ".join(r["source"] for r in rewrites[:3]) + (", ..." if len(rewrites) > 3 else "")
     decisions = tuple(
         Decision(
@@ -120,7 +141,7 @@ def _conv_to_dot(current: Variant, evidence: Evidence, scratch: Path) -> Proposa
         for r in rewrites
     )
     return Proposal(
-        f"{len(rewrites)} hot 1x1 convolutions as (slice +) dot_general: {sources}",
+        f"{len(rewrites)} hot {kind} convolutions as dot_generals: {sources}",
         Variant(rewritten, current.flags),
         decisions,
     )
@@ -214,7 +235,8 @@ def _compiler_flags(
 # In the order they are tried: the profile-guided rewrite first, whose effect
 # the whole-program switch then has to beat.
 CANDIDATES = (
-    Candidate("conv-to-dot", _conv_to_dot),
+    Candidate("conv-to-dot", _conv_to_dot("1x1")),
+    Candidate("conv-to-shifted-dots", _conv_to_dot("kxk")),
     Candidate("dispatch-tiles", _dispatch_tiles),
     Candidate(
         "iree-data-tiling",

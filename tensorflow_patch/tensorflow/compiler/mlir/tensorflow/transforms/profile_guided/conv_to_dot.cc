@@ -1,4 +1,4 @@
-//===- conv_to_dot.cc - Hot, slow 1x1 convolutions as dot_general ---------===//
+//===- conv_to_dot.cc - Hot, slow convolutions as dot_generals ------------===//
 //
 // Licensed under the Apache License v2.0.
 //
@@ -8,7 +8,9 @@
 // transforms from the annotations. It decides from two measurements, the
 // TensorFlow profile on each op (`profiler_data`) and the compiled program's
 // dispatch profile (`iree_profile.json`), and rewrites only the convolutions
-// that are both hot and far slower compiled than under TensorFlow.
+// that are both hot and far slower compiled than under TensorFlow: 1x1 ones
+// as one (slice +) dot_general, and with `kernels=kxk` the others as a sum of
+// one dot_general per kernel tap over a shifted slice of the padded input.
 //
 // The ops are matched by name and read through their properties, so the pass
 // works on StableHLO parsed as unregistered ops (tfpgo-opt, which has no
@@ -17,6 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -62,8 +66,13 @@ constexpr llvm::StringLiteral kChannelContraction =
 /// One dispatch of the compiled program, as `iree_profile.json` lists it.
 struct Dispatch {
   std::string name;
-  int64_t total_ps = 0;   ///< Its time over the profiled runs.
-  int64_t tf_self_ps = 0; ///< TensorFlow's time for the ops it ran.
+  int64_t total_ps = 0; ///< Its time over the profiled runs.
+  /// TensorFlow's time for the ops it ran, over as many instances as the
+  /// dispatch ran a run. IREE runs identical dispatches (ResNet50's four 3x3
+  /// convolutions of a stage) as one executable whose sources name only the
+  /// first site's ops, so `tf_self_ps` times one instance, and is scaled by
+  /// the dispatch's invocations a run (`count / runs`).
+  double tf_ps = 0;
 };
 
 /// The compiled program's dispatches and, per tf op, those that ran it.
@@ -100,6 +109,9 @@ llvm::Expected<TargetProfile> ReadTargetProfile(llvm::StringRef path) {
   const llvm::json::Array *dispatches = root->getArray("dispatches");
   if (!dispatches)
     return Invalid(path, "no 'dispatches' array");
+  std::optional<int64_t> runs = root->getInteger("runs");
+  if (!runs || *runs < 1)
+    return Invalid(path, "'runs' is not a positive integer");
   TargetProfile profile;
   for (const llvm::json::Value &value : *dispatches) {
     const llvm::json::Object *entry = value.getAsObject();
@@ -107,18 +119,21 @@ llvm::Expected<TargetProfile> ReadTargetProfile(llvm::StringRef path) {
         entry ? entry->getInteger("total_ps") : std::nullopt;
     std::optional<int64_t> tf =
         entry ? entry->getInteger("tf_self_ps") : std::nullopt;
+    std::optional<int64_t> count =
+        entry ? entry->getInteger("count") : std::nullopt;
     const llvm::json::Array *sources =
         entry ? entry->getArray("sources") : nullptr;
     std::optional<llvm::StringRef> name =
         entry ? entry->getString("name") : std::nullopt;
-    if (!name || !total || !tf || !sources)
-      return Invalid(path, "dispatch " +
-                               llvm::Twine(profile.dispatches.size()) +
-                               " lacks name, total_ps, tf_self_ps or sources");
+    if (!name || !total || !tf || !sources || !count)
+      return Invalid(path,
+                     "dispatch " + llvm::Twine(profile.dispatches.size()) +
+                         " lacks name, count, total_ps, tf_self_ps or sources");
+    double instances = std::max<double>(1.0, double(*count) / double(*runs));
     for (const llvm::json::Value &source : *sources)
       if (std::optional<llvm::StringRef> text = source.getAsString())
         profile.by_source[*text].push_back(profile.dispatches.size());
-    profile.dispatches.push_back({name->str(), *total, *tf});
+    profile.dispatches.push_back({name->str(), *total, *tf * instances});
   }
   return profile;
 }
@@ -170,15 +185,37 @@ std::string Shape(Type type) {
   return text;
 }
 
-/// A 1x1 convolution the pass can write as (slice +) dot_general.
+/// A convolution the pass can write as dot_generals: 1x1, or with
+/// `kernels=kxk` any other window.
 struct Geometry {
   RankedTensorType input, kernel, result;
   int64_t stride_h = 1, stride_w = 1;
+  /// Zero padding of the rows and columns: low and high of each.
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+
+  bool IsUnit() const {
+    return kernel.getDimSize(0) == 1 && kernel.getDimSize(1) == 1;
+  }
+  int64_t Taps() const { return kernel.getDimSize(0) * kernel.getDimSize(1); }
+  bool IsPadded() const {
+    return pad_top || pad_bottom || pad_left || pad_right;
+  }
+  bool IsStrided() const { return stride_h > 1 || stride_w > 1; }
+  std::string Form() const {
+    if (IsUnit())
+      return IsStrided() ? "slice + dot_general" : "dot_general";
+    return (IsPadded() ? "pad + " : "") + std::to_string(Taps()) +
+           " shifted slices + dot_generals, summed";
+  }
 };
 
-/// The geometry of `op` if it is a 1x1 NHWC/HWIO convolution without
-/// padding, dilation of its input, reversal or groups; else why not.
-std::variant<Geometry, std::string> Match(Operation *op) {
+/// Which kernels a run of the pass rewrites (its `kernels` option).
+enum class Kernels { kUnit, kSpatial };
+
+/// The geometry of `op` if it is an NHWC/HWIO convolution of the `kernels`
+/// kind without dilation, reversal or groups (1x1 ones also unpadded); else
+/// why not.
+std::variant<Geometry, std::string> Match(Operation *op, Kernels kernels) {
   if (op->getNumOperands() != 2 || op->getNumResults() != 1)
     return std::string("not a two-operand convolution");
   auto input = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
@@ -191,18 +228,33 @@ std::variant<Geometry, std::string> Match(Operation *op) {
   Attribute numbers = Inherent(op, "dimension_numbers");
   if (!numbers || Printed(numbers) != kNhwcHwio)
     return std::string("layout is not NHWC/HWIO");
-  if (kernel.getDimSize(0) != 1 || kernel.getDimSize(1) != 1)
-    return std::string("kernel is not 1x1");
+  bool unit = kernel.getDimSize(0) == 1 && kernel.getDimSize(1) == 1;
+  if (kernels == Kernels::kUnit && !unit)
+    return std::string("kernel is not 1x1 (kernels=kxk rewrites it)");
+  if (kernels == Kernels::kSpatial && unit)
+    return std::string("kernel is 1x1 (kernels=1x1 rewrites it)");
   if (!AllEqual(Inherent(op, "feature_group_count"), 1) ||
       !AllEqual(Inherent(op, "batch_group_count"), 1))
     return std::string("grouped (depthwise) convolution");
-  if (!AllEqual(Inherent(op, "padding"), 0))
-    return std::string("padded");
   if (!AllEqual(Inherent(op, "lhs_dilation"), 1))
     return std::string("input dilation (a transposed convolution)");
+  if (!unit && !AllEqual(Inherent(op, "rhs_dilation"), 1))
+    return std::string("dilated kernel");
   if (!AllEqual(Inherent(op, "window_reversal"), 0))
     return std::string("reversed window");
   Geometry geometry{input, kernel, result};
+  if (Attribute padding = Inherent(op, "padding")) {
+    std::optional<llvm::SmallVector<int64_t>> values = Integers(padding);
+    if (!values || values->size() != 4 ||
+        llvm::any_of(*values, [](int64_t v) { return v < 0; }))
+      return std::string("unreadable or negative padding");
+    geometry.pad_top = (*values)[0];
+    geometry.pad_bottom = (*values)[1];
+    geometry.pad_left = (*values)[2];
+    geometry.pad_right = (*values)[3];
+  }
+  if (unit && geometry.IsPadded())
+    return std::string("padded");
   if (Attribute strides = Inherent(op, "window_strides")) {
     std::optional<llvm::SmallVector<int64_t>> values = Integers(strides);
     if (!values || values->size() != 2 || (*values)[0] < 1 || (*values)[1] < 1)
@@ -210,12 +262,17 @@ std::variant<Geometry, std::string> Match(Operation *op) {
     geometry.stride_h = (*values)[0];
     geometry.stride_w = (*values)[1];
   }
-  auto kept = [](int64_t size, int64_t stride) {
-    return (size + stride - 1) / stride;
+  // The positions a window of `window` taps starts at, `stride` apart.
+  auto kept = [](int64_t padded, int64_t window, int64_t stride) {
+    return padded < window ? 0 : (padded - window) / stride + 1;
   };
   llvm::SmallVector<int64_t> expected = {
-      input.getDimSize(0), kept(input.getDimSize(1), geometry.stride_h),
-      kept(input.getDimSize(2), geometry.stride_w), kernel.getDimSize(3)};
+      input.getDimSize(0),
+      kept(input.getDimSize(1) + geometry.pad_top + geometry.pad_bottom,
+           kernel.getDimSize(0), geometry.stride_h),
+      kept(input.getDimSize(2) + geometry.pad_left + geometry.pad_right,
+           kernel.getDimSize(1), geometry.stride_w),
+      kernel.getDimSize(3)};
   if (result.getShape() != llvm::ArrayRef<int64_t>(expected) ||
       kernel.getDimSize(2) != input.getDimSize(3))
     return std::string("result shape does not follow from the operands");
@@ -227,14 +284,14 @@ struct Decision {
   Operation *op;
   std::string source;
   double share = 0;
-  int64_t tf_ps = 0;     ///< TensorFlow's time for its dispatches' ops.
+  double tf_ps = 0;      ///< TensorFlow's time for its dispatches' ops.
   int64_t target_ps = 0; ///< The compiled program's time in them.
   llvm::SmallVector<std::string> dispatches;
   std::optional<Geometry> geometry; ///< Set when it is rewritten.
   std::string reason;               ///< Why not, when it is not.
 
   double slowdown() const {
-    return tf_ps > 0 ? double(target_ps) / double(tf_ps) : 0.0;
+    return tf_ps > 0 ? double(target_ps) / tf_ps : 0.0;
   }
 };
 
@@ -254,6 +311,11 @@ public:
     llvm::Expected<TargetProfile> target = ReadTargetProfile(targetProfile);
     if (!target) {
       module.emitError(llvm::toString(target.takeError()));
+      return signalPassFailure();
+    }
+    if (kernels != "1x1" && kernels != "kxk") {
+      module.emitError("tf-profile-guided-conv-to-dot: kernels='")
+          << kernels.getValue() << "' is neither 1x1 nor kxk";
       return signalPassFailure();
     }
     Attribute contraction =
@@ -305,7 +367,7 @@ private:
       const Dispatch &dispatch = target.dispatches[index];
       decision.dispatches.push_back(dispatch.name);
       decision.target_ps += dispatch.total_ps;
-      decision.tf_ps += dispatch.tf_self_ps;
+      decision.tf_ps += dispatch.tf_ps;
     }
     if (ran.empty()) {
       // IREE runs identical executables as one, named after the first op.
@@ -316,7 +378,8 @@ private:
       decision.reason = "within min-slowdown of TensorFlow's time";
       ++numNearBound;
     } else {
-      std::variant<Geometry, std::string> match = Match(op);
+      std::variant<Geometry, std::string> match =
+          Match(op, kernels == "kxk" ? Kernels::kSpatial : Kernels::kUnit);
       if (auto *geometry = std::get_if<Geometry>(&match)) {
         decision.geometry = *geometry;
         return decision;
@@ -327,53 +390,153 @@ private:
     return decision;
   }
 
-  /// Replaces the convolution by (slice +) reshape + dot_general.
+  /// Replaces the convolution by dot_generals: one (1x1), or one per tap of
+  /// the window summed. The new ops keep its location, so its profile
+  /// travels on; the op that yields its result takes its annotations.
   void Rewrite(const Decision &decision, Attribute contraction) {
     Operation *conv = decision.op;
     const Geometry &g = *decision.geometry;
     OpBuilder builder(conv);
-    Location loc = conv->getLoc();
-    Value input = conv->getOperand(0);
-    if (g.stride_h > 1 || g.stride_w > 1) {
-      auto kept =
-          RankedTensorType::get({g.result.getDimSize(0), g.result.getDimSize(1),
-                                 g.result.getDimSize(2), g.input.getDimSize(3)},
-                                g.input.getElementType());
-      OperationState slice(loc, "stablehlo.slice");
-      slice.addOperands(input);
-      slice.addTypes(kept);
-      slice.propertiesAttr = builder.getDictionaryAttr({
-          builder.getNamedAttr("limit_indices", builder.getDenseI64ArrayAttr(
-                                                    g.input.getShape())),
-          builder.getNamedAttr("start_indices",
-                               builder.getDenseI64ArrayAttr({0, 0, 0, 0})),
-          builder.getNamedAttr("strides", builder.getDenseI64ArrayAttr(
-                                              {1, g.stride_h, g.stride_w, 1})),
-      });
-      input = builder.create(slice)->getResult(0);
-    }
+    Operation *product = g.IsUnit()
+                             ? RewriteUnit(builder, conv, g, contraction)
+                             : RewriteSpatial(builder, conv, g, contraction);
+    for (llvm::StringRef name : {kProfilerDataAttrName, kProfilerHotAttrName})
+      if (Attribute attr = conv->getAttr(name))
+        product->setAttr(name, attr);
+    conv->getResult(0).replaceAllUsesWith(product->getResult(0));
+    conv->erase();
+    ++numRewritten;
+  }
+
+  static Value Slice(OpBuilder &builder, Location loc, Value input,
+                     RankedTensorType type, llvm::ArrayRef<int64_t> start,
+                     llvm::ArrayRef<int64_t> limit,
+                     llvm::ArrayRef<int64_t> strides) {
+    OperationState slice(loc, "stablehlo.slice");
+    slice.addOperands(input);
+    slice.addTypes(type);
+    slice.propertiesAttr = builder.getDictionaryAttr({
+        builder.getNamedAttr("limit_indices",
+                             builder.getDenseI64ArrayAttr(limit)),
+        builder.getNamedAttr("start_indices",
+                             builder.getDenseI64ArrayAttr(start)),
+        builder.getNamedAttr("strides", builder.getDenseI64ArrayAttr(strides)),
+    });
+    return builder.create(slice)->getResult(0);
+  }
+
+  static Value Reshape(OpBuilder &builder, Location loc, Value input,
+                       RankedTensorType type) {
     OperationState reshape(loc, "stablehlo.reshape");
-    reshape.addOperands(conv->getOperand(1));
-    reshape.addTypes(
-        RankedTensorType::get({g.kernel.getDimSize(2), g.kernel.getDimSize(3)},
-                              g.kernel.getElementType()));
-    Value matrix = builder.create(reshape)->getResult(0);
-    OperationState dot(loc, "stablehlo.dot_general");
+    reshape.addOperands(input);
+    reshape.addTypes(type);
+    return builder.create(reshape)->getResult(0);
+  }
+
+  /// `input` (NHWC) contracted over its channels with the CxK `matrix`.
+  static Operation *Dot(OpBuilder &builder, Operation *conv, Value input,
+                        Value matrix, RankedTensorType result,
+                        Attribute contraction) {
+    OperationState dot(conv->getLoc(), "stablehlo.dot_general");
     dot.addOperands({input, matrix});
-    dot.addTypes(g.result);
+    dot.addTypes(result);
     llvm::SmallVector<NamedAttribute> properties = {
         builder.getNamedAttr("dot_dimension_numbers", contraction)};
     if (Attribute precision = Inherent(conv, "precision_config"))
       properties.push_back(builder.getNamedAttr("precision_config", precision));
     dot.propertiesAttr = builder.getDictionaryAttr(properties);
-    // The measurements stay with the op that now does the work.
-    for (llvm::StringRef name : {kProfilerDataAttrName, kProfilerHotAttrName})
-      if (Attribute attr = conv->getAttr(name))
-        dot.addAttribute(name, attr);
-    Operation *product = builder.create(dot);
-    conv->getResult(0).replaceAllUsesWith(product->getResult(0));
-    conv->erase();
-    ++numRewritten;
+    return builder.create(dot);
+  }
+
+  /// A 1x1 convolution: (slice of the kept pixels +) one dot_general.
+  static Operation *RewriteUnit(OpBuilder &builder, Operation *conv,
+                                const Geometry &g, Attribute contraction) {
+    Location loc = conv->getLoc();
+    Value input = conv->getOperand(0);
+    if (g.IsStrided())
+      input = Slice(
+          builder, loc, input,
+          RankedTensorType::get({g.result.getDimSize(0), g.result.getDimSize(1),
+                                 g.result.getDimSize(2), g.input.getDimSize(3)},
+                                g.input.getElementType()),
+          {0, 0, 0, 0}, g.input.getShape(), {1, g.stride_h, g.stride_w, 1});
+    Value matrix = Reshape(
+        builder, loc, conv->getOperand(1),
+        RankedTensorType::get({g.kernel.getDimSize(2), g.kernel.getDimSize(3)},
+                              g.kernel.getElementType()));
+    return Dot(builder, conv, input, matrix, g.result, contraction);
+  }
+
+  /// A KhxKw convolution as the sum over its taps (i, j) of the 1x1
+  /// convolution of kernel row (i, j) with the input shifted by (i, j):
+  /// zero padding, then per tap a strided slice of the padded input, the
+  /// tap's CxK matrix and a dot_general, added up in tap order. Where IREE
+  /// compiles a deep convolution with few pixels as a slow direct
+  /// convolution, each tap is a matmul it compiles well.
+  static Operation *RewriteSpatial(OpBuilder &builder, Operation *conv,
+                                   const Geometry &g, Attribute contraction) {
+    Location loc = conv->getLoc();
+    Type element = g.input.getElementType();
+    Value input = conv->getOperand(0);
+    int64_t batch = g.input.getDimSize(0), rows = g.result.getDimSize(1),
+            columns = g.result.getDimSize(2), channels = g.input.getDimSize(3),
+            features = g.kernel.getDimSize(3);
+    if (g.IsPadded()) {
+      auto scalar = RankedTensorType::get({}, element);
+      OperationState zero(loc, "stablehlo.constant");
+      zero.addTypes(scalar);
+      zero.propertiesAttr = builder.getDictionaryAttr({builder.getNamedAttr(
+          "value",
+          DenseElementsAttr::get(scalar, builder.getZeroAttr(element)))});
+      Value padding = builder.create(zero)->getResult(0);
+      OperationState pad(loc, "stablehlo.pad");
+      pad.addOperands({input, padding});
+      pad.addTypes(RankedTensorType::get(
+          {batch, g.input.getDimSize(1) + g.pad_top + g.pad_bottom,
+           g.input.getDimSize(2) + g.pad_left + g.pad_right, channels},
+          element));
+      pad.propertiesAttr = builder.getDictionaryAttr({
+          builder.getNamedAttr(
+              "edge_padding_high",
+              builder.getDenseI64ArrayAttr({0, g.pad_bottom, g.pad_right, 0})),
+          builder.getNamedAttr(
+              "edge_padding_low",
+              builder.getDenseI64ArrayAttr({0, g.pad_top, g.pad_left, 0})),
+          builder.getNamedAttr("interior_padding",
+                               builder.getDenseI64ArrayAttr({0, 0, 0, 0})),
+      });
+      input = builder.create(pad)->getResult(0);
+    }
+    auto shifted =
+        RankedTensorType::get({batch, rows, columns, channels}, element);
+    auto tap = RankedTensorType::get({1, 1, channels, features},
+                                     g.kernel.getElementType());
+    auto matrix =
+        RankedTensorType::get({channels, features}, g.kernel.getElementType());
+    Operation *sum = nullptr;
+    for (int64_t i = 0; i < g.kernel.getDimSize(0); ++i) {
+      for (int64_t j = 0; j < g.kernel.getDimSize(1); ++j) {
+        Value window = Slice(builder, loc, input, shifted, {0, i, j, 0},
+                             {batch, i + g.stride_h * (rows - 1) + 1,
+                              j + g.stride_w * (columns - 1) + 1, channels},
+                             {1, g.stride_h, g.stride_w, 1});
+        Value weights =
+            Slice(builder, loc, conv->getOperand(1), tap, {i, j, 0, 0},
+                  {i + 1, j + 1, channels, features}, {1, 1, 1, 1});
+        Operation *product =
+            Dot(builder, conv, window, Reshape(builder, loc, weights, matrix),
+                g.result, contraction);
+        if (!sum) {
+          sum = product;
+          continue;
+        }
+        OperationState add(loc, "stablehlo.add");
+        add.addOperands({sum->getResult(0), product->getResult(0)});
+        add.addTypes(g.result);
+        sum = builder.create(add);
+      }
+    }
+    return sum;
   }
 
   void Remark(const Decision &decision) {
@@ -387,7 +550,7 @@ private:
     remark << (decision.geometry ? "rewrote " : "kept ") << decision.source
            << figures;
     if (decision.geometry)
-      remark << ", now (slice +) dot_general";
+      remark << ", now " << decision.geometry->Form();
     else
       remark << ": " << decision.reason;
   }
@@ -399,7 +562,7 @@ private:
       json.object([&] {
         json.attribute("source", d.source);
         json.attribute("share", RoundShare(d.share));
-        json.attribute("tf_ps", d.tf_ps);
+        json.attribute("tf_ps", int64_t(std::llround(d.tf_ps)));
         json.attribute("target_ps", d.target_ps);
         if (d.tf_ps > 0)
           json.attribute("slowdown", d.slowdown());
@@ -411,15 +574,17 @@ private:
           json.attribute("reason", d.reason);
           return;
         }
-        json.attribute("form",
-                       d.geometry->stride_h > 1 || d.geometry->stride_w > 1
-                           ? "slice + dot_general"
-                           : "dot_general");
+        json.attribute("form", d.geometry->Form());
         json.attribute("input", Shape(d.geometry->input));
         json.attribute("kernel", Shape(d.geometry->kernel));
         json.attributeArray("strides", [&] {
           json.value(d.geometry->stride_h);
           json.value(d.geometry->stride_w);
+        });
+        json.attributeArray("padding", [&] {
+          for (int64_t pad : {d.geometry->pad_top, d.geometry->pad_bottom,
+                              d.geometry->pad_left, d.geometry->pad_right})
+            json.value(pad);
         });
       });
     };
@@ -431,6 +596,7 @@ private:
       json.attribute("target_profile", targetProfile);
       json.attribute("min_share", minShare.getValue());
       json.attribute("min_slowdown", minSlowdown.getValue());
+      json.attribute("kernels", kernels.getValue());
       json.attributeArray("rewritten", [&] {
         for (const Decision &d : decisions)
           if (d.geometry)

@@ -375,8 +375,8 @@ def ProfileMaterializeAnnotationsPass
 
 def ProfileGuidedConvToDotPass
     : Pass<"tf-profile-guided-conv-to-dot", "ModuleOp"> {
-  let summary = "Rewrite hot 1x1 convolutions that the compiler runs far "
-                "slower than TensorFlow as (slice +) dot_general";
+  let summary = "Rewrite hot convolutions that the compiler runs far "
+                "slower than TensorFlow as dot_generals";
   let description = [{
     The first profile-guided pass that changes the program. A 1x1
     `stablehlo.convolution` (NHWC input, HWIO kernel, no padding, one
@@ -418,6 +418,23 @@ def ProfileGuidedConvToDotPass
         rhs_contracting_dimensions = [0]>}> : (...) -> tensor<8x7x7x2048xf32>
     ```
 
+    With `kernels=kxk` the pass rewrites the other windows instead (any
+    KhxKw, strides and zero padding, no dilation): the convolution is the
+    sum over its taps (i, j) of a 1x1 convolution of the input shifted by
+    (i, j). It becomes a `stablehlo.pad` (when padded), and per tap a
+    strided `stablehlo.slice` of the padded input, the tap's CxK matrix
+    and a `dot_general`, summed with `stablehlo.add`; the last add takes
+    the annotations. IREE 3.13 compiles a deep 3x3 convolution with few
+    pixels (ResNet's last stages, 512 channels at 7x7 or 4x4) as a direct
+    convolution up to 2x slower than the nine matmuls; with many pixels
+    and few channels the direct form wins, which `min-slowdown` against
+    TensorFlow's time tells apart. The two kinds are separate runs so
+    that each is measured on its own.
+
+    The TensorFlow time a dispatch is compared with is that of the ops
+    it ran, times its invocations a run: IREE runs identical dispatches
+    as one executable whose sources name only the first site's ops.
+
     With `report-output`, a `tfpgo.rewrites` document (docs/formats.md)
     lists each rewrite and each hot, slow convolution declined, with its
     share, TensorFlow and compiled time and ratio; with `remarks`, each
@@ -432,6 +449,9 @@ def ProfileGuidedConvToDotPass
     Option<"minSlowdown", "min-slowdown", "double", /*default=*/"2.0",
            "Rewrite only ops whose dispatches took at least this many times "
            "their TensorFlow time">,
+    Option<"kernels", "kernels", "std::string", /*default=*/"\"1x1\"",
+           "Which convolutions to rewrite: 1x1 (as (slice +) dot_general) "
+           "or kxk (the other windows, as shifted dot_generals summed)">,
     Option<"reportOutput", "report-output", "std::string",
            /*default=*/"\"\"",
            "Write the tfpgo.rewrites document here (empty: do not)">,
@@ -440,7 +460,7 @@ def ProfileGuidedConvToDotPass
   ];
   let statistics = [
     Statistic<"numRewritten", "num-rewritten",
-              "Convolutions rewritten as (slice +) dot_general">,
+              "Convolutions rewritten as dot_generals">,
     Statistic<"numCold", "num-cold", "Convolutions below min-share">,
     Statistic<"numNearBound", "num-near-bound",
               "Hot convolutions within min-slowdown of TensorFlow's time">,
