@@ -201,7 +201,8 @@ def _evidence(profile: Path) -> Evidence:
 def test_conv_to_dot_proposes_what_the_pass_rewrites_and_skips_otherwise(tmp_path):
     stablehlo = tmp_path / "conv.mlir"
     stablehlo.write_text(CONV)
-    slow = _evidence(_iree_profile(tmp_path / "slow.json", 3000, 100))  # 30x TensorFlow's
+    # The op took 90 ps under TensorFlow: its dispatch 2700 ps is 30x that.
+    slow = _evidence(_iree_profile(tmp_path / "slow.json", 2700, 100))
     (tmp_path / "a").mkdir()
     proposal = BY_NAME["conv-to-dot"].propose(Variant(stablehlo), slow, tmp_path / "a")
     assert isinstance(proposal, Proposal)
@@ -211,7 +212,7 @@ def test_conv_to_dot_proposes_what_the_pass_rewrites_and_skips_otherwise(tmp_pat
     assert '"stablehlo.convolution"' not in rewritten and "#loc" in rewritten  # profile kept
     report = json.loads((tmp_path / "a" / "rewrites.json").read_text())
     assert [r["slowdown"] for r in report["rewritten"]] == [30]
-    near = _evidence(_iree_profile(tmp_path / "near.json", 110, 100))  # 1.1x: near its bound
+    near = _evidence(_iree_profile(tmp_path / "near.json", 99, 100))  # 1.1x: near its bound
     (tmp_path / "b").mkdir()
     reason = BY_NAME["conv-to-dot"].propose(Variant(stablehlo), near, tmp_path / "b")
     assert reason == (

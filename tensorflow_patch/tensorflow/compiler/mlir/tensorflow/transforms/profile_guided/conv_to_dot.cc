@@ -66,13 +66,9 @@ constexpr llvm::StringLiteral kChannelContraction =
 /// One dispatch of the compiled program, as `iree_profile.json` lists it.
 struct Dispatch {
   std::string name;
-  int64_t total_ps = 0; ///< Its time over the profiled runs.
-  /// TensorFlow's time for the ops it ran, over as many instances as the
-  /// dispatch ran a run. IREE runs identical dispatches (ResNet50's four 3x3
-  /// convolutions of a stage) as one executable whose sources name only the
-  /// first site's ops, so `tf_self_ps` times one instance, and is scaled by
-  /// the dispatch's invocations a run (`count / runs`).
-  double tf_ps = 0;
+  int64_t count = 0;      ///< Its invocations over the profiled runs.
+  int64_t total_ps = 0;   ///< Its time over the profiled runs.
+  int64_t tf_self_ps = 0; ///< TensorFlow's time for the ops it ran.
 };
 
 /// The compiled program's dispatches and, per tf op, those that ran it.
@@ -109,9 +105,6 @@ llvm::Expected<TargetProfile> ReadTargetProfile(llvm::StringRef path) {
   const llvm::json::Array *dispatches = root->getArray("dispatches");
   if (!dispatches)
     return Invalid(path, "no 'dispatches' array");
-  std::optional<int64_t> runs = root->getInteger("runs");
-  if (!runs || *runs < 1)
-    return Invalid(path, "'runs' is not a positive integer");
   TargetProfile profile;
   for (const llvm::json::Value &value : *dispatches) {
     const llvm::json::Object *entry = value.getAsObject();
@@ -125,15 +118,14 @@ llvm::Expected<TargetProfile> ReadTargetProfile(llvm::StringRef path) {
         entry ? entry->getArray("sources") : nullptr;
     std::optional<llvm::StringRef> name =
         entry ? entry->getString("name") : std::nullopt;
-    if (!name || !total || !tf || !sources || !count)
+    if (!name || !total || !tf || !sources || !count || *count < 1)
       return Invalid(path,
                      "dispatch " + llvm::Twine(profile.dispatches.size()) +
                          " lacks name, count, total_ps, tf_self_ps or sources");
-    double instances = std::max<double>(1.0, double(*count) / double(*runs));
     for (const llvm::json::Value &source : *sources)
       if (std::optional<llvm::StringRef> text = source.getAsString())
         profile.by_source[*text].push_back(profile.dispatches.size());
-    profile.dispatches.push_back({name->str(), *total, *tf * instances});
+    profile.dispatches.push_back({name->str(), *count, *total, *tf});
   }
   return profile;
 }
@@ -279,19 +271,69 @@ std::variant<Geometry, std::string> Match(Operation *op, Kernels kernels) {
   return geometry;
 }
 
+/// The dispatches of the target profile whose sources name the source of
+/// `data` or one of its fused sources.
+llvm::SetVector<size_t> NamedDispatches(const ProfilerData &data,
+                                        const TargetProfile &target) {
+  llvm::SetVector<size_t> ran;
+  for (llvm::StringRef name : llvm::concat<const std::string>(
+           llvm::ArrayRef(data.source), data.fused_sources))
+    if (auto found = target.by_source.find(name);
+        found != target.by_source.end())
+      ran.insert(found->second.begin(), found->second.end());
+  return ran;
+}
+
+/// What makes two convolutions one executable to IREE: their operand and
+/// result types and their attributes, the profile's aside.
+std::string DispatchForm(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (Type type : op->getOperandTypes())
+    os << type << ",";
+  for (Type type : op->getResultTypes())
+    os << type << ",";
+  if (Attribute properties = op->getPropertiesAsAttribute())
+    os << properties;
+  for (NamedAttribute attr : op->getAttrs())
+    if (attr.getName() != kProfilerDataAttrName &&
+        attr.getName() != kProfilerHotAttrName)
+      os << attr.getName() << "=" << attr.getValue() << ",";
+  return text;
+}
+
+/// A convolution a dispatch names, whose dispatches stand for the
+/// convolutions of the same form no dispatch names: IREE runs identical
+/// dispatches as one executable named after the first site.
+struct Twin {
+  std::string source;
+  llvm::SetVector<size_t> dispatches;
+};
+
 /// What the pass decided for one hot convolution.
 struct Decision {
   Operation *op;
   std::string source;
   double share = 0;
-  double tf_ps = 0;      ///< TensorFlow's time for its dispatches' ops.
+  int64_t tf_ps = 0;     ///< TensorFlow's time for its dispatches' ops.
   int64_t target_ps = 0; ///< The compiled program's time in them.
+  /// One execution of the op under TensorFlow, and the time of one
+  /// invocation of each dispatch that ran it, summed: what `slowdown`
+  /// compares. Per execution, because IREE runs identical convolutions
+  /// (ResNet's blocks of a stage) as one executable whose sources name
+  /// only the first site, and TensorFlow's time of a dispatch's ops also
+  /// holds the producers it fused only part of.
+  double tf_execution_ps = 0;
+  double target_invocation_ps = 0;
   llvm::SmallVector<std::string> dispatches;
+  /// Set when its dispatches are those of a convolution of the same form.
+  std::string twin;
   std::optional<Geometry> geometry; ///< Set when it is rewritten.
   std::string reason;               ///< Why not, when it is not.
 
+  bool Compared() const { return !dispatches.empty() && tf_execution_ps > 0; }
   double slowdown() const {
-    return tf_ps > 0 ? double(target_ps) / tf_ps : 0.0;
+    return tf_execution_ps > 0 ? target_invocation_ps / tf_execution_ps : 0.0;
   }
 };
 
@@ -326,15 +368,26 @@ public:
           "StableHLO dialect or pass --allow-unregistered-dialect");
       return signalPassFailure();
     }
+    llvm::SmallVector<Operation *> convolutions;
+    module.walk([&](Operation *op) {
+      if (op->getName().getStringRef() == kConvolution)
+        convolutions.push_back(op);
+    });
+    llvm::StringMap<Twin> twins;
+    for (Operation *op : convolutions)
+      if (std::optional<ProfilerData> data = GetProfilerData(op);
+          data && !data->IsFused())
+        if (llvm::SetVector<size_t> ran = NamedDispatches(*data, *target);
+            !ran.empty())
+          twins.try_emplace(DispatchForm(op),
+                            Twin{data->source, std::move(ran)});
     // Decide for every convolution first, then rewrite.
     std::vector<Decision> decisions;
-    module.walk([&](Operation *op) {
-      if (op->getName().getStringRef() != kConvolution)
-        return;
-      std::optional<Decision> decision = Decide(op, *target);
+    for (Operation *op : convolutions) {
+      std::optional<Decision> decision = Decide(op, *target, twins);
       if (decision)
         decisions.push_back(std::move(*decision));
-    });
+    }
     if (remarks)
       for (const Decision &decision : decisions)
         Remark(decision);
@@ -350,30 +403,37 @@ public:
 
 private:
   /// The decision for `op`, or none when it is cold (counted only).
-  std::optional<Decision> Decide(Operation *op, const TargetProfile &target) {
+  std::optional<Decision> Decide(Operation *op, const TargetProfile &target,
+                                 const llvm::StringMap<Twin> &twins) {
     std::optional<ProfilerData> data = GetProfilerData(op);
     if (!data || data->IsFused() || data->share < minShare) {
       ++numCold;
       return std::nullopt;
     }
     Decision decision{op, data->source, data->share};
-    llvm::SetVector<size_t> ran;
-    for (llvm::StringRef name : llvm::concat<const std::string>(
-             llvm::ArrayRef(data->source), data->fused_sources))
-      if (auto found = target.by_source.find(name);
-          found != target.by_source.end())
-        ran.insert(found->second.begin(), found->second.end());
+    // Below tf an op may hold part of its source's time: compare the whole.
+    int64_t tf_self = data->source_self > 0 ? data->source_self : data->self;
+    if (data->count > 0)
+      decision.tf_execution_ps = double(tf_self) / double(data->count);
+    llvm::SetVector<size_t> ran = NamedDispatches(*data, target);
+    if (ran.empty())
+      if (auto twin = twins.find(DispatchForm(op)); twin != twins.end()) {
+        ran = twin->second.dispatches;
+        decision.twin = twin->second.source;
+      }
     for (size_t index : ran) {
       const Dispatch &dispatch = target.dispatches[index];
       decision.dispatches.push_back(dispatch.name);
       decision.target_ps += dispatch.total_ps;
-      decision.tf_ps += dispatch.tf_ps;
+      decision.tf_ps += dispatch.tf_self_ps;
+      decision.target_invocation_ps +=
+          double(dispatch.total_ps) / double(dispatch.count);
     }
     if (ran.empty()) {
-      // IREE runs identical executables as one, named after the first op.
-      decision.reason = "no dispatch of the target profile names its source";
-    } else if (decision.tf_ps == 0) {
-      decision.reason = "its dispatches ran no op TensorFlow timed";
+      decision.reason = "no dispatch of the target profile names its source, "
+                        "nor that of a convolution of the same form";
+    } else if (decision.tf_execution_ps == 0) {
+      decision.reason = "TensorFlow timed no execution of it";
     } else if (decision.slowdown() < minSlowdown) {
       decision.reason = "within min-slowdown of TensorFlow's time";
       ++numNearBound;
@@ -544,9 +604,11 @@ private:
     std::string figures;
     llvm::raw_string_ostream os(figures);
     os << ": share " << llvm::format("%.2f%%", decision.share * 100);
-    if (decision.tf_ps > 0)
+    if (decision.Compared())
       os << ", compiled/TensorFlow "
          << llvm::format("%.1fx", decision.slowdown());
+    if (!decision.twin.empty())
+      os << " (in the dispatches of " << decision.twin << ", same form)";
     remark << (decision.geometry ? "rewrote " : "kept ") << decision.source
            << figures;
     if (decision.geometry)
@@ -562,14 +624,19 @@ private:
       json.object([&] {
         json.attribute("source", d.source);
         json.attribute("share", RoundShare(d.share));
-        json.attribute("tf_ps", int64_t(std::llround(d.tf_ps)));
+        json.attribute("tf_ps", d.tf_ps);
         json.attribute("target_ps", d.target_ps);
-        if (d.tf_ps > 0)
+        if (d.Compared()) {
+          json.attribute("tf_execution_ps", d.tf_execution_ps);
+          json.attribute("target_invocation_ps", d.target_invocation_ps);
           json.attribute("slowdown", d.slowdown());
+        }
         json.attributeArray("dispatches", [&] {
           for (const std::string &name : d.dispatches)
             json.value(name);
         });
+        if (!d.twin.empty())
+          json.attribute("twin", d.twin);
         if (!d.geometry) {
           json.attribute("reason", d.reason);
           return;

@@ -392,8 +392,9 @@ def ProfileGuidedConvToDotPass
     its `profiler_data` (attribute or carried in its location) has a
     `share` of at least `min-share`, and the dispatches of the compiled
     program that ran its source (`target-profile`, an
-    `iree_profile.json`: docs/formats.md) took at least `min-slowdown`
-    times the TensorFlow time of the ops they ran. Cold convolutions, and
+    `iree_profile.json`: docs/formats.md) took, one invocation of each,
+    at least `min-slowdown` times one TensorFlow execution of the op
+    (its source's self time over its count). Cold convolutions, and
     those near their TensorFlow time, are left alone; so are hot, slow
     ones of another form, with the reason in the report. The new ops keep
     the convolution's location (its profile travels on), and the
@@ -431,9 +432,9 @@ def ProfileGuidedConvToDotPass
     TensorFlow's time tells apart. The two kinds are separate runs so
     that each is measured on its own.
 
-    The TensorFlow time a dispatch is compared with is that of the ops
-    it ran, times its invocations a run: IREE runs identical dispatches
-    as one executable whose sources name only the first site's ops.
+    The comparison is per execution because IREE runs identical
+    convolutions as one executable, invoked once per site, whose sources
+    name only the first site's ops.
 
     With `report-output`, a `tfpgo.rewrites` document (docs/formats.md)
     lists each rewrite and each hot, slow convolution declined, with its
@@ -447,8 +448,8 @@ def ProfileGuidedConvToDotPass
     Option<"minShare", "min-share", "double", /*default=*/"0.01",
            "Rewrite only ops with at least this share of the profiled time">,
     Option<"minSlowdown", "min-slowdown", "double", /*default=*/"2.0",
-           "Rewrite only ops whose dispatches took at least this many times "
-           "their TensorFlow time">,
+           "Rewrite only ops whose dispatches took, one invocation each, at "
+           "least this many times one TensorFlow execution of the op">,
     Option<"kernels", "kernels", "std::string", /*default=*/"\"1x1\"",
            "Which convolutions to rewrite: 1x1 (as (slice +) dot_general) "
            "or kxk (the other windows, as shifted dot_generals summed)">,
