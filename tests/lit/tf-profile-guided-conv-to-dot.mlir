@@ -23,6 +23,10 @@
 // RUN: FileCheck %s --check-prefix=KXK-REPORT < %t.kxk.json
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/spatial.mlir -verify-diagnostics \
 // RUN:   --tf-profile-guided-conv-to-dot="target-profile=%S/Inputs/conv_to_dot_iree_profile.json kernels=kxk remarks=true" -o /dev/null
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/spatial.mlir \
+// RUN:   --tf-profile-guided-conv-to-dot="target-profile=%S/Inputs/conv_to_dot_iree_profile.json kernels=kxk sources=block/down2/BiasAdd,block/deep/BiasAdd report-output=%t.listed.json" \
+// RUN:   | FileCheck %s --check-prefix=LISTED
+// RUN: FileCheck %s --check-prefix=LISTED-REPORT < %t.listed.json
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/bad_kernels.mlir -verify-diagnostics \
 // RUN:   --tf-profile-guided-conv-to-dot="target-profile=%S/Inputs/conv_to_dot_iree_profile.json kernels=3x3"
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/no_profile.mlir -verify-diagnostics \
@@ -152,6 +156,21 @@ func.func @spatial(%x: tensor<1x4x4x2xf32>, %w3: tensor<3x3x2x3xf32>, %w: tensor
   // KXK: return %[[DOWN]], %{{.*}}, %{{.*}}, %[[DOWN2]]
   return %0, %1, %2, %3, %4 : tensor<1x2x2x3xf32>, tensor<1x2x2x3xf32>, tensor<1x4x4x3xf32>, tensor<1x2x2x3xf32>, tensor<1x4x4x3xf32>
 }
+
+// sources= narrows the rewrite: block/down is left as it was, block/down2
+// rewritten; block/deep, listed, is still within min-slowdown.
+// LISTED-LABEL: func.func @spatial
+// LISTED: "stablehlo.convolution"(%arg0, %arg1){{.*}}source = "block/down/BiasAdd"
+// LISTED: "stablehlo.convolution"(%arg0, %arg1){{.*}}source = "block/deep/BiasAdd"
+// LISTED: "stablehlo.add"({{.*}}) {profiler_data = {{{.*}}source = "block/down2/BiasAdd"
+// LISTED-REPORT: "rewritten": [
+// LISTED-REPORT: "source": "block/down2/BiasAdd"
+// LISTED-REPORT: "result": "1x2x2x3xf32"
+// LISTED-REPORT: "declined": [
+// LISTED-REPORT: "source": "block/down/BiasAdd"
+// LISTED-REPORT: "reason": "not among sources="
+// LISTED-REPORT: "source": "block/deep/BiasAdd"
+// LISTED-REPORT: "reason": "within min-slowdown of TensorFlow's time"
 
 // KXK-REPORT: "kernels": "kxk"
 // KXK-REPORT: "rewritten": [

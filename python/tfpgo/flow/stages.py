@@ -89,6 +89,8 @@ OUTPUT_FILES = {
     "why (share, TensorFlow and IREE time)",
     "rewrites.kxk.json": "--tune: the same for its kernels=kxk run (the 3x3 and other "
     "windows, as shifted dot_generals)",
+    "conv_forms.json": "--tune: each form of convolution the kxk run selected, timed alone "
+    "as a convolution and rewritten, and whether it was rewritten",
     "tiles.json": "--tune: the per-dispatch tile search: IREE's choice and each variant "
     "tried, with the measured time of each dispatch",
     "tuning_spec.mlir": "--tune: the IREE tuning spec of the tiles that won "

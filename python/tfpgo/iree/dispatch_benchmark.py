@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,15 +69,19 @@ def compile_benchmark(source: Path, vmfb: Path, flags: tuple[str, ...], timeout_
         raise
 
 
-def time_dispatch(vmfb: Path) -> float:
+def time_dispatch(vmfb: Path, function: str | None = None, inputs: Sequence[str] = ()) -> float:
     """The dispatch's time an invocation (ps): the median of REPETITIONS
     repetitions of iree-benchmark-module, each at least MIN_TIME_S long (one
-    invocation per iteration, as the module was compiled: `--batch_size=1`). The
+    invocation per iteration, as the module was compiled: `--batch_size=1`).
+    With `function`, that function of a program instead, called on `inputs`
+    (iree-benchmark-module's `--input=` values). The
     median, not the fastest: a variant can match IREE's choice at its best and
     still be faster in most runs (on ResNet-like 3x3 convolutions here, the same
     fastest repetition, 10% less median time and 13% less CPU time), and the
     program runs at its typical speed, not its best."""
     args = [f"--module={vmfb}", f"--device={DEVICE}", "--batch_size=1"]
+    if function:
+        args += [f"--function={function}", *(f"--input={value}" for value in inputs)]
     args += [f"--benchmark_repetitions={REPETITIONS}", f"--benchmark_min_time={MIN_TIME_S}s"]
     args += ["--benchmark_format=json"]
     report = json.loads(run_tool("iree-benchmark-module", args, "iree level (dispatch benchmark)"))

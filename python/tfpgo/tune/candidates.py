@@ -14,7 +14,9 @@ into another, or says why it has nothing to try:
   with few pixels and wins on shallow ones with many, so it is measured apart.
   It asks for a slowdown of 1.5 (the pass's default, 2, for 1x1): measured
   alone, the nine matmuls lost where IREE's convolution took 1.1-1.3x
-  TensorFlow's time (16x16x128, 28x28x128) and won from 1.8x (8x8x256).
+  TensorFlow's time (16x16x128, 28x28x128) and won from 1.8x (8x8x256). Each
+  form it selects is then timed alone both ways (`rewrite_screen`), and only
+  the forms whose rewrite wins are rewritten in the program (`sources=`).
 - `dispatch-tiles`: tile sizes for the dispatches of the current program that
   run furthest above their measured bound, searched by timing each variant on
   the dispatch's own benchmark (`dispatch_tiles`), written as an IREE tuning
@@ -29,6 +31,7 @@ into another, or says why it has nothing to try:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,16 +43,18 @@ from tfpgo.iree.program import Workload
 from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir import annotate
 from tfpgo.proposer.ab import NOISE
-from tfpgo.tune import dispatch_tiles
+from tfpgo.tune import dispatch_tiles, rewrite_screen
 from tfpgo.tune.document import Decision
+from tfpgo.tune.rewrite_screen import CONV_TO_DOT, FormTiming
 
-CONV_TO_DOT = "tf-profile-guided-conv-to-dot"
 REWRITES_FORMAT = "tfpgo.rewrites"
 # Files a candidate may leave in its scratch directory for the user.
-# Each kind of convolution rewrite reports in its own file.
+# Each kind of convolution rewrite reports in its own file; the kxk one also
+# the time of each form alone, both ways.
 REWRITES = {"1x1": "rewrites.json", "kxk": "rewrites.kxk.json"}
+FORMS = "conv_forms.json"
 MIN_SLOWDOWN = {"1x1": 2.0, "kxk": 1.5}
-EVIDENCE = (*REWRITES.values(), dispatch_tiles.SEARCH)
+EVIDENCE = (*REWRITES.values(), FORMS, dispatch_tiles.SEARCH)
 
 
 @dataclass(frozen=True)
@@ -104,41 +109,71 @@ def _conv_to_dot(kernels: str) -> Callable[[Variant, Evidence, Path], Proposal |
     def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
         rewritten = scratch / "conv_to_dot.stablehlo.mlir"
         report = scratch / REWRITES[kernels]
-        annotate.run_tfpgo_opt(
-            current.stablehlo,
-            rewritten,
-            [
-                "--mlir-print-op-generic",
-                f"--{CONV_TO_DOT}=target-profile={evidence.profile_path} "
-                f"kernels={kernels} min-slowdown={MIN_SLOWDOWN[kernels]} "
-                f"report-output={report}",
-            ],
-        )
-        document = read_json(report)
-        expect_format(report, document, REWRITES_FORMAT)
-        rewrites = document["rewritten"]
+
+        def rewrite(*options: str) -> dict:
+            """The pass's report of its run on the current program."""
+            annotate.run_tfpgo_opt(
+                current.stablehlo,
+                rewritten,
+                [
+                    "--mlir-print-op-generic",
+                    f"--{CONV_TO_DOT}=target-profile={evidence.profile_path} "
+                    f"kernels={kernels} min-slowdown={MIN_SLOWDOWN[kernels]} "
+                    f"report-output={report} {' '.join(options)}",
+                ],
+            )
+            document = read_json(report)
+            expect_format(report, document, REWRITES_FORMAT)
+            return document
+
+        selected = rewrite()
+        rewrites = selected["rewritten"]
         if not rewrites:
-            declined = len(document["declined"])
             return (
                 f"{CONV_TO_DOT} found no hot {kind} convolution far slower than TensorFlow "
-                f"({declined} hot ones declined; {report.name} says why)"
+                f"({len(selected['declined'])} hot ones declined; {report.name} says why)"
             )
-        return _rewrite_proposal(current, rewritten, rewrites, kind)
+        if kernels == "1x1":
+            return _rewrite_proposal(current, rewritten, rewrites, kind, {})
+        timings = rewrite_screen.screen(
+            rewrites, scratch / "forms", evidence.deadline, evidence.compile_timeout_s
+        )
+        (scratch / FORMS).write_text(json.dumps([t.to_json() for t in timings], indent=1) + "\n")
+        winners = [source for timing in timings if timing.wins for source in timing.sources]
+        if not winners:
+            return (
+                f"none of the {len(timings)} forms of the {len(rewrites)} hot, slow {kind} "
+                f"convolutions ran faster rewritten, each timed alone ({FORMS} says how long)"
+            )
+        by_source = {source: timing for timing in timings for source in timing.sources}
+        return _rewrite_proposal(
+            current,
+            rewritten,
+            rewrite(f"sources={','.join(winners)}")["rewritten"],
+            kind,
+            by_source,
+        )
 
     return propose
 
 
 def _rewrite_proposal(
-    current: Variant, rewritten: Path, rewrites: list[dict], kind: str
+    current: Variant,
+    rewritten: Path,
+    rewrites: list[dict],
+    kind: str,
+    alone: dict[str, FormTiming],
 ) -> Proposal:
-    """The rewritten program, with one decision per rewritten convolution."""
+    """The rewritten program, with one decision per rewritten convolution (and,
+    where its form was timed alone both ways, those times)."""
     sources = ", ".join(r["source"] for r in rewrites[:3]) + (", ..." if len(rewrites) > 3 else "")
     decisions = tuple(
         Decision(
             "",
             ", ".join(r["dispatches"]),
             (r["source"],),
-            f"{r['form']} ({r['input']} by {r['kernel']}, strides {r['strides']})",
+            f"{r['form']} ({r['input']} by {r['kernel']}, strides {r['strides']})"
+            + _alone(alone.get(r["source"])),
             r["target_ps"],
             None,
             False,
@@ -150,6 +185,12 @@ def _rewrite_proposal(
         Variant(rewritten, current.flags),
         decisions,
     )
+
+
+def _alone(timing: FormTiming | None) -> str:
+    if timing is None:
+        return ""
+    return f", alone {timing.convolution_ps / 1e9:.2f} -> {timing.rewritten_ps / 1e9:.2f} ms"
 
 
 def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:

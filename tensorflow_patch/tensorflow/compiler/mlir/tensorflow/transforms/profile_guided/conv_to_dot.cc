@@ -440,12 +440,17 @@ private:
     } else {
       std::variant<Geometry, std::string> match =
           Match(op, kernels == "kxk" ? Kernels::kSpatial : Kernels::kUnit);
-      if (auto *geometry = std::get_if<Geometry>(&match)) {
+      auto *geometry = std::get_if<Geometry>(&match);
+      if (!geometry) {
+        decision.reason = std::get<std::string>(match);
+        ++numUnmatched;
+      } else if (!sources.empty() &&
+                 !llvm::is_contained(sources, data->source)) {
+        decision.reason = "not among sources=";
+        ++numUnlisted;
+      } else {
         decision.geometry = *geometry;
-        return decision;
       }
-      decision.reason = std::get<std::string>(match);
-      ++numUnmatched;
     }
     return decision;
   }
@@ -644,6 +649,7 @@ private:
         json.attribute("form", d.geometry->Form());
         json.attribute("input", Shape(d.geometry->input));
         json.attribute("kernel", Shape(d.geometry->kernel));
+        json.attribute("result", Shape(d.geometry->result));
         json.attributeArray("strides", [&] {
           json.value(d.geometry->stride_h);
           json.value(d.geometry->stride_w);

@@ -436,6 +436,9 @@ def ProfileGuidedConvToDotPass
     convolutions as one executable, invoked once per site, whose sources
     name only the first site's ops.
 
+    `sources` narrows the rewrite to the convolutions named (`--tune`
+    passes the ones whose form won when timed alone both ways).
+
     With `report-output`, a `tfpgo.rewrites` document (docs/formats.md)
     lists each rewrite and each hot, slow convolution declined, with its
     share, TensorFlow and compiled time and ratio; with `remarks`, each
@@ -453,6 +456,9 @@ def ProfileGuidedConvToDotPass
     Option<"kernels", "kernels", "std::string", /*default=*/"\"1x1\"",
            "Which convolutions to rewrite: 1x1 (as (slice +) dot_general) "
            "or kxk (the other windows, as shifted dot_generals summed)">,
+    ListOption<"sources", "sources", "std::string",
+               "Rewrite only the convolutions of these sources (tf node "
+               "names; none: every one the profile selects)">,
     Option<"reportOutput", "report-output", "std::string",
            /*default=*/"\"\"",
            "Write the tfpgo.rewrites document here (empty: do not)">,
@@ -467,6 +473,8 @@ def ProfileGuidedConvToDotPass
               "Hot convolutions within min-slowdown of TensorFlow's time">,
     Statistic<"numUnmatched", "num-unmatched",
               "Hot, slow convolutions of a form the pass does not rewrite">,
+    Statistic<"numUnlisted", "num-unlisted",
+              "Hot, slow convolutions left out by sources=">,
   ];
 }
 

@@ -1,0 +1,149 @@
+"""Each form of convolution the `kxk` rewrite would change, timed alone both ways
+before the whole program is.
+
+`tf-profile-guided-conv-to-dot kernels=kxk` trades IREE's direct convolution for
+one matmul per kernel tap. Measured alone here, that wins on deep layers with
+few pixels (4x4x512: 14.8 -> 6.8 ms) and loses on shallow ones with many
+(56x56x64: 9.5 -> 43 ms), and a profile's slowdown against TensorFlow does not
+always tell them apart. So each distinct form (input, kernel, result, strides,
+padding) the pass selects is compiled as a one-convolution program and as its
+rewrite, each timed with iree-benchmark-module, and only the forms whose rewrite
+is faster by more than the A/B noise are rewritten in the program.
+
+The rewrite timed is the pass's own, run on the one-convolution program with a
+profile that selects it: one implementation of the rewrite.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfpgo.iree import dispatch_benchmark
+from tfpgo.iree import run as iree_run
+from tfpgo.mlir import annotate
+from tfpgo.proposer.ab import NOISE
+
+CONV_TO_DOT = "tf-profile-guided-conv-to-dot"
+_SOURCE = "screened/convolution"
+
+
+@dataclass(frozen=True)
+class FormTiming:
+    """One form of convolution, the sources of that form the pass selected, and
+    its time an invocation (ps) alone as a convolution and rewritten."""
+
+    form: str
+    sources: tuple[str, ...]
+    convolution_ps: float
+    rewritten_ps: float
+
+    @property
+    def wins(self) -> bool:
+        return self.rewritten_ps < (1 - NOISE) * self.convolution_ps
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "form": self.form,
+            "sources": list(self.sources),
+            "convolution_ps": round(self.convolution_ps),
+            "rewritten_ps": round(self.rewritten_ps),
+            "rewritten": self.wins,
+        }
+
+
+def screen(
+    rewrites: list[dict[str, Any]], scratch: Path, deadline: float, compile_timeout_s: float
+) -> list[FormTiming]:
+    """Times each form of `rewrites` (the `rewritten` entries of a kxk
+    `rewrites.json`), until `deadline` (a time.monotonic() value): forms left
+    untimed are not rewritten."""
+    forms: dict[tuple[Any, ...], list[str]] = {}
+    for rewrite in rewrites:
+        key = (
+            rewrite["input"],
+            rewrite["kernel"],
+            rewrite["result"],
+            tuple(rewrite["strides"]),
+            tuple(rewrite["padding"]),
+        )
+        forms.setdefault(key, []).append(rewrite["source"])
+    timings = []
+    for index, (key, sources) in enumerate(forms.items()):
+        if time.monotonic() >= deadline:
+            break
+        directory = scratch / f"form_{index}"
+        directory.mkdir(parents=True, exist_ok=True)
+        timings.append(_time_form(key, tuple(sources), directory, compile_timeout_s))
+    return timings
+
+
+def _time_form(
+    key: tuple[Any, ...], sources: tuple[str, ...], directory: Path, compile_timeout_s: float
+) -> FormTiming:
+    input_shape, kernel_shape, result_shape, strides, padding = key
+    convolution = directory / "convolution.mlir"
+    convolution.write_text(_program(input_shape, kernel_shape, result_shape, strides, padding))
+    profile = directory / "iree_profile.json"
+    profile.write_text(json.dumps(_selecting_profile()))
+    rewritten = directory / "rewritten.mlir"
+    annotate.run_tfpgo_opt(
+        convolution,
+        rewritten,
+        [
+            "--mlir-print-op-generic",
+            f"--{CONV_TO_DOT}=target-profile={profile} kernels=kxk min-slowdown=1",
+        ],
+    )
+    inputs = (f"{input_shape}=0.5", f"{kernel_shape}=0.01")
+    times = []
+    for program in (convolution, rewritten):
+        vmfb = program.with_suffix(".vmfb")
+        iree_run.compile_vmfb(program, vmfb, (), compile_timeout_s)
+        times.append(dispatch_benchmark.time_dispatch(vmfb, "main", inputs))
+    form = f"{input_shape} by {kernel_shape}, strides {list(strides)}, padding {list(padding)}"
+    return FormTiming(form, sources, times[0], times[1])
+
+
+def _program(
+    input_shape: str,
+    kernel_shape: str,
+    result_shape: str,
+    strides: tuple[int, ...],
+    padding: tuple[int, ...],
+) -> str:
+    """The convolution alone, its weights an argument, its profile in its
+    location (the form the flow's StableHLO carries)."""
+    top, bottom, left, right = padding
+    x, w, y = (f"tensor<{shape}>" for shape in (input_shape, kernel_shape, result_shape))
+    return f"""func.func @main(%x: {x}, %w: {w}) -> {y} {{
+  %0 = "stablehlo.convolution"(%x, %w) <{{batch_group_count = 1 : i64,
+      dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>,
+      feature_group_count = 1 : i64,
+      padding = dense<[[{top}, {bottom}], [{left}, {right}]]> : tensor<2x2xi64>,
+      window_strides = array<i64: {strides[0]}, {strides[1]}>}}> : ({x}, {w}) -> {y} loc(#conv)
+  return %0 : {y}
+}}
+#conv = loc(fused<{{profiler_data = {{count = 1 : i64, dur = 1 : i64, max = 1 : i64,
+    min = 1 : i64, p50 = 1 : i64, p95 = 1 : i64, self = 1 : i64, share = 1.0 : f64,
+    source = "{_SOURCE}", total = 1 : i64, ts = 0 : i64}}}}>["{_SOURCE}"])
+"""
+
+
+def _selecting_profile() -> dict[str, Any]:
+    """A dispatch profile in which the convolution alone is slow: the pass
+    rewrites it whatever the threshold."""
+    dispatch = {
+        "name": "main_dispatch_0_conv", "count": 1, "total_ps": 2, "sources": [_SOURCE],
+        "tf_self_ps": 1, "found_in": "compute",
+    }  # fmt: skip
+    return {
+        "format": "tfpgo.iree_profile", "version": 1, "time_unit": "ps",
+        "source": "convolution.vmfb", "entry": "main", "runs": 1, "warmup": 0,
+        "outputs": {"max_abs": 0.0, "rtol": 1e-3, "atol": 1e-5},
+        "totals": {"dispatch_ps": 2, "dispatch_attributed_ps": 2, "dispatch_unattributed_ps": 0},
+        "dispatches": [dispatch], "ops": [],
+    }  # fmt: skip
