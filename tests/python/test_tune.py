@@ -450,3 +450,66 @@ def test_tune_needs_the_compiled_program_and_a_positive_budget(tmp_path, capsys)
     with pytest.raises(UserError) as alone:
         pgo.options_from_args(pgo.build_parser().parse_args(["--tune-budget", "5"]))
     assert str(alone.value) == "--tune-budget bounds --tune: add --tune (and --lower iree)"
+
+
+# Two identical 3x3 convolutions: IREE ran them as one executable, invoked twice
+# a run and named after the first, whose sources name only the first.
+TWINS = """
+func.func @main(%x: tensor<1x6x6x4xf32>, %w: tensor<3x3x4x4xf32>)
+    -> (tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>) {
+  %0 = "stablehlo.convolution"(%x, %w) <{batch_group_count = 1 : i64,
+      dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>,
+      feature_group_count = 1 : i64, padding = dense<1> : tensor<2x2xi64>}>
+      : (tensor<1x6x6x4xf32>, tensor<3x3x4x4xf32>) -> tensor<1x6x6x4xf32> loc(#first)
+  %1 = "stablehlo.convolution"(%0, %w) <{batch_group_count = 1 : i64,
+      dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>,
+      feature_group_count = 1 : i64, padding = dense<1> : tensor<2x2xi64>}>
+      : (tensor<1x6x6x4xf32>, tensor<3x3x4x4xf32>) -> tensor<1x6x6x4xf32> loc(#second)
+  return %0, %1 : tensor<1x6x6x4xf32>, tensor<1x6x6x4xf32>
+}
+#first = loc(fused<{profiler_data = {count = 1 : i64, dur = 45 : i64, max = 45 : i64,
+    min = 45 : i64, p50 = 45 : i64, p95 = 45 : i64, self = 45 : i64, share = 0.5 : f64,
+    source = "s/first", total = 45 : i64, ts = 0 : i64}}>["first"])
+#second = loc(fused<{profiler_data = {count = 1 : i64, dur = 45 : i64, max = 45 : i64,
+    min = 45 : i64, p50 = 45 : i64, p95 = 45 : i64, self = 45 : i64, share = 0.5 : f64,
+    source = "s/second", total = 45 : i64, ts = 0 : i64}}>["second"])
+"""
+
+
+def test_identical_convolutions_are_one_decision_with_their_shared_time(tmp_path, monkeypatch):
+    """The second convolution, which no dispatch names, is judged by the first's
+    executable and rewritten with it; the decision names both tf ops and counts
+    the executable's time once."""
+    stablehlo = tmp_path / "twins.mlir"
+    stablehlo.write_text(TWINS)
+    dispatch = {
+        "name": "main_dispatch_0_conv", "count": 2, "total_ps": 4000, "sources": ["s/first"],
+        "tf_self_ps": 45, "found_in": "compute",
+    }  # fmt: skip
+    profile = tmp_path / "iree_profile.json"
+    profile.write_text(
+        json.dumps({
+            "format": "tfpgo.iree_profile", "version": 1, "time_unit": "ps",
+            "source": "model.iree.vmfb", "entry": "main", "runs": 1, "warmup": 0,
+            "outputs": {"max_abs": 0.0, "rtol": 1e-3, "atol": 1e-5},
+            "totals": {"dispatch_ps": 4000, "dispatch_attributed_ps": 4000,
+                       "dispatch_unattributed_ps": 0},
+            "dispatches": [dispatch], "ops": [],
+        })
+    )  # fmt: skip
+    _time_forms(monkeypatch, convolution_ms=2.0, rewritten_ms=1.0)
+    (tmp_path / "a").mkdir()
+    proposal = BY_NAME["conv-to-shifted-dots"].propose(
+        Variant(stablehlo), _evidence(profile), tmp_path / "a"
+    )
+    assert isinstance(proposal, Proposal)
+    assert '"stablehlo.convolution"' not in proposal.variant.stablehlo.read_text()
+    (decision,) = proposal.decisions
+    assert decision.dispatch == "main_dispatch_0_conv"
+    assert decision.tf_ops == ("s/first", "s/second")
+    assert decision.before_ps == 4000
+    report = json.loads((tmp_path / "a" / "rewrites.kxk.json").read_text())
+    assert [(r["source"], r.get("twin"), r["slowdown"]) for r in report["rewritten"]] == [
+        ("s/first", None, pytest.approx(2000 / 45)),
+        ("s/second", "s/first", pytest.approx(2000 / 45)),
+    ]

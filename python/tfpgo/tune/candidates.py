@@ -164,21 +164,26 @@ def _rewrite_proposal(
     kind: str,
     alone: dict[str, FormTiming],
 ) -> Proposal:
-    """The rewritten program, with one decision per rewritten convolution (and,
-    where its form was timed alone both ways, those times)."""
+    """The rewritten program, with one decision per set of rewritten
+    convolutions that ran in the same dispatches (IREE's one executable for
+    identical sites: its time counted once, the tf ops all of theirs) and,
+    where their form was timed alone both ways, those times."""
     sources = ", ".join(r["source"] for r in rewrites[:3]) + (", ..." if len(rewrites) > 3 else "")
+    shared: dict[tuple[str, ...], list[dict]] = {}
+    for rewrite in rewrites:
+        shared.setdefault(tuple(rewrite["dispatches"]), []).append(rewrite)
     decisions = tuple(
         Decision(
             "",
-            ", ".join(r["dispatches"]),
-            (r["source"],),
-            f"{r['form']} ({r['input']} by {r['kernel']}, strides {r['strides']})"
-            + _alone(alone.get(r["source"])),
-            r["target_ps"],
+            ", ".join(dispatches),
+            tuple(r["source"] for r in group),
+            f"{group[0]['form']} ({group[0]['input']} by {group[0]['kernel']}, "
+            f"strides {group[0]['strides']})" + _alone(alone.get(group[0]["source"])),
+            group[0]["target_ps"],
             None,
             False,
         )
-        for r in rewrites
+        for dispatches, group in shared.items()
     )
     return Proposal(
         f"{len(rewrites)} hot {kind} convolutions as dot_generals: {sources}",
