@@ -357,7 +357,9 @@ public:
     }
     if (kernels != "1x1" && kernels != "kxk") {
       module.emitError("tf-profile-guided-conv-to-dot: kernels='")
-          << kernels.getValue() << "' is neither 1x1 nor kxk";
+          << kernels.getValue()
+          << "' is neither 1x1 nor kxk; pass kernels=1x1 (the default) or "
+             "kernels=kxk";
       return signalPassFailure();
     }
     Attribute contraction =
