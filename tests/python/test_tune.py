@@ -356,7 +356,7 @@ def test_kxk_rewrites_only_the_forms_that_win_alone(tmp_path, monkeypatch):
     reason = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), evidence, tmp_path / "a")
     assert reason == (
         "none of the 1 forms of the 1 hot, slow non-1x1 convolutions ran faster rewritten, "
-        "each timed alone (conv_forms.json says how long)"
+        "each timed alone (conv_forms.json says how long, or why not)"
     )
     assert sorted(path.name for path in timed) == ["convolution.vmfb", "rewritten.vmfb"]
     (form,) = json.loads((tmp_path / "a" / "conv_forms.json").read_text())
@@ -373,6 +373,18 @@ def test_kxk_rewrites_only_the_forms_that_win_alone(tmp_path, monkeypatch):
     assert isinstance(proposal, Proposal)
     (decision,) = proposal.decisions
     assert decision.change.endswith(", alone 2.00 -> 1.00 ms")
+    # A form IREE cannot time is left as it was, with IREE's line, not the loop ended.
+
+    def fails(vmfb: Path, function: str | None = None, inputs: tuple[str, ...] = ()) -> float:
+        raise UserError(f"iree level (dispatch benchmark): {vmfb.name} ran no benchmark")
+
+    monkeypatch.setattr(dispatch_benchmark, "time_dispatch", fails)
+    (tmp_path / "c").mkdir()
+    reason = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), evidence, tmp_path / "c")
+    assert isinstance(reason, str) and reason.startswith("none of the 1 forms")
+    (form,) = json.loads((tmp_path / "c" / "conv_forms.json").read_text())
+    assert form["rewritten"] is False and form["convolution_ps"] is None
+    assert form["failed"] == "iree level (dispatch benchmark): convolution.vmfb ran no benchmark"
 
 
 def test_o2_is_proposed_once(tmp_path):

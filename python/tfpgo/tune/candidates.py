@@ -143,7 +143,7 @@ def _conv_to_dot(kernels: str) -> Callable[[Variant, Evidence, Path], Proposal |
         if not winners:
             return (
                 f"none of the {len(timings)} forms of the {len(rewrites)} hot, slow {kind} "
-                f"convolutions ran faster rewritten, each timed alone ({FORMS} says how long)"
+                f"convolutions ran faster rewritten, each timed alone ({FORMS} says how long, or why not)"
             )
         by_source = {source: timing for timing in timings for source in timing.sources}
         return _rewrite_proposal(
@@ -193,7 +193,7 @@ def _rewrite_proposal(
 
 
 def _alone(timing: FormTiming | None) -> str:
-    if timing is None:
+    if timing is None or timing.convolution_ps is None or timing.rewritten_ps is None:
         return ""
     return f", alone {timing.convolution_ps / 1e9:.2f} -> {timing.rewritten_ps / 1e9:.2f} ms"
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tfpgo.errors import UserError
 from tfpgo.iree import dispatch_benchmark
 from tfpgo.iree import run as iree_run
 from tfpgo.mlir import annotate
@@ -34,25 +35,31 @@ _SOURCE = "screened/convolution"
 @dataclass(frozen=True)
 class FormTiming:
     """One form of convolution, the sources of that form the pass selected, and
-    its time an invocation (ps) alone as a convolution and rewritten."""
+    its time an invocation (ps) alone as a convolution and rewritten, or why it
+    could not be timed (IREE's line: the form is then left as it was)."""
 
     form: str
     sources: tuple[str, ...]
-    convolution_ps: float
-    rewritten_ps: float
+    convolution_ps: float | None
+    rewritten_ps: float | None
+    failed: str = ""
 
     @property
     def wins(self) -> bool:
+        if self.convolution_ps is None or self.rewritten_ps is None:
+            return False
         return self.rewritten_ps < (1 - NOISE) * self.convolution_ps
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "form": self.form,
-            "sources": list(self.sources),
-            "convolution_ps": round(self.convolution_ps),
-            "rewritten_ps": round(self.rewritten_ps),
-            "rewritten": self.wins,
+        times = {
+            "convolution_ps": None if self.convolution_ps is None else round(self.convolution_ps),
+            "rewritten_ps": None if self.rewritten_ps is None else round(self.rewritten_ps),
         }
+        failed = {"failed": self.failed} if self.failed else {}
+        return {
+            "form": self.form, "sources": list(self.sources), **times,
+            "rewritten": self.wins, **failed,
+        }  # fmt: skip
 
 
 def screen(
@@ -99,12 +106,15 @@ def _time_form(
         ],
     )
     inputs = (f"{input_shape}=0.5", f"{kernel_shape}=0.01")
-    times = []
-    for program in (convolution, rewritten):
-        vmfb = program.with_suffix(".vmfb")
-        iree_run.compile_vmfb(program, vmfb, (), compile_timeout_s)
-        times.append(dispatch_benchmark.time_dispatch(vmfb, "main", inputs))
     form = f"{input_shape} by {kernel_shape}, strides {list(strides)}, padding {list(padding)}"
+    times = []
+    try:  # a form IREE cannot compile or run either way is left as it was
+        for program in (convolution, rewritten):
+            vmfb = program.with_suffix(".vmfb")
+            iree_run.compile_vmfb(program, vmfb, (), compile_timeout_s)
+            times.append(dispatch_benchmark.time_dispatch(vmfb, "main", inputs))
+    except UserError as error:
+        return FormTiming(form, sources, None, None, str(error))
     return FormTiming(form, sources, times[0], times[1])
 
 
