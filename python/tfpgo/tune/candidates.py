@@ -143,7 +143,8 @@ def _conv_to_dot(kernels: str) -> Callable[[Variant, Evidence, Path], Proposal |
         if not winners:
             return (
                 f"none of the {len(timings)} forms of the {len(rewrites)} hot, slow {kind} "
-                f"convolutions ran faster rewritten, each timed alone ({FORMS} says how long, or why not)"
+                f"convolutions ran faster rewritten, each timed alone ({FORMS} says how "
+                "long, or why not)"
             )
         by_source = {source: timing for timing in timings for source in timing.sources}
         return _rewrite_proposal(
