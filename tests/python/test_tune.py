@@ -177,10 +177,24 @@ func.func @main(%x: tensor<1x8x8x4xf32>, %w: tensor<1x1x4x8xf32>) -> tensor<1x4x
 
 
 def _iree_profile(path: Path, total_ps: int, tf_self_ps: int) -> Path:
-    dispatch = {
-        "name": "main_dispatch_0_reduction", "count": 1, "total_ps": total_ps,
-        "sources": ["block/shortcut/BiasAdd"], "tf_self_ps": tf_self_ps, "found_in": "compute",
+    """One dispatch that ran block/shortcut/BiasAdd."""
+    return _write_iree_profile(
+        path,
+        [_dispatch("main_dispatch_0_reduction", "block/shortcut/BiasAdd", total_ps, tf_self_ps)],
+    )
+
+
+def _dispatch(name: str, source: str, total_ps: int, tf_self_ps: int, count: int = 1) -> dict:
+    return {
+        "name": name, "count": count, "total_ps": total_ps, "sources": [source],
+        "tf_self_ps": tf_self_ps, "found_in": "compute",
     }  # fmt: skip
+
+
+def _write_iree_profile(path: Path, dispatches: list[dict]) -> Path:
+    """An iree_profile.json of one profiled run with these dispatches, all
+    attributed."""
+    total_ps = sum(d["total_ps"] for d in dispatches)
     totals = {
         "dispatch_ps": total_ps, "dispatch_attributed_ps": total_ps, "dispatch_unattributed_ps": 0
     }  # fmt: skip
@@ -188,7 +202,7 @@ def _iree_profile(path: Path, total_ps: int, tf_self_ps: int) -> Path:
         "format": "tfpgo.iree_profile", "version": 1, "time_unit": "ps",
         "source": "model.iree.vmfb", "entry": "main", "runs": 1, "warmup": 0,
         "outputs": {"max_abs": 0.0, "rtol": 1e-3, "atol": 1e-5}, "totals": totals,
-        "dispatches": [dispatch], "ops": [],
+        "dispatches": dispatches, "ops": [],
     }  # fmt: skip
     path.write_text(json.dumps(document))
     return path
@@ -285,22 +299,13 @@ def test_each_rewrite_computes_what_tensorflow_computes(
     workload = Workload("main", inputs, expected, 1, 0, {}, {})
     stablehlo = tmp_path / "convs.mlir"
     stablehlo.write_text(CONVS)
-    dispatches = [
-        {"name": f"main_dispatch_{i}_conv", "count": 1, "total_ps": 3000, "sources": [source],
-         "tf_self_ps": 100, "found_in": "compute"}
-        for i, source in enumerate(["block/shortcut/BiasAdd", "block/spatial/BiasAdd"])
-    ]  # fmt: skip
-    profile = tmp_path / "iree_profile.json"
-    profile.write_text(
-        json.dumps({
-            "format": "tfpgo.iree_profile", "version": 1, "time_unit": "ps",
-            "source": "model.iree.vmfb", "entry": "main", "runs": 1, "warmup": 0,
-            "outputs": {"max_abs": 0.0, "rtol": 1e-3, "atol": 1e-5},
-            "totals": {"dispatch_ps": 6000, "dispatch_attributed_ps": 6000,
-                       "dispatch_unattributed_ps": 0},
-            "dispatches": dispatches, "ops": [],
-        })
-    )  # fmt: skip
+    profile = _write_iree_profile(
+        tmp_path / "iree_profile.json",
+        [
+            _dispatch(f"main_dispatch_{i}_conv", source, 3000, 100)
+            for i, source in enumerate(["block/shortcut/BiasAdd", "block/spatial/BiasAdd"])
+        ],
+    )
     evidence = Evidence(profile, IreeProfile.read(profile), workload, time.monotonic() + 60, 600)
     (tmp_path / "scratch").mkdir()
     proposal = BY_NAME[candidate].propose(Variant(stablehlo), evidence, tmp_path / "scratch")
@@ -335,21 +340,10 @@ def test_kxk_rewrites_only_the_forms_that_win_alone(tmp_path, monkeypatch):
     conv_forms.json says how long each took."""
     stablehlo = tmp_path / "convs.mlir"
     stablehlo.write_text(CONVS)
-    dispatches = [
-        {"name": "main_dispatch_0_conv", "count": 1, "total_ps": 3000,
-         "sources": ["block/spatial/BiasAdd"], "tf_self_ps": 100, "found_in": "compute"}
-    ]  # fmt: skip
-    profile = tmp_path / "iree_profile.json"
-    profile.write_text(
-        json.dumps({
-            "format": "tfpgo.iree_profile", "version": 1, "time_unit": "ps",
-            "source": "model.iree.vmfb", "entry": "main", "runs": 1, "warmup": 0,
-            "outputs": {"max_abs": 0.0, "rtol": 1e-3, "atol": 1e-5},
-            "totals": {"dispatch_ps": 3000, "dispatch_attributed_ps": 3000,
-                       "dispatch_unattributed_ps": 0},
-            "dispatches": dispatches, "ops": [],
-        })
-    )  # fmt: skip
+    profile = _write_iree_profile(
+        tmp_path / "iree_profile.json",
+        [_dispatch("main_dispatch_0_conv", "block/spatial/BiasAdd", 3000, 100)],
+    )
     evidence = _evidence(profile)
     timed = _time_forms(monkeypatch, convolution_ms=2.0, rewritten_ms=1.95)  # 2.5%: noise
     (tmp_path / "a").mkdir()
@@ -494,21 +488,10 @@ def test_identical_convolutions_are_one_decision_with_their_shared_time(tmp_path
     the executable's time once."""
     stablehlo = tmp_path / "twins.mlir"
     stablehlo.write_text(TWINS)
-    dispatch = {
-        "name": "main_dispatch_0_conv", "count": 2, "total_ps": 4000, "sources": ["s/first"],
-        "tf_self_ps": 45, "found_in": "compute",
-    }  # fmt: skip
-    profile = tmp_path / "iree_profile.json"
-    profile.write_text(
-        json.dumps({
-            "format": "tfpgo.iree_profile", "version": 1, "time_unit": "ps",
-            "source": "model.iree.vmfb", "entry": "main", "runs": 1, "warmup": 0,
-            "outputs": {"max_abs": 0.0, "rtol": 1e-3, "atol": 1e-5},
-            "totals": {"dispatch_ps": 4000, "dispatch_attributed_ps": 4000,
-                       "dispatch_unattributed_ps": 0},
-            "dispatches": [dispatch], "ops": [],
-        })
-    )  # fmt: skip
+    profile = _write_iree_profile(
+        tmp_path / "iree_profile.json",
+        [_dispatch("main_dispatch_0_conv", "s/first", 4000, 45, count=2)],
+    )
     _time_forms(monkeypatch, convolution_ms=2.0, rewritten_ms=1.0)
     (tmp_path / "a").mkdir()
     proposal = BY_NAME["conv-to-shifted-dots"].propose(
