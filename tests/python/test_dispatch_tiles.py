@@ -106,6 +106,16 @@ def test_neighbours_change_one_tile_and_keep_the_tiling_valid():
                for n in neighbours(full))  # fmt: skip
     ones = RootConfig((4, 4), (1, 1), (1, 1), (0, 0), "DoubleTilingExpert")
     assert all(0 not in n.distribution[:2] for n in neighbours(ones))
+    # IREE's own tile need not be a multiple of its vector tile (MobileNetV2's
+    # classifier, batch 8): only the loop a variant changes must be, its workgroup
+    # tile rounded to the nearest multiple (100 -> 96, 25 -> 32; 4 -> 8 is IREE's).
+    classifier = RootConfig((8, 1000, 1280), (8, 50, 0), (8, 16, 0), (0, 0, 16), "Mmt")
+    assert [n.text() for n in neighbours(classifier)] == [
+        replace(classifier, distribution=(8, 96, 0)).text(),
+        replace(classifier, distribution=(8, 32, 0)).text(),
+        replace(classifier, vector_reduction=(0, 0, 32)).text(),
+        replace(classifier, vector_reduction=(0, 0, 8)).text(),
+    ]
 
 
 def _dispatch(name: str, total_ps: int, tf_self_ps: int, count: int = 1) -> iree_run.Dispatch:
@@ -129,6 +139,10 @@ def test_targets_rank_by_headroom_over_the_measured_bound():
     assert [(t.name, t.bound_ps, t.headroom_ps) for t in found] == [
         (slow.name, 524_288, 1_572_864),
         (beaten.name, 524_288, 524_288),
+    ]
+    # A later round: a dispatch searched before is no target, but still sets the rate.
+    assert [t.name for t in dispatch_tiles.targets(profile, {slow.name, fast.name})] == [
+        beaten.name
     ]
 
 
@@ -207,6 +221,39 @@ def test_the_search_climbs_on_benchmarks_and_decides_in_place(tmp_path):
         time.monotonic(), 120,
     )  # fmt: skip
     assert spent.tried == {BIG: []} and spent.chosen == {} and spent.in_place == {}
+
+
+def test_a_later_round_keeps_the_earlier_tiles_in_every_program_and_spec(tmp_path):
+    """A second round tunes BIG with SMALL's tiles from the first round as `base`:
+    the program it times in place, and the spec it writes, keep them."""
+    stablehlo = tmp_path / "m.mlir"
+    stablehlo.write_text(TWO_MATMULS)
+    (tmp_path / "iree").mkdir()
+    iree_choice = _configs(stablehlo, tmp_path / "iree")
+    earlier = neighbours(iree_choice[SMALL])[0]
+    wider = neighbours(iree_choice[BIG])[0]
+
+    def time_dispatch(vmfb: Path) -> float:  # on its benchmark, `wider` wins
+        spec = vmfb.with_suffix(".spec.mlir")
+        return 50.0 if spec.exists() and wider.text() in spec.read_text() else 100.0
+
+    in_place_specs: list[str] = []
+
+    def time_in_place(vmfb: Path) -> dict[str, float]:
+        spec = vmfb.with_suffix(".spec.mlir")
+        in_place_specs.append(spec.read_text() if spec.exists() else "")
+        return {BIG: 50.0 if wider.text() in in_place_specs[-1] else 100.0, SMALL: 10.0}
+
+    found = dispatch_tiles.search(
+        stablehlo, (), [dispatch_tiles.Target(BIG, 300, 100)], time_dispatch, time_in_place,
+        tmp_path / "s", time.monotonic() + 600, 120, base=(earlier,),
+    )  # fmt: skip
+    assert found.chosen[BIG].config == wider
+    # The program without this round's spec is the program with the earlier tiles.
+    assert root_configs(tmp_path / "s" / "configurations")[SMALL] == earlier
+    assert [spec for spec in in_place_specs if spec] == [spec_text([earlier, wider])]
+    dispatch_tiles.write_search(found, tmp_path, (earlier,))
+    assert (tmp_path / dispatch_tiles.SPEC).read_text() == spec_text([earlier, wider])
 
 
 def test_a_dispatch_benchmark_recompiles_with_the_spec_and_is_timed(tmp_path):

@@ -23,7 +23,9 @@ from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir.lowering import write_generic_stablehlo
 from tfpgo.proposer.ab import ABResult, Verdict
 from tfpgo.report.tune_tables import decision_rows, op_rows, trial_rows, tune_summary
+from tfpgo.tune import dispatch_tiles
 from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
+from tfpgo.tune.dispatch_tiles import RootConfig
 from tfpgo.tune.document import Decision, EndToEnd, OpChange, Trial, Tuned, TuneDocument
 from tfpgo.tune.loop import TUNED_PROFILE, TUNED_VMFB, Tuning, tune
 
@@ -152,6 +154,90 @@ def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(program, tm
     after = json.loads((tmp_path / TUNED_PROFILE).read_text())
     assert {op["name"] for op in after["ops"]} == {"square"}
     assert TuneDocument.read(tmp_path / "tune.json") == document
+
+
+TILE = RootConfig((8, 8, 8), (8, 8, 0), (8, 8, 0), (0, 0, 8), "DoubleTilingExpert")
+
+
+def test_a_repeating_candidate_goes_again_after_the_others_while_it_is_kept(program, tmp_path):
+    """Round 1 is kept; round 2, on the program round 1 made, adds tiles whose spec
+    IREE cannot read, and is rejected: no round 3, and round 1's tiles (in the
+    final program) stay kept while round 2's are not."""
+    shared, workload, baseline = program
+    stablehlo = tmp_path / "program" / shared.name  # its own scratch directory beside it
+    stablehlo.parent.mkdir()
+    stablehlo.write_bytes(shared.read_bytes())
+    baseline.profile.write(tmp_path / "iree_profile.json")
+    seen: list[Variant] = []
+    other = replace(TILE, loops=(16, 8, 8))
+
+    def tiles(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
+        seen.append(current)
+        if len(seen) == 1:
+            lean = _module(LEAN)(current, evidence, scratch)
+            return replace(lean, variant=replace(lean.variant, tiles=(TILE,)))
+        missing = f"--iree-codegen-tuning-spec-path={scratch / 'missing.mlir'}"
+        return Proposal("more tiles", replace(current, flags=(missing,), tiles=(TILE, other)))
+
+    tried = (
+        Candidate("tiles", tiles, repeats=True),
+        Candidate("after", lambda current, evidence, scratch: "nothing to try"),
+    )
+    document = tune(stablehlo, workload, baseline, tmp_path, Tuning(600, 3), candidates=tried)
+    assert [(t.name, t.outcome) for t in document.trials] == [
+        ("tiles", "kept"),
+        ("after", "skipped"),
+        ("tiles (round 2)", "rejected"),
+    ]
+    assert seen[1].tiles == (TILE,) and seen[1].stablehlo != stablehlo
+    assert [(d.candidate, d.kept) for d in document.decisions] == [
+        ("tiles", True),
+        ("tiles (round 2)", False),
+    ]
+
+
+def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earlier_tiles(
+    tmp_path, monkeypatch
+):
+    """Round 2 leaves out a dispatch searched in round 1 and one the kept tiles
+    already match (same loop ranges), searches the rest with the kept tiles as its
+    base, and proposes a program with all of them."""
+    profile = _write_iree_profile(
+        tmp_path / "iree_profile.json",
+        [
+            _dispatch("m_dispatch_0_matmul_8x8x8_f32", "s/a", 4000, 100),  # TILE matches it
+            _dispatch("m_dispatch_1_matmul_16x8x8_f32", "s/b", 4000, 100),  # searched
+            _dispatch("m_dispatch_2_matmul_32x8x8_f32", "s/c", 4000, 100),
+        ],
+    )
+    wanted = replace(TILE, loops=(32, 8, 8))
+    asked: dict[str, object] = {}
+
+    def search(stablehlo, flags, targets, *rest):
+        asked.update(targets=[t.name for t in targets], flags=flags, base=rest[-1])
+        trial = dispatch_tiles.Trial(wanted, 1.0, 2.0)
+        names = {t.name: wanted for t in targets}
+        return dispatch_tiles.Search(
+            names, {n: [trial] for n in names}, {n: trial for n in names}, {}
+        )
+
+    monkeypatch.setattr(dispatch_tiles, "search", search)
+    spec = f"{dispatch_tiles.SPEC_FLAG}/earlier/tuning_spec.mlir"
+    current = Variant(tmp_path / "m.mlir", ("--keep", spec), (TILE,),
+                      frozenset({"m_dispatch_1_matmul_16x8x8_f32"}))  # fmt: skip
+    proposal = BY_NAME["dispatch-tiles"].propose(current, _evidence(profile), tmp_path)
+    assert isinstance(proposal, Proposal)
+    assert asked == {"targets": ["m_dispatch_2_matmul_32x8x8_f32"], "flags": ("--keep",),
+                     "base": (TILE,)}  # fmt: skip
+    new_spec = f"{dispatch_tiles.SPEC_FLAG}{tmp_path / dispatch_tiles.SPEC}"
+    assert proposal.variant == Variant(
+        current.stablehlo,
+        ("--keep", new_spec),
+        (TILE, wanted),
+        frozenset({"m_dispatch_1_matmul_16x8x8_f32", "m_dispatch_2_matmul_32x8x8_f32"}),
+    )
+    assert (tmp_path / dispatch_tiles.SPEC).read_text() == dispatch_tiles.spec_text([TILE, wanted])
+    assert [d.dispatch for d in proposal.decisions] == ["m_dispatch_2_matmul_32x8x8_f32"]
 
 
 def test_no_candidate_starts_once_the_budget_is_spent(program, tmp_path):
@@ -389,14 +475,18 @@ def test_o2_is_proposed_once(tmp_path):
     again = BY_NAME["iree-O2"].propose(proposal.variant, evidence, tmp_path)
     assert again == "the current program is compiled with it already"
     # Data tiling makes matmuls mmt4d: a tuning spec for the old root ops is dropped.
-    tuned = Variant(Path("m.mlir"), ("--iree-codegen-tuning-spec-path=/s/tuning_spec.mlir",))
+    spec = "--iree-codegen-tuning-spec-path=/s/tuning_spec.mlir"
+    tuned = Variant(Path("m.mlir"), (spec,), (TILE,), frozenset({"d_dispatch_0_matmul_8x8x8_f32"}))
     tiled = BY_NAME["iree-data-tiling"].propose(tuned, evidence, tmp_path)
     assert isinstance(tiled, Proposal) and tiled.change.endswith(
         "(without the tuning spec, whose tiles are for other root ops)"
     )
-    assert tiled.variant.flags == ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
+    assert tiled.variant == Variant(
+        Path("m.mlir"), ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
+    )
     o2 = BY_NAME["iree-O2"].propose(tuned, evidence, tmp_path)
-    assert isinstance(o2, Proposal) and o2.variant.flags[0] == tuned.flags[0]  # O2 keeps it
+    assert isinstance(o2, Proposal)  # O2 keeps the spec, its tiles and what was searched
+    assert o2.variant == replace(tuned, flags=(spec, "--iree-opt-level=O2"))
 
 
 def test_the_report_section_states_what_was_kept_and_what_it_sped_up():

@@ -92,7 +92,7 @@ OUTPUT_FILES = {
     "conv_forms.json": "--tune: each form of convolution the kxk run selected, timed alone "
     "as a convolution and rewritten, and whether it was rewritten",
     "tiles.json": "--tune: the per-dispatch tile search: IREE's choice and each variant "
-    "tried, with the measured time of each dispatch",
+    "tried, with the measured time of each dispatch (tiles.N.json: its round N)",
     "tuning_spec.mlir": "--tune: the IREE tuning spec of the tiles that won "
     "(iree-compile --iree-codegen-tuning-spec-path=tuning_spec.mlir)",
     "model.tuned.vmfb": "--tune: the tuned program (when a candidate won)",

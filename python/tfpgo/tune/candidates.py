@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tfpgo.documents import expect_format, read_json
@@ -60,10 +60,15 @@ EVIDENCE = (*REWRITES.values(), FORMS, dispatch_tiles.SEARCH)
 @dataclass(frozen=True)
 class Variant:
     """A program to compile: its StableHLO (generic form, profile in the
-    locations, weights included) and the flags iree-compile adds for it."""
+    locations, weights included) and the flags iree-compile adds for it. When
+    the flags name a tuning spec, `tiles` are its root configs, and `searched`
+    the dispatches whose tiles were searched already (a later round of
+    dispatch-tiles tunes others)."""
 
     stablehlo: Path
     flags: tuple[str, ...] = ()
+    tiles: tuple[dispatch_tiles.RootConfig, ...] = ()
+    searched: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -95,10 +100,13 @@ class Evidence:
 class Candidate:
     """A kind of change. `propose` gets the current program, the evidence and a
     scratch directory, and returns a proposal or the reason there is nothing to
-    try; files it writes there named in `EVIDENCE` are kept in the output."""
+    try; files it writes there named in `EVIDENCE` are kept in the output. One
+    that `repeats` is tried again, after the others, on the program its kept
+    proposal made, for as long as it is kept and the budget lasts."""
 
     name: str
     propose: Callable[[Variant, Evidence, Path], Proposal | str]
+    repeats: bool = False
 
 
 def _conv_to_dot(kernels: str) -> Callable[[Variant, Evidence, Path], Proposal | str]:
@@ -188,7 +196,9 @@ def _rewrite_proposal(
     )
     return Proposal(
         f"{len(rewrites)} hot {kind} convolutions as dot_generals: {sources}",
-        Variant(rewritten, current.flags),
+        # Dispatch names are the old program's: tiles (matched by loop ranges)
+        # carry over, what was searched does not.
+        replace(current, stablehlo=rewritten, searched=frozenset()),
         decisions,
     )
 
@@ -201,12 +211,19 @@ def _alone(timing: FormTiming | None) -> str:
 
 def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
     """Tile sizes of the dispatches with most headroom, searched by measuring each
-    on its own benchmark (dispatch_tiles)."""
-    wanted = dispatch_tiles.targets(evidence.profile)
+    on its own benchmark (dispatch_tiles). A later round leaves out the
+    dispatches an earlier one searched and those its tiles already match (a
+    spec matches by loop ranges), and keeps its tiles in the new spec."""
+    tuned = {config.loops for config in current.tiles}
+    skip = current.searched | {
+        d.name for d in evidence.profile.dispatches if dispatch_tiles.loop_ranges(d.name) in tuned
+    }
+    wanted = dispatch_tiles.targets(evidence.profile, skip)
     if not wanted:
         return (
-            f"no dispatch with {dispatch_tiles.MIN_SHARE:.0%} of the dispatch time runs above "
-            "its bound (its ops' TensorFlow time, or the program's best contraction rate)"
+            f"no dispatch with {dispatch_tiles.MIN_SHARE:.0%} of the dispatch time"
+            f"{' and not searched before' if skip else ''} runs above its bound (its ops' "
+            "TensorFlow time, or the program's best contraction rate)"
         )
     workload = evidence.workload
 
@@ -216,24 +233,25 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         )
         return {name: ps / count for name, (count, ps) in timings.items() if count}
 
+    flags = tuple(f for f in current.flags if not f.startswith(dispatch_tiles.SPEC_FLAG))
     found = dispatch_tiles.search(
         current.stablehlo,
-        current.flags,
+        flags,
         wanted,
         dispatch_benchmark.time_dispatch,
         time_in_place,
         scratch,
         evidence.deadline,
         evidence.compile_timeout_s,
+        current.tiles,
     )
-    dispatch_tiles.write_search(found, scratch)
+    dispatch_tiles.write_search(found, scratch, current.tiles)
     if not found.chosen:
         return (
             f"no tile variant beat IREE's own by more than {NOISE:.0%} on the "
             f"{len(found.dispatches)} dispatches with most headroom ({dispatch_tiles.SEARCH} "
             "has the times)"
         )
-    flags = tuple(f for f in current.flags if not f.startswith(dispatch_tiles.SPEC_FLAG))
     changes = "; ".join(
         f"{name.rsplit('_dispatch_', 1)[-1]}: {best.config.text()}"
         for name, best in found.chosen.items()
@@ -254,9 +272,15 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
                 False,
             )
         )
+    searched = frozenset(name for name, tried in found.tried.items() if tried)
     return Proposal(
         f"tuning spec for {len(found.chosen)} dispatches ({changes})",
-        Variant(current.stablehlo, (*flags, spec)),
+        Variant(
+            current.stablehlo,
+            (*flags, spec),
+            (*current.tiles, *(best.config for best in found.chosen.values())),
+            current.searched | searched,
+        ),
         tuple(decisions),
     )
 
@@ -279,7 +303,8 @@ def _compiler_flags(
         change = f"iree-compile {' '.join(flags)}"
         if len(kept) < len(current.flags):
             change += " (without the tuning spec, whose tiles are for other root ops)"
-        return Proposal(change, Variant(current.stablehlo, (*kept, *added)))
+            return Proposal(change, Variant(current.stablehlo, (*kept, *added)))
+        return Proposal(change, replace(current, flags=(*kept, *added)))
 
     return propose
 
@@ -289,7 +314,7 @@ def _compiler_flags(
 CANDIDATES = (
     Candidate("conv-to-dot", _conv_to_dot("1x1")),
     Candidate("conv-to-shifted-dots", _conv_to_dot("kxk")),
-    Candidate("dispatch-tiles", _dispatch_tiles),
+    Candidate("dispatch-tiles", _dispatch_tiles, repeats=True),
     Candidate(
         "iree-data-tiling",
         _compiler_flags(

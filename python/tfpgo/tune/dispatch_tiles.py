@@ -31,7 +31,10 @@ the form; llvm-cpu applies specs from IREE 3.11). Here:
   ratio to IREE's choice if it beats it by more than the noise floor.
 
 The spec with every winner is then one candidate of the loop, which checks the
-outputs and times the whole program against the current best.
+outputs and times the whole program against the current best. When it is kept
+and time is left, the loop runs the search again on the re-profiled program: the
+next dispatches with most headroom (those searched before left out), with the
+kept tiles in every compile and in the new spec (`base`).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -106,12 +109,9 @@ def root_configs(directory: Path) -> dict[str, RootConfig]:
         )
         if function is None or config is None or pipeline is None:
             continue
-        loops = _LOOPS.search(function[1])
+        ranges = loop_ranges(function[1])
         tiles = [tuple(int(v) for v in group.split(",") if v.strip()) for group in config.groups()]
-        if loops is None or len({len(t) for t in tiles}) != 1:
-            continue
-        ranges = tuple(int(v) for v in loops[1].split("x"))
-        if len(ranges) != len(tiles[0]):
+        if ranges is None or len({len(t) for t in tiles}) != 1 or len(ranges) != len(tiles[0]):
             continue
         distribution, vector_parallel, vector_reduction = tiles
         configs[function[1]] = RootConfig(
@@ -120,23 +120,37 @@ def root_configs(directory: Path) -> dict[str, RootConfig]:
     return configs
 
 
+def loop_ranges(name: str) -> tuple[int, ...] | None:
+    """The loop ranges IREE writes into a dispatch's name, or None."""
+    loops = _LOOPS.search(name)
+    return None if loops is None else tuple(int(v) for v in loops[1].split("x"))
+
+
 def neighbours(config: RootConfig) -> list[RootConfig]:
     """IREE's choice with one tile doubled or halved, in a fixed order: each
     parallel workgroup tile, innermost first, wider and narrower; the innermost
     parallel vector tile wider and narrower; the innermost reduction vector tile
-    wider and narrower. A variant that breaks a range or a divisibility (a
-    workgroup tile a multiple of its vector tile) is left out."""
+    wider and narrower. A workgroup tile scaled is rounded to the nearest multiple
+    of its vector tile (IREE picks tiles that are not, such as 50 over vectors of
+    16 for a loop of 1000: doubled, 96). A variant that breaks a range, or a
+    divisibility (a workgroup tile a multiple of its vector tile) in a loop it
+    changes, is left out."""
     parallel = [i for i, tile in enumerate(config.distribution) if tile > 0]
     reduction = [i for i, tile in enumerate(config.vector_reduction) if tile > 0]
     found: list[RootConfig] = []
 
     def add(candidate: RootConfig) -> None:
-        if candidate != config and candidate not in found and _valid(candidate):
+        if candidate != config and candidate not in found and _valid(candidate, config):
             found.append(candidate)
 
     for dim in reversed(parallel):
         for factor in (2.0, 0.5):
-            add(replace(config, distribution=_scaled(config.distribution, dim, factor)))
+            tiles = _scaled(config.distribution, dim, factor)
+            step = config.vector_parallel[dim]
+            if step and tiles[dim] % step:
+                multiple = max(step, round(tiles[dim] / step) * step)
+                tiles = tuple(multiple if i == dim else t for i, t in enumerate(tiles))
+            add(replace(config, distribution=tiles))
     if parallel:
         for factor in (2.0, 0.5):
             vector = _scaled(config.vector_parallel, parallel[-1], factor)
@@ -154,11 +168,16 @@ def _scaled(tiles: tuple[int, ...], dim: int, factor: float) -> tuple[int, ...]:
     return tuple(max(1, round(t * factor)) if i == dim else t for i, t in enumerate(tiles))
 
 
-def _valid(config: RootConfig) -> bool:
-    for size, tile, vector in zip(
-        config.loops, config.distribution, config.vector_parallel, strict=True
+def _valid(config: RootConfig, start: RootConfig) -> bool:
+    for size, tile, vector, was in zip(
+        config.loops,
+        config.distribution,
+        config.vector_parallel,
+        zip(start.distribution, start.vector_parallel, strict=True),
+        strict=True,
     ):
-        if tile < 0 or tile > size or (tile and vector and tile % vector):
+        changed = (tile, vector) != was
+        if tile < 0 or tile > size or (changed and tile and vector and tile % vector):
             return False
     return all(
         0 <= t <= size for size, t in zip(config.loops, config.vector_reduction, strict=True)
@@ -285,9 +304,10 @@ class Target:
         return max(self.total_ps - self.bound_ps, 0)
 
 
-def targets(profile: iree_run.IreeProfile) -> list[Target]:
+def targets(profile: iree_run.IreeProfile, skip: Collection[str] = frozenset()) -> list[Target]:
     """The dispatches worth tuning, most headroom first: each at least MIN_SHARE
-    of the dispatch time, with a bound it runs above, at most MAX_DISPATCHES.
+    of the dispatch time, with a bound it runs above, at most MAX_DISPATCHES,
+    none of those named in `skip` (searched by an earlier round).
 
     A dispatch's bound is the lower of two measured figures: the TensorFlow time
     of the ops it runs (TensorFlow ran them that fast on this machine), and for a
@@ -302,7 +322,7 @@ def targets(profile: iree_run.IreeProfile) -> list[Target]:
     rates = [flops[d.name] * d.count / d.total_ps for d in hot if flops[d.name]]
     best_rate = max(rates, default=0.0)
     found = []
-    for dispatch in hot:
+    for dispatch in (d for d in hot if d.name not in skip):
         bounds = [dispatch.tf_self_ps] if dispatch.tf_self_ps > 0 else []
         if flops[dispatch.name] and best_rate:
             bounds.append(round(flops[dispatch.name] * dispatch.count / best_rate))
@@ -314,10 +334,10 @@ def targets(profile: iree_run.IreeProfile) -> list[Target]:
 
 
 def _flops(name: str) -> int:
-    kind, loops = _KIND.search(name), _LOOPS.search(name)
+    kind, loops = _KIND.search(name), loop_ranges(name)
     if kind is None or loops is None or kind[1] not in _CONTRACTIONS:
         return 0
-    return 2 * math.prod(int(v) for v in loops[1].split("x"))
+    return 2 * math.prod(loops)
 
 
 def search(
@@ -329,6 +349,7 @@ def search(
     scratch: Path,
     deadline: float,
     compile_timeout_s: float,
+    base: Sequence[RootConfig] = (),
 ) -> Search:
     """Tunes each target on its own dispatch benchmark (dispatch_benchmark), in
     `wanted`'s order, each given a share of the climbs' time (CLIMB_SHARE of the
@@ -354,15 +375,24 @@ def search(
     invocation, by dispatch), each round between two timings of the program
     without the spec. A dispatch timed in place keeps its best in-place variant
     if it beats IREE's choice there by more than the noise floor; one the time
-    left no round for keeps its benchmark winner."""
+    left no round for keeps its benchmark winner.
+
+    `base` are the tiles an earlier round kept (`flags` has no spec): the
+    program is compiled with them throughout, so the targets are timed in the
+    program as it is now and every spec written keeps them."""
     scratch.mkdir(parents=True, exist_ok=True)
     configurations, benchmarks = scratch / "configurations", scratch / "benchmarks"
     started = time.monotonic()
+    if base:
+        (scratch / "base.spec.mlir").write_text(spec_text(base))
+        program_flags = (*flags, f"{SPEC_FLAG}{scratch / 'base.spec.mlir'}")
+    else:
+        program_flags = flags
     iree_run.compile_vmfb(
         stablehlo,
         scratch / "default.vmfb",
         (
-            *flags,
+            *program_flags,
             f"--iree-hal-dump-executable-configurations-to={configurations}",
             f"{dispatch_benchmark.DUMP_FLAG}{benchmarks}",
         ),
@@ -389,13 +419,16 @@ def search(
         found.failed.update({f"{target.name} {k}": v for k, v in climb.failed.items()})
         if climb.best is not None and climb.best.ratio < 1 - NOISE:
             found.chosen[target.name] = climb.best
-    _confirm_in_place(stablehlo, flags, found, time_in_place, scratch, deadline, compile_timeout_s)
+    _confirm_in_place(
+        stablehlo, flags, base, found, time_in_place, scratch, deadline, compile_timeout_s
+    )
     return found
 
 
 def _confirm_in_place(
     stablehlo: Path,
     flags: tuple[str, ...],
+    base: Sequence[RootConfig],
     found: Search,
     time_in_place: Callable[[Path], dict[str, float]],
     scratch: Path,
@@ -420,7 +453,7 @@ def _confirm_in_place(
             break
         variant = {n: configs[index] for n, configs in ranked.items() if index < len(configs)}
         spec = scratch / f"in_place_{index}.spec.mlir"
-        spec.write_text(spec_text(list(variant.values())))
+        spec.write_text(spec_text([*base, *variant.values()]))
         vmfb = scratch / f"in_place_{index}.vmfb"
         try:
             iree_run.compile_vmfb(stablehlo, vmfb, (*flags, f"{SPEC_FLAG}{spec}"), timeout_s)
@@ -459,8 +492,7 @@ class _Climb:
         configuration, compiling into `directory`."""
         directory.mkdir(parents=True, exist_ok=True)
         default = directory / "iree.vmfb"
-        flags = tuple(f for f in self.flags if not f.startswith(SPEC_FLAG))
-        dispatch_benchmark.compile_benchmark(unconfigured, default, flags, self.timeout_s)
+        dispatch_benchmark.compile_benchmark(unconfigured, default, self.flags, self.timeout_s)
         before = self.time_dispatch(default)
         current, seen = self.iree, {self.iree}
         while time.monotonic() < until:
@@ -475,7 +507,7 @@ class _Climb:
                 spec = f"{SPEC_FLAG}{variant.with_suffix('.spec.mlir')}"
                 try:
                     dispatch_benchmark.compile_benchmark(
-                        unconfigured, vmfb, (*flags, spec), self.timeout_s
+                        unconfigured, vmfb, (*self.flags, spec), self.timeout_s
                     )
                 except UserError as error:  # tiles IREE cannot lower: the variant is lost
                     self.failed[config.text()] = str(error)
@@ -511,7 +543,10 @@ class _Climb:
         return trial.ratio < (1.0 if self.best is None else self.best.ratio) * (1 - NOISE)
 
 
-def write_search(found: Search, scratch: Path) -> None:
+def write_search(found: Search, scratch: Path, base: Sequence[RootConfig] = ()) -> None:
+    """tiles.json, and the spec with `base` (an earlier round's tiles) and the
+    winners, if any."""
     (scratch / SEARCH).write_text(json.dumps(found.to_json(), indent=1))
     if found.chosen:
-        (scratch / SPEC).write_text(spec_text([trial.config for trial in found.chosen.values()]))
+        chosen = [trial.config for trial in found.chosen.values()]
+        (scratch / SPEC).write_text(spec_text([*base, *chosen]))
