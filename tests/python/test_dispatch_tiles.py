@@ -131,8 +131,10 @@ def test_targets_rank_by_headroom_over_the_measured_bound():
     unbound = _dispatch("f_dispatch_4_elementwise_2048_f32", 900_000, 0)  # no bound at all
     # Under MIN_SHARE: neither a target nor, timed this coarsely, a rate to bound others by.
     cold = _dispatch("f_dispatch_5_matmul_64x64x64_f32", 10_000, 0)
+    # 2% of the dispatch time, twice its TensorFlow time: a target of a later round only.
+    small = _dispatch("f_dispatch_6_elementwise_512_f32", 100_000, 50_000)
     profile = iree_run.IreeProfile(
-        "s", "main", 1, 0, 0.0, 1e-3, 1e-5, (fast, slow, beaten, at_tf, unbound, cold)
+        "s", "main", 1, 0, 0.0, 1e-3, 1e-5, (fast, slow, beaten, at_tf, unbound, cold, small)
     )
     found = dispatch_tiles.targets(profile)
     # slow: 2,097,152 - 524,288; beaten: min(600,000, 524,288) is its bound.
@@ -140,9 +142,11 @@ def test_targets_rank_by_headroom_over_the_measured_bound():
         (slow.name, 524_288, 1_572_864),
         (beaten.name, 524_288, 524_288),
     ]
-    # A later round: a dispatch searched before is no target, but still sets the rate.
-    assert [t.name for t in dispatch_tiles.targets(profile, {slow.name, fast.name})] == [
-        beaten.name
+    # A later round: a dispatch searched before is no target, but still sets the rate;
+    # smaller dispatches are.
+    assert [t.name for t in dispatch_tiles.targets(profile, {slow.name}, later=True)] == [
+        beaten.name,
+        small.name,
     ]
 
 

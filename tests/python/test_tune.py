@@ -23,7 +23,7 @@ from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir.lowering import write_generic_stablehlo
 from tfpgo.proposer.ab import ABResult, Verdict
 from tfpgo.report.tune_tables import decision_rows, op_rows, trial_rows, tune_summary
-from tfpgo.tune import dispatch_tiles
+from tfpgo.tune import dispatch_tiles, loop
 from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
 from tfpgo.tune.dispatch_tiles import RootConfig
 from tfpgo.tune.document import Decision, EndToEnd, OpChange, Trial, Tuned, TuneDocument
@@ -156,6 +156,48 @@ def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(program, tm
     assert TuneDocument.read(tmp_path / "tune.json") == document
 
 
+def _own_copy(stablehlo: Path, tmp_path: Path) -> Path:
+    """The module fixture's program in a directory of this test's, where the loop
+    makes its own scratch directory."""
+    copy = tmp_path / "program" / stablehlo.name
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(stablehlo.read_bytes())
+    return copy
+
+
+def _result(ratio: float, verdict: Verdict) -> ABResult:
+    return ABResult(ratio, ratio - 0.01, ratio + 0.01, verdict, 10.0, 10 * ratio, 5, 0.95, 0.03)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "outcome", "ratio"),
+    [(0.96, 0.99, "rejected", 0.99), (0.96, 0.955, "kept", 0.96)],
+)
+def test_a_gain_under_five_percent_is_measured_twice_and_counts_at_the_worse(
+    program, tmp_path, monkeypatch, first, second, outcome, ratio
+):
+    """A gain past the loop's 3% floor but under the Proposer's 5% is measured a
+    second time (real compile and output check; the A/Bs injected), and the worse
+    of the two decides; a gain past 5% is measured once."""
+    shared, workload, baseline = program
+    stablehlo = _own_copy(shared, tmp_path)
+    helps, none = Verdict.HELPS, Verdict.NO_EFFECT
+    results = [_result(first, helps), _result(second, helps if second < 0.97 else none)]
+    results += [_result(0.9, helps)]  # the final A/B against the original, when kept
+    monkeypatch.setattr(loop, "_ab", lambda *_: results.pop(0))
+    o2 = (Candidate("o2", _flags("--iree-opt-level=O2")),)
+    (trial,) = tune(stablehlo, workload, baseline, tmp_path, Tuning(600, 3), candidates=o2).trials
+    assert (trial.outcome, trial.result.ratio if trial.result else None) == (outcome, ratio)
+    other = first if ratio == second else second
+    assert trial.reason.endswith(f"(the worse of two A/Bs; the other {other:.3f})")
+    assert results == ([] if outcome == "kept" else [_result(0.9, helps)])
+    # Past 5%, once.
+    results[:] = [_result(0.9, helps), _result(0.9, helps)]
+    again = _own_copy(shared, tmp_path / "again")
+    (trial,) = tune(again, workload, baseline, tmp_path, Tuning(600, 3), candidates=o2).trials
+    assert trial.outcome == "kept" and "two A/Bs" not in trial.reason and not results
+
+
 TILE = RootConfig((8, 8, 8), (8, 8, 0), (8, 8, 0), (0, 0, 8), "DoubleTilingExpert")
 
 
@@ -164,9 +206,7 @@ def test_a_repeating_candidate_goes_again_after_the_others_while_it_is_kept(prog
     IREE cannot read, and is rejected: no round 3, and round 1's tiles (in the
     final program) stay kept while round 2's are not."""
     shared, workload, baseline = program
-    stablehlo = tmp_path / "program" / shared.name  # its own scratch directory beside it
-    stablehlo.parent.mkdir()
-    stablehlo.write_bytes(shared.read_bytes())
+    stablehlo = _own_copy(shared, tmp_path)
     baseline.profile.write(tmp_path / "iree_profile.json")
     seen: list[Variant] = []
     other = replace(TILE, loops=(16, 8, 8))

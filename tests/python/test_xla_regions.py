@@ -201,7 +201,10 @@ def test_the_pass_chooses_regions_of_the_profiled_step_that_the_worker_runs(
         tmp_path / "op_graph.json",
         tmp_path / "attribution.json",
     )
-    regions = choose_regions(tmp_path / "model.annotated.mlir", tmp_path / "xla_regions.json")
+    # --min-share sets which regions are hot enough: none holds all the time.
+    whole = choose_regions(tmp_path / "model.annotated.mlir", tmp_path / "none.json", 1.0)
+    assert whole.min_share == 1.0 and not whole.regions
+    regions = choose_regions(tmp_path / "model.annotated.mlir", tmp_path / "xla_regions.json", 0.01)
     assert regions.regions, "the SGD updates and the loss chain are elementwise and timed"
     chosen = regions.scope_of()
     assert "sgd_1/AssignSubVariableOp" in chosen

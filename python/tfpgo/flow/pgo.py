@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-share",
         type=fraction,
         default=0.01,
-        help="mark only ops with at least this share of op self time (default 0.01 = 1%%)",
+        help="mark only ops with at least this share of op self time, and under --optimize "
+        "choose only XLA regions with at least this share (default 0.01 = 1%%)",
     )
     add(
         "--from-trace",

@@ -479,8 +479,9 @@ def _optimize(options: FlowOptions, case, profile: OpProfile, out: Path, note):
         options.model, options.mode, options.batch_size, options.signature, options.inputs
     )
     # The pass's choice is the xla_regions rule's input: a file beside the analysis.
-    note(f"tfpgo-opt --{PASS} on model.annotated.mlir")
-    regions = choose_regions(out / "model.annotated.mlir", out / DOCUMENT)
+    # A region is hot by the same measure as an op (--min-share).
+    note(f"tfpgo-opt --{PASS} on model.annotated.mlir (min-share={options.min_share})")
+    regions = choose_regions(out / "model.annotated.mlir", out / DOCUMENT, options.min_share)
     note(f"{len(regions.regions)} XLA regions chosen, {len(regions.declined)} ops declined")
     analysis = dataclasses.replace(analyse(profile), xla_regions=out / DOCUMENT)
     return run_optimize(case, spec, analysis, profile, out, settings, options.steps, note)

@@ -59,10 +59,11 @@ class XlaRegions:
         return {op.node: region.name for region in self.regions for op in region.ops}
 
 
-def choose_regions(annotated: Path, report: Path) -> XlaRegions:
+def choose_regions(annotated: Path, report: Path, min_share: float) -> XlaRegions:
     """Runs the pass on `annotated` (a module the profile-guided pipeline annotated),
-    writes its choice to `report` and returns it read back."""
-    spec = f"report-output={report.absolute()}"
+    choosing regions of at least `min_share` of the profiled time, writes its choice
+    to `report` and returns it read back."""
+    spec = f"min-share={min_share} report-output={report.absolute()}"
     run_tfpgo_opt(annotated.absolute(), Path(os.devnull), [f"--{PASS}={spec}"])
     return read_regions(report)
 

@@ -218,10 +218,12 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
     skip = current.searched | {
         d.name for d in evidence.profile.dispatches if dispatch_tiles.loop_ranges(d.name) in tuned
     }
-    wanted = dispatch_tiles.targets(evidence.profile, skip)
+    later = bool(current.tiles)
+    wanted = dispatch_tiles.targets(evidence.profile, skip, later)
     if not wanted:
+        share = dispatch_tiles.LATER_MIN_SHARE if later else dispatch_tiles.MIN_SHARE
         return (
-            f"no dispatch with {dispatch_tiles.MIN_SHARE:.0%} of the dispatch time"
+            f"no dispatch with {share:.0%} of the dispatch time"
             f"{' and not searched before' if skip else ''} runs above its bound (its ops' "
             "TensorFlow time, or the program's best contraction rate)"
         )

@@ -74,10 +74,11 @@ MIN_ITERATIONS, MAX_ITERATIONS = 3, 1000
 # most MAX_REPETITIONS; a block also pays about PROCESS_S to start IREE's tool.
 AB_S, MAX_REPETITIONS, PROCESS_S = 20.0, 15, 0.2
 # The gain a candidate must pass, its interval wholly below 1 besides. Lower than the
-# Proposer's 5% (a TensorFlow step on a shared machine): blocks of a compiled program's
-# iterations are steadier: the A/Bs of the whole-program options judged "no measurable
-# effect" in this project's runs (O2, aggressive fusion, im2col) landed within 2% of 1
-# in 14 of 17; and gains of 3-5% with a tight interval add up over rounds.
+# Proposer's 5% (a TensorFlow step on a shared machine), since gains of 3-5% with a
+# tight interval add up over rounds; but a slow drift of the machine can still put
+# a null change there (O2 on MobileNetV2: 0.966, interval 0.943-0.989, in one run,
+# 1.006 in the next), so a gain under the Proposer's floor is measured a second
+# time and counts at the worse of its two A/Bs.
 NOISE = 0.03
 # A candidate's compile may hang (IREE 3.13 now and then deadlocks with a tuning
 # spec): it gets a few times what compiling the original took (all three forms of
@@ -287,8 +288,13 @@ def _measure(
     except UserError as error:
         return Trial(name, proposal.change, "rejected", str(error))
     result = _ab(current_vmfb, vmfb, workload, tuning)
+    again = ""
+    if result.verdict is ab.Verdict.HELPS and result.ratio > 1 - ab.NOISE:
+        second = _ab(current_vmfb, vmfb, workload, tuning)
+        result, better = sorted((result, second), key=lambda r: r.ratio, reverse=True)
+        again = f" (the worse of two A/Bs; the other {better.ratio:.3f})"
     outcome = "kept" if result.verdict is ab.Verdict.HELPS else "rejected"
-    reason = f"{result.verdict.value}: {_interval(result)}"
+    reason = f"{result.verdict.value}: {_interval(result)}{again}"
     return Trial(name, proposal.change, outcome, reason, result, max_abs)
 
 
