@@ -20,7 +20,8 @@ into another, or says why it has nothing to try:
 - `dispatch-tiles`: tile sizes for the dispatches of the current program that
   run furthest above their measured bound, searched by timing each variant on
   the dispatch's own benchmark (`dispatch_tiles`), written as an IREE tuning
-  spec.
+  spec. It repeats: while it is kept and time is left, a later round tunes
+  the next dispatches of the re-profiled program, more and smaller ones.
 - `iree-data-tiling` (`--iree-opt-data-tiling` with IREE's ukernels), `iree-O2`
   (`--iree-opt-level=O2`), `iree-im2col` (convolutions as im2col + matmul),
   `iree-aggressive-fusion` (IREE's fusion behind a flag, larger dispatches):
