@@ -278,6 +278,14 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
     )
     assert (tmp_path / dispatch_tiles.SPEC).read_text() == dispatch_tiles.spec_text([TILE, wanted])
     assert [d.dispatch for d in proposal.decisions] == ["m_dispatch_2_matmul_32x8x8_f32"]
+    # Targets whose tiles the search cannot read (data tiling's root ops): said so.
+    monkeypatch.setattr(dispatch_tiles, "search", lambda *_: dispatch_tiles.Search({}, {}, {}, {}))
+    reason = BY_NAME["dispatch-tiles"].propose(current, _evidence(profile), tmp_path)
+    assert reason == (
+        "none of the 1 dispatches with most headroom has root-op tiles this search can read in "
+        "IREE's dumped configuration (one lowering_config per loop; data tiling's mmt4d ops "
+        "have none)"
+    )
 
 
 def test_no_candidate_starts_once_the_budget_is_spent(program, tmp_path):

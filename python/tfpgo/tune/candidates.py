@@ -249,6 +249,12 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         current.tiles,
     )
     dispatch_tiles.write_search(found, scratch, current.tiles)
+    if not found.dispatches:
+        return (
+            f"none of the {len(wanted)} dispatches with most headroom has root-op tiles this "
+            "search can read in IREE's dumped configuration (one lowering_config per loop; "
+            "data tiling's mmt4d ops have none)"
+        )
     if not found.chosen:
         return (
             f"no tile variant beat IREE's own by more than {NOISE:.0%} on the "
