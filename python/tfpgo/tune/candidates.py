@@ -236,7 +236,7 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         )
         return {name: ps / count for name, (count, ps) in timings.items() if count}
 
-    flags = tuple(f for f in current.flags if not f.startswith(dispatch_tiles.SPEC_FLAG))
+    flags = dispatch_tiles.without_spec(current.flags)
     found = dispatch_tiles.search(
         current.stablehlo,
         flags,
@@ -305,9 +305,7 @@ def _compiler_flags(
     def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
         if all(flag in current.flags for flag in flags):
             return "the current program is compiled with it already"
-        kept = tuple(
-            f for f in current.flags if not (drops_spec and f.startswith(dispatch_tiles.SPEC_FLAG))
-        )
+        kept = dispatch_tiles.without_spec(current.flags) if drops_spec else current.flags
         added = tuple(flag for flag in flags if flag not in kept)
         change = f"iree-compile {' '.join(flags)}"
         if len(kept) < len(current.flags):

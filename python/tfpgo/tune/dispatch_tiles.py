@@ -127,6 +127,11 @@ def root_configs(directory: Path) -> dict[str, RootConfig]:
     return configs
 
 
+def without_spec(flags: Sequence[str]) -> tuple[str, ...]:
+    """`flags` less the tuning spec they name, if any."""
+    return tuple(flag for flag in flags if not flag.startswith(SPEC_FLAG))
+
+
 def loop_ranges(name: str) -> tuple[int, ...] | None:
     """The loop ranges IREE writes into a dispatch's name, or None."""
     loops = _LOOPS.search(name)

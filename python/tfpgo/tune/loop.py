@@ -45,7 +45,7 @@ from tfpgo.iree.program import (
 from tfpgo.mlir import annotate
 from tfpgo.proposer import ab
 from tfpgo.tune.candidates import CANDIDATES, EVIDENCE, Candidate, Evidence, Proposal, Variant
-from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, RootConfig
+from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, RootConfig, without_spec
 from tfpgo.tune.document import (
     TUNE_DOCUMENT,
     Decision,
@@ -163,7 +163,7 @@ def tune(
             for decision in proposal.decisions
             or (_whole_program(proposal, trial, baseline.profile.runs),)
         ]
-        added = frozenset(_without_spec(proposal.variant.flags)) - frozenset(current.flags)
+        added = frozenset(without_spec(proposal.variant.flags)) - frozenset(current.flags)
         tiles = frozenset(proposal.variant.tiles) - frozenset(current.tiles)
         if trial.outcome == "kept":
             if candidate.repeats:
@@ -251,10 +251,6 @@ def _blocks(profile: iree_run.IreeProfile, tuning: Tuning) -> Tuning:
     block_s = iterations * run_s + PROCESS_S
     repetitions = min(max(math.ceil(AB_S / (2 * block_s)), tuning.repetitions), MAX_REPETITIONS)
     return replace(tuning, repetitions=repetitions, iterations=iterations)
-
-
-def _without_spec(flags: Sequence[str]) -> tuple[str, ...]:
-    return tuple(flag for flag in flags if not flag.startswith(SPEC_FLAG))
 
 
 def _keep_evidence(directory: Path, out: Path, round_: int) -> None:
