@@ -4,28 +4,41 @@
 // mark_for_compilation's rules (clusterable ops, resource variables, no
 // control flow, no cycles through ops left out).
 //
+// The clustering rules are checked with reductions allowed (with-reductions,
+// the choice for XLA:GPU); the CPU default keeps them out (DEFAULT, below).
 // RUN: split-file %s %t
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/regions.mlir \
-// RUN:   --tf-profile-guided-xla-regions="report-output=%t.report.json" | FileCheck %s
+// RUN:   --tf-profile-guided-xla-regions="with-reductions=true report-output=%t.report.json" | FileCheck %s
 // RUN: FileCheck %s --check-prefix=REPORT < %t.report.json
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/regions.mlir \
-// RUN:   --tf-profile-guided-xla-regions="min-share=0.05" | FileCheck %s --check-prefix=SHARE
+// RUN:   --tf-profile-guided-xla-regions="with-reductions=true min-share=0.05" | FileCheck %s --check-prefix=SHARE
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/regions.mlir \
-// RUN:   --tf-profile-guided-xla-regions="include-heavy=true" | FileCheck %s --check-prefix=HEAVY
+// RUN:   --tf-profile-guided-xla-regions="with-reductions=true include-heavy=true" | FileCheck %s --check-prefix=HEAVY
 // A second run clears the first run's marks and decides the same.
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/regions.mlir \
 // RUN:   --tf-profile-guided-xla-regions="min-share=0.05" --tf-profile-guided-xla-regions > %t.twice.mlir
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/regions.mlir \
 // RUN:   --tf-profile-guided-xla-regions > %t.once.mlir
 // RUN: diff %t.once.mlir %t.twice.mlir
+// By default (XLA:CPU) a reduction stays with TensorFlow's kernel and splits
+// its chain: the Mean of @chain is declined, its Sub and Square stay a region.
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/regions.mlir \
+// RUN:   --tf-profile-guided-xla-regions="report-output=%t.default.json" | FileCheck %s --check-prefix=DEFAULT
+// RUN: FileCheck %s --check-prefix=DEFAULT-REPORT < %t.default.json
 // On a real Keras training step (tests/data/tf2_21/train: Dense-ReLU-Dense,
 // MSE, SGD), annotated from its real profile: the loss and its gradient, the
 // SGD updates and the ReLU/bias gradients become regions; the matmuls (and
 // the ops TensorFlow ran as _FusedMatMul) stay with oneDNN.
 // RUN: %tfpgo_opt --allow-unregistered-dialect %test_data/tf2_21/train/module.mlir \
 // RUN:   --tf-annotate-operations-profile="path-to-profile=%test_data/tf2_21/train/op_profile.json" \
-// RUN:   --tf-profile-guided-xla-regions="report-output=%t.train.json" | FileCheck %s --check-prefix=TRAIN
+// RUN:   --tf-profile-guided-xla-regions="with-reductions=true report-output=%t.train.json" | FileCheck %s --check-prefix=TRAIN
 // RUN: FileCheck %s --check-prefix=TRAIN-REPORT < %t.train.json
+// By default, the loss's Mean and the bias gradients' BiasAddGrad stay with
+// TensorFlow; the SGD updates are still a region.
+// RUN: %tfpgo_opt --allow-unregistered-dialect %test_data/tf2_21/train/module.mlir \
+// RUN:   --tf-annotate-operations-profile="path-to-profile=%test_data/tf2_21/train/op_profile.json" \
+// RUN:   --tf-profile-guided-xla-regions="report-output=%t.train-default.json" -o /dev/null
+// RUN: FileCheck %s --check-prefix=TRAIN-DEFAULT < %t.train-default.json
 // TRAIN-NOT: "tf.MatMul"{{.*}}_Xla
 // TRAIN-COUNT-4: "tf.AssignSubVariableOp"{{.*}}{_XlaCompile = true, _XlaScope = "tfpgo_xla_region_1"
 // TRAIN-REPORT: "name": "tfpgo_xla_region_0",
@@ -81,6 +94,21 @@
 // Const of the reduction axes joins it. The MatMul is a heavy oneDNN kernel,
 // and so is the Relu that TensorFlow ran as _FusedMatMul (MatMul + BiasAdd +
 // Relu): both stay with TensorFlow.
+// DEFAULT-LABEL: func.func @chain
+// DEFAULT-NEXT: "tf.Const"() <{value = dense<[0, 1]> : tensor<2xi32>}> : () -> tensor<2xi32>{{$}}
+// DEFAULT-NEXT: "tf.Sub"{{.*}}{_XlaCompile = true, _XlaScope = "[[CHAIN:tfpgo_xla_region_[0-9]+]]", profiler_data
+// DEFAULT-NEXT: "tf.Square"{{.*}}{_XlaCompile = true, _XlaScope = "[[CHAIN]]", profiler_data
+// DEFAULT-NEXT: "tf.Mean"({{.*}}) <{keep_dims = false}> {profiler_data
+// DEFAULT-REPORT: "with_reductions": false,
+// DEFAULT-REPORT: "declined": [
+// DEFAULT-REPORT: "node": "chain/Mean",
+// DEFAULT-REPORT: "reason": "reduction: XLA's CPU reduction fusions run slower than TensorFlow's kernels (with-reductions=true lets it join)"
+// TRAIN-DEFAULT: "name": "tfpgo_xla_region_{{[0-9]+}}",
+// TRAIN-DEFAULT: "node": "sgd/AssignSubVariableOp_3",
+// TRAIN-DEFAULT: "declined": [
+// TRAIN-DEFAULT-DAG: "node": "Mean",
+// TRAIN-DEFAULT-DAG: "node": "gradient_tape/sequential_3_1/dense_3_1/BiasAdd/BiasAddGrad",
+// TRAIN-DEFAULT-DAG: "reason": "reduction: XLA's CPU reduction fusions run slower than TensorFlow's kernels (with-reductions=true lets it join)"
 // CHECK-LABEL: func.func @chain
 // CHECK: "tf.Const"(){{.*}}{_XlaCompile = true, _XlaScope = "tfpgo_xla_region_0"}
 // CHECK: "tf.Sub"{{.*}}{_XlaCompile = true, _XlaScope = "tfpgo_xla_region_0", profiler_data
@@ -218,6 +246,7 @@ func.func @cold(%x: tensor<4xf32>) -> tensor<4xf32> {
 // REPORT-NEXT: "min_share": 0.01,
 // REPORT-NEXT: "min_ops": 2,
 // REPORT-NEXT: "include_heavy": false,
+// REPORT-NEXT: "with_reductions": true,
 // REPORT-NEXT: "profiled_ps": 7960,
 // REPORT-NEXT: "regions": [
 // REPORT: "name": "tfpgo_xla_region_0",

@@ -26,6 +26,7 @@ from tfpgo.proposer.optimize import (
     RivalTrial,
     Trial,
     advised,
+    advised_rival,
     faster_rival,
     read,
 )
@@ -268,10 +269,12 @@ def test_the_candidate_is_timed_against_the_baseline_and_jit_compile_in_workers(
     )
     assert candidate is None and numerics.startswith("same outputs")
     assert [len(block) for block in samples.baseline_ns + samples.candidate_ns] == [2] * 4
-    ((rule, against),) = rivals
-    assert rule == "jit_compile" and against.order == ("AB", "BA")
+    ((rule, against, own),) = rivals
+    assert rule == "jit_compile" and against.order == ("AB", "BA") == own.order
     assert [len(block) for block in against.baseline_ns + against.candidate_ns] == [2] * 4
+    assert [len(block) for block in own.baseline_ns + own.candidate_ns] == [2] * 4
     assert "xla_regions: against jit_compile, 2 x 2 steps an arm" in notes
+    assert "jit_compile: against the baseline, 2 x 2 steps an arm" in notes
 
 
 # --- measured three ways: never advised when slower -------------------------
@@ -290,9 +293,10 @@ BASELINE = [10.0, 10.3, 9.9, 10.1, 10.2]
 REGIONS = [8.0, 8.1, 7.9, 8.2, 8.0]  # helps against the baseline: ~0.79
 
 
-def regions_trial(rival_ms: list[float]) -> Trial:
-    measured = samples(BASELINE, REGIONS)
-    against = samples(rival_ms, REGIONS)  # the rival is the A arm
+def regions_trial(rival_ms: list[float], regions_ms: list[float] = REGIONS) -> Trial:
+    measured = samples(BASELINE, regions_ms)
+    against = samples(rival_ms, regions_ms)  # the rival is the A arm
+    own = samples(BASELINE, rival_ms)  # the rival against the baseline
     return Trial(
         "xla_regions",
         "compile 2 regions",
@@ -300,15 +304,44 @@ def regions_trial(rival_ms: list[float]) -> Trial:
         (),
         samples=measured,
         result=judge(measured),
-        rivals=(RivalTrial("jit_compile", against, judge(against)),),
+        rivals=(RivalTrial("jit_compile", against, judge(against), own, judge(own)),),
     )
 
 
-def test_a_region_set_slower_than_whole_program_xla_is_not_advised() -> None:
+def test_a_region_set_slower_than_whole_program_xla_is_not_advised_and_xla_is() -> None:
     trial = regions_trial([7.0, 7.1, 6.9, 7.2, 7.0])  # jit_compile faster still
     assert trial.result is not None and trial.result.verdict is Verdict.HELPS
     assert trial.rivals[0].result.verdict is Verdict.HURTS
     assert faster_rival(trial) == trial.rivals[0] and not advised(trial)
+    assert advised_rival(trial) == trial.rivals[0]  # the best of the three
+
+
+def test_the_best_of_the_three_is_advised_whichever_it_is() -> None:
+    """Baseline, regions, whole-program XLA: exactly the fastest is advised, and
+    nothing when the fastest is the baseline (or no change is measurably faster)."""
+    slower = [10.6, 10.8, 10.5, 10.7, 10.6]
+    same = [10.0, 10.2, 9.9, 10.1, 10.1]
+    cases = [
+        # (jit_compile, regions): the advice
+        (REGIONS, [7.0, 7.1, 6.9, 7.2, 7.0], "xla_regions"),
+        ([7.0, 7.1, 6.9, 7.2, 7.0], REGIONS, "jit_compile"),
+        ([7.0, 7.1, 6.9, 7.2, 7.0], slower, "jit_compile"),  # regions lose to both
+        (slower, same, None),  # the baseline is as fast as either
+        (slower, [10.9, 11.0, 10.8, 11.1, 10.9], None),  # both lose
+        (same, same, None),
+    ]
+    for jit_ms, regions_ms, advice in cases:
+        trial = regions_trial(jit_ms, regions_ms)
+        chosen = "xla_regions" if advised(trial) else getattr(advised_rival(trial), "rule", None)
+        assert chosen == advice, (jit_ms, regions_ms)
+
+
+def test_a_rival_that_does_not_help_against_the_baseline_is_not_advised_instead() -> None:
+    trial = regions_trial([9.9, 10.1, 10.0, 10.2, 10.0], [10.3, 10.4, 10.2, 10.3, 10.4])
+    assert faster_rival(trial) == trial.rivals[0]  # faster than the regions...
+    assert trial.rivals[0].own_result is not None
+    assert trial.rivals[0].own_result.verdict is Verdict.NO_EFFECT  # ...not the baseline
+    assert not advised(trial) and advised_rival(trial) is None
 
 
 def test_a_region_set_no_faster_than_its_rival_is_not_advised() -> None:
@@ -347,6 +380,14 @@ def test_rivals_and_advice_round_trip_through_optimize_json(tmp_path: Path) -> N
     (tmp_path / "optimize.json").write_text(json.dumps(document))
     (changed,) = read(tmp_path / "optimize.json").trials
     assert not advised(changed) and faster_rival(changed) is not None
+    (_, _, rows), *_ = optimize_tables(dataclasses.replace(result, trials=(changed,)))
+    assert rows[0][7].endswith(": jit_compile advised instead")  # it helps: 0.895x
+    own = document["trials"][0]["rivals"][0]["against_baseline"]["samples"]
+    own["candidate_ns"] = own["baseline_ns"]  # jit_compile as fast as the baseline now
+    (tmp_path / "optimize.json").write_text(json.dumps(document))
+    (changed,) = read(tmp_path / "optimize.json").trials
+    assert advised_rival(changed) is None
+    assert json.loads(json.dumps(changed.to_json()))["advised_instead"] is None
     (_, _, rows), *_ = optimize_tables(dataclasses.replace(result, trials=(changed,)))
     assert rows[0][7].endswith("not advised: jit_compile is at least as fast")
 

@@ -6,7 +6,10 @@ A proposal that cannot be applied to this step (`NotApplicable`) is recorded
 with the reason and not measured: nothing is applied on a guess, and nothing
 is reported without a measurement. A proposal with rivals (`xla_regions`
 against whole-program `jit_compile`) is also timed against each rival in the
-same run, and is advised only when it helps and beats every rival (`advised`).
+same run, and each rival against the baseline: the change is advised only when it
+helps and beats every rival (`advised`), and a rival that beat it and helps is
+advised in its place (`advised_rival`), so such a rule advises the best of the
+three.
 The candidate with the lowest measured ratio, of those no rival beat, is
 profiled once more with the profiler and its op profile diffed against the
 baseline's (`optimize/diff.md`, `.html`, `.svg`).
@@ -69,17 +72,25 @@ class ABSettings:
 @dataclass(frozen=True)
 class RivalTrial:
     """A proposal's candidate timed against a rival's (`Proposal.rivals`): the A/B
-    with the rival as the baseline arm, so a ratio below 1 says the candidate wins."""
+    with the rival as the baseline arm, so a ratio below 1 says the candidate wins;
+    and the rival timed against the baseline in the same run (`own_samples`, the
+    baseline as arm A), so that the better of the two can be advised in its place."""
 
     rule: str
     samples: ABSamples
     result: ABResult
+    own_samples: ABSamples | None = None
+    own_result: ABResult | None = None
 
     def to_json(self) -> dict[str, Any]:
+        own = None
+        if self.own_samples is not None and self.own_result is not None:
+            own = {"samples": self.own_samples.to_json(), "result": self.own_result.to_json()}
         return {
             "rule": self.rule,
             "samples": self.samples.to_json(),
             "result": self.result.to_json(),
+            "against_baseline": own,
         }
 
 
@@ -106,6 +117,7 @@ class Trial:
             "result": self.result.to_json() if self.result else None,
             "rivals": [rival.to_json() for rival in self.rivals],
             "advised": advised(self),
+            "advised_instead": getattr(advised_rival(self), "rule", None),
         }
 
 
@@ -121,6 +133,24 @@ def advised(trial: Trial) -> bool:
     of the baseline and its rivals."""
     helps = trial.result is not None and trial.result.verdict is Verdict.HELPS
     return helps and faster_rival(trial) is None
+
+
+def advised_rival(trial: Trial) -> RivalTrial | None:
+    """The rival advised in place of a trial's change that is not: one measured at
+    least as fast as the candidate that also helps against the baseline (the fastest
+    such against the baseline), or None. With `advised`, a rule with rivals advises
+    the best of the baseline, its candidate and its rivals, never one slower than
+    another of them."""
+    if advised(trial):
+        return None
+    helping = [
+        rival
+        for rival in trial.rivals
+        if rival.result.ratio >= 1
+        and rival.own_result is not None
+        and rival.own_result.verdict is Verdict.HELPS
+    ]
+    return min(helping, key=lambda rival: rival.own_result.ratio, default=None)  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -199,7 +229,13 @@ def read(path: Path) -> OptimizeResult:
 
 def _read_rival(item: dict[str, Any], noise: float) -> RivalTrial:
     samples = ABSamples.from_json(item["samples"])
-    return RivalTrial(item["rule"], samples, judge(samples, noise, item["result"]["confidence"]))
+    result = judge(samples, noise, item["result"]["confidence"])
+    own = item.get("against_baseline")
+    if own is None:
+        return RivalTrial(item["rule"], samples, result)
+    own_samples = ABSamples.from_json(own["samples"])
+    own_result = judge(own_samples, noise, own["result"]["confidence"])
+    return RivalTrial(item["rule"], samples, result, own_samples, own_result)
 
 
 def run_optimize(
@@ -233,13 +269,23 @@ def run_optimize(
         outcome = judge(samples, settings.noise)
         note(f"{proposal.rule}: {describe(outcome)}")
         rivals = tuple(
-            RivalTrial(rule, rival_samples, judge(rival_samples, settings.noise))
-            for rule, rival_samples in against
+            RivalTrial(
+                rule,
+                rival_samples,
+                judge(rival_samples, settings.noise),
+                own_samples,
+                judge(own_samples, settings.noise),
+            )
+            for rule, rival_samples, own_samples in against
         )
         for rival in rivals:
+            assert rival.own_result is not None  # measured just now
             note(f"{proposal.rule} against {rival.rule}: {describe(rival.result)}")
+            note(f"{rival.rule} against the baseline: {describe(rival.own_result)}")
         trials.append(Trial(*head, samples=samples, result=outcome, numerics=numerics,
                             rivals=rivals))  # fmt: skip
+        if (instead := advised_rival(trials[-1])) is not None:
+            note(f"{proposal.rule}: not advised; {instead.rule} is, the fastest measured")
         arms[proposal.rule] = (proposal, candidate)
         if proposal.refine is not None and not advised(trials[-1]):
             directory = out / DIFF_DIR / proposal.rule
@@ -296,11 +342,12 @@ def _measure(
     spec: ModelSpec | None,
     settings: ABSettings,
     note: Callable[[str], None],
-) -> tuple[ABSamples, ModelCase | None, str, tuple[tuple[str, ABSamples], ...]]:
+) -> tuple[ABSamples, ModelCase | None, str, tuple[tuple[str, ABSamples, ABSamples], ...]]:
     """The A/B samples of one proposal, its candidate step when it runs in this
-    process, that candidate's numerics check and its A/B samples against each
-    rival (the rival as the baseline arm). Raises NotApplicable when the change
-    cannot be made or the candidate computes something else."""
+    process, that candidate's numerics check and, for each rival, its A/B samples
+    against the candidate (the rival as the baseline arm) and against the baseline
+    (the rival as the candidate arm). Raises NotApplicable when the change cannot be
+    made or the candidate computes something else."""
 
     def block_note(message: str) -> None:
         note(f"{proposal.rule}: {message}")
@@ -363,14 +410,17 @@ def _measure(
                 f"{proposal.rule}: against {rival.rule}, {settings.repetitions} x "
                 f"{settings.steps} steps an arm"
             )
-            against.append(
-                (
-                    rival.rule,
-                    interleave(
-                        rival_worker, candidate_worker, settings.repetitions, settings.steps
-                    ),
-                )
+            against_candidate = interleave(
+                rival_worker, candidate_worker, settings.repetitions, settings.steps
             )
+            note(
+                f"{rival.rule}: against the baseline, {settings.repetitions} x "
+                f"{settings.steps} steps an arm"
+            )
+            against_baseline = interleave(
+                baseline_worker, rival_worker, settings.repetitions, settings.steps
+            )
+            against.append((rival.rule, against_candidate, against_baseline))
     finally:
         for arm in started:
             arm.close()

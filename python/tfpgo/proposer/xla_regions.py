@@ -31,9 +31,11 @@ trace is the step's first, so its node names are the profiled ones (a Keras
 optimizer's first trace builds its variables in its `sgd` scope and puts its
 updates in `sgd_1`; a later trace in the same process names them `sgd/...`),
 and auto-jit is off whatever the environment says. It is timed in the same run
-against the baseline and against whole-program XLA (the rival `--jit-compile`):
-it is advised only when it helps and beats both
-(`tfpgo.proposer.optimize.advised`). Numerics as the other XLA rules: 1e-3
+against the baseline and against whole-program XLA (the rival `--jit-compile`),
+and the rival against the baseline: it is advised only when it helps and beats
+both (`tfpgo.proposer.optimize.advised`); when whole-program XLA is at least as
+fast and helps, that is advised in its place (`advised_rival`), so the rule's
+advice is the best of the three. Numerics as the other XLA rules: 1e-3
 relative, and XLA draws other random numbers.
 
 Iteration: a region set that is not advised is profiled in its worker, and

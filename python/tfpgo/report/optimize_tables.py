@@ -5,7 +5,7 @@ figure comes from the `OptimizeResult` (optimize.json)."""
 from __future__ import annotations
 
 from tfpgo.proposer.ab import ABResult
-from tfpgo.proposer.optimize import OptimizeResult, Trial, advised, faster_rival
+from tfpgo.proposer.optimize import OptimizeResult, Trial, advised, advised_rival, faster_rival
 from tfpgo.proposer.proposal import EvidenceKind
 
 Table = tuple[str, list[str], list[list[str]]]
@@ -70,8 +70,15 @@ def verdict_text(trial: Trial) -> str:
         )
     if trial.rivals:
         faster = faster_rival(trial)
+        instead = advised_rival(trial)
         if advised(trial):
             parts.append("advised: faster than the baseline and every rival")
+        elif instead is not None and instead.own_result is not None:
+            own = instead.own_result
+            parts.append(
+                f"not advised: {instead.rule} is at least as fast and helps against the "
+                f"baseline ({own.ratio:.3f} {interval_text(own)}): {instead.rule} advised instead"
+            )
         elif faster is not None:
             parts.append(f"not advised: {faster.rule} is at least as fast")
         else:

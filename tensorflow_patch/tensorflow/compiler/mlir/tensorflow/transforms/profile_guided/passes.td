@@ -483,15 +483,17 @@ def ProfileGuidedXlaRegionsPass
   let summary = "Mark the measured-hot subgraphs XLA fuses well for XLA "
                 "compilation, leaving heavy oneDNN kernels to TensorFlow";
   let description = [{
-    On a CPU, oneDNN's matmuls and convolutions beat XLA's, while XLA's
-    fusion of elementwise, normalization and reduction chains beats
-    TensorFlow's one kernel per op. This pass reads `profiler_data` and
-    chooses XLA regions: connected subgraphs of the ops XLA fuses well
-    (elementwise, reductions, softmax, normalization, data movement,
+    On a CPU, oneDNN's matmuls and convolutions beat XLA's, and so do
+    TensorFlow's reduction kernels beat XLA's CPU reduction fusions, while
+    XLA's fusion of elementwise chains beats TensorFlow's one kernel per op.
+    This pass reads `profiler_data` and chooses XLA regions: connected
+    subgraphs of the ops XLA fuses well (elementwise, data movement,
     variable reads and optimizer updates such as ResourceApply* and
     Assign*VariableOp), without the heavy kernels (MatMul, BatchMatMul*,
     Einsum, Conv*, _FusedConv2D, pooling and their gradients) unless
-    `include-heavy`, nor an op whose TensorFlow kernel fused a heavy op
+    `include-heavy`, without reductions, softmax and batch normalization
+    unless `with-reductions` (the choice for XLA:GPU, whose reduction
+    emitters fuse well), nor an op whose TensorFlow kernel fused a heavy op
     (the `fused_into` target of a MatMul, the remapper's _FusedMatMul).
 
     Regions follow the rules of TensorFlow's XLA clustering
@@ -546,6 +548,11 @@ def ProfileGuidedXlaRegionsPass
     Option<"includeHeavy", "include-heavy", "bool", /*default=*/"false",
            "Let heavy oneDNN kernels (matmul, convolution, pooling) join "
            "regions">,
+    // Off: on XLA's CPU backend a reduction fused with its producers ran
+    // 1.5-3.7x slower than TensorFlow's kernels (bench/bench_xla_cpu_fusion.py).
+    Option<"withReductions", "with-reductions", "bool", /*default=*/"false",
+           "Let reductions, softmax and batch normalization (and their "
+           "gradients) join regions">,
     Option<"reportOutput", "report-output", "std::string",
            /*default=*/"\"\"",
            "Write the tfpgo.xla_regions document here (empty: do not)">,

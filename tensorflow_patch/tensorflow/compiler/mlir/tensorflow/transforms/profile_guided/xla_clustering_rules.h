@@ -55,6 +55,14 @@ llvm::StringRef XlaOpKindName(XlaOpKind kind);
 /// True for the kinds TensorFlow runs as large oneDNN kernels.
 bool IsHeavyOneDnnKernel(XlaOpKind kind);
 
+/// True for the kinds XLA lowers to reduction fusions: reductions, softmax,
+/// batch normalization, LRN and their gradients.
+bool IsReductionFusion(XlaOpKind kind);
+
+/// Why a reduction kind stays with TensorFlow by default ("reduction: XLA's
+/// CPU reduction fusions ...").
+std::string ReductionFusionReason(XlaOpKind kind);
+
 /// Why a heavy kind stays with TensorFlow ("heavy oneDNN kernel: XLA's CPU
 /// dot is slower").
 std::string HeavyKernelReason(XlaOpKind kind);
@@ -113,8 +121,10 @@ bool IsResourceEdgeSafe(ResourceAccess from, ResourceAccess to);
 
 /// The first rule above that keeps `op` out of every XLA region, as a reason
 /// for the report; std::nullopt if it may join one. Heavy kernels are
-/// declined unless `include_heavy`.
-std::optional<std::string> WhyNotClusterable(Operation *op, bool include_heavy);
+/// declined unless `include_heavy`, reduction fusions unless
+/// `with_reductions`.
+std::optional<std::string> WhyNotClusterable(Operation *op, bool include_heavy,
+                                             bool with_reductions);
 
 } // namespace TF
 } // namespace mlir

@@ -240,7 +240,7 @@ private:
       Operation *op = graph.ops[i];
       if (TfOpType(op) == "Const")
         continue; // joins the region of its users (below)
-      std::optional<std::string> why = WhyNotClusterable(op, includeHeavy);
+      std::optional<std::string> why = WhyNotClusterable(op, includeHeavy, withReductions);
       if (!why)
         why = WhyInHeavyKernel(op, heavy_kernels);
       if (why)
@@ -525,6 +525,7 @@ private:
       json.attribute("min_share", minShare.getValue());
       json.attribute("min_ops", int64_t(minOps));
       json.attribute("include_heavy", includeHeavy.getValue());
+      json.attribute("with_reductions", withReductions.getValue());
       json.attribute("profiled_ps", profiled_ps);
       json.attributeArray("regions", [&] {
         for (const Region &region : chosen)
