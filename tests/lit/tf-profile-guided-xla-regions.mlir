@@ -4,16 +4,17 @@
 // mark_for_compilation's rules (clusterable ops, resource variables, no
 // control flow, no cycles through ops left out).
 //
-// The clustering rules are checked with reductions allowed (with-reductions,
-// the choice for XLA:GPU); the CPU default keeps them out (DEFAULT, below).
+// The clustering rules are checked with reductions and variables allowed
+// (with-reductions, the choice for XLA:GPU; with-variables); the CPU defaults
+// keep them out (DEFAULT, TRAIN-DEFAULT below).
 // RUN: split-file %s %t
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/regions.mlir \
-// RUN:   --tf-profile-guided-xla-regions="with-reductions=true report-output=%t.report.json" | FileCheck %s
+// RUN:   --tf-profile-guided-xla-regions="with-reductions=true with-variables=true report-output=%t.report.json" | FileCheck %s
 // RUN: FileCheck %s --check-prefix=REPORT < %t.report.json
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/regions.mlir \
-// RUN:   --tf-profile-guided-xla-regions="with-reductions=true min-share=0.05" | FileCheck %s --check-prefix=SHARE
+// RUN:   --tf-profile-guided-xla-regions="with-reductions=true with-variables=true min-share=0.05" | FileCheck %s --check-prefix=SHARE
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/regions.mlir \
-// RUN:   --tf-profile-guided-xla-regions="with-reductions=true include-heavy=true" | FileCheck %s --check-prefix=HEAVY
+// RUN:   --tf-profile-guided-xla-regions="with-reductions=true with-variables=true include-heavy=true" | FileCheck %s --check-prefix=HEAVY
 // A second run clears the first run's marks and decides the same.
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/regions.mlir \
 // RUN:   --tf-profile-guided-xla-regions="min-share=0.05" --tf-profile-guided-xla-regions > %t.twice.mlir
@@ -31,10 +32,11 @@
 // the ops TensorFlow ran as _FusedMatMul) stay with oneDNN.
 // RUN: %tfpgo_opt --allow-unregistered-dialect %test_data/tf2_21/train/module.mlir \
 // RUN:   --tf-annotate-operations-profile="path-to-profile=%test_data/tf2_21/train/op_profile.json" \
-// RUN:   --tf-profile-guided-xla-regions="with-reductions=true report-output=%t.train.json" | FileCheck %s --check-prefix=TRAIN
+// RUN:   --tf-profile-guided-xla-regions="with-reductions=true with-variables=true report-output=%t.train.json" | FileCheck %s --check-prefix=TRAIN
 // RUN: FileCheck %s --check-prefix=TRAIN-REPORT < %t.train.json
 // By default, the loss's Mean and the bias gradients' BiasAddGrad stay with
-// TensorFlow; the SGD updates are still a region.
+// TensorFlow, and so do the variable reads and updates; the SGD's products of
+// the learning rate and the gradients are still a region.
 // RUN: %tfpgo_opt --allow-unregistered-dialect %test_data/tf2_21/train/module.mlir \
 // RUN:   --tf-annotate-operations-profile="path-to-profile=%test_data/tf2_21/train/op_profile.json" \
 // RUN:   --tf-profile-guided-xla-regions="report-output=%t.train-default.json" -o /dev/null
@@ -100,15 +102,21 @@
 // DEFAULT-NEXT: "tf.Square"{{.*}}{_XlaCompile = true, _XlaScope = "[[CHAIN]]", profiler_data
 // DEFAULT-NEXT: "tf.Mean"({{.*}}) <{keep_dims = false}> {profiler_data
 // DEFAULT-REPORT: "with_reductions": false,
+// DEFAULT-REPORT-NEXT: "with_variables": false,
 // DEFAULT-REPORT: "declined": [
 // DEFAULT-REPORT: "node": "chain/Mean",
 // DEFAULT-REPORT: "reason": "reduction: XLA's CPU reduction fusions run slower than TensorFlow's kernels (with-reductions=true lets it join)"
-// TRAIN-DEFAULT: "name": "tfpgo_xla_region_{{[0-9]+}}",
-// TRAIN-DEFAULT: "node": "sgd/AssignSubVariableOp_3",
+// TRAIN-DEFAULT: "with_variables": false,
+// TRAIN-DEFAULT: "name": "tfpgo_xla_region_1",
+// TRAIN-DEFAULT: "node": "sgd/Mul_3",
 // TRAIN-DEFAULT: "declined": [
 // TRAIN-DEFAULT-DAG: "node": "Mean",
 // TRAIN-DEFAULT-DAG: "node": "gradient_tape/sequential_3_1/dense_3_1/BiasAdd/BiasAddGrad",
 // TRAIN-DEFAULT-DAG: "reason": "reduction: XLA's CPU reduction fusions run slower than TensorFlow's kernels (with-reductions=true lets it join)"
+// TRAIN-DEFAULT-DAG: "node": "sgd/AssignSubVariableOp_2",
+// TRAIN-DEFAULT-DAG: "reason": "optimizer update: a cluster holding variable accesses joins the chains they share and waits for all their inputs (with-variables=true lets it join)"
+// TRAIN-DEFAULT-DAG: "node": "sgd/Cast_3/ReadVariableOp",
+// TRAIN-DEFAULT-DAG: "reason": "variable read: a cluster holding variable accesses{{.*}}"
 // CHECK-LABEL: func.func @chain
 // CHECK: "tf.Const"(){{.*}}{_XlaCompile = true, _XlaScope = "tfpgo_xla_region_0"}
 // CHECK: "tf.Sub"{{.*}}{_XlaCompile = true, _XlaScope = "tfpgo_xla_region_0", profiler_data
@@ -247,6 +255,7 @@ func.func @cold(%x: tensor<4xf32>) -> tensor<4xf32> {
 // REPORT-NEXT: "min_ops": 2,
 // REPORT-NEXT: "include_heavy": false,
 // REPORT-NEXT: "with_reductions": true,
+// REPORT-NEXT: "with_variables": true,
 // REPORT-NEXT: "profiled_ps": 7960,
 // REPORT-NEXT: "regions": [
 // REPORT: "name": "tfpgo_xla_region_0",

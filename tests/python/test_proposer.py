@@ -26,7 +26,16 @@ from tfpgo.proposer import (
     propose,
     threads,
 )
-from tfpgo.proposer.ab import ABResult, ABSamples, Verdict, interleave, judge, step_timer
+from tfpgo.proposer.ab import (
+    ABResult,
+    ABSamples,
+    Verdict,
+    interleave,
+    judge,
+    judge_twice,
+    step_timer,
+    wants_second,
+)
 from tfpgo.proposer.optimize import read
 from tfpgo.proposer.worker import ModelSpec
 
@@ -84,6 +93,68 @@ def test_judge_a_tight_change_under_the_noise_threshold_is_no_effect() -> None:
     assert interval(judge(samples(baseline, candidate)))[1] < 1
     assert judge(samples(baseline, candidate)).verdict is Verdict.NO_EFFECT
     assert judge(samples(baseline, candidate), noise=0.01).verdict is Verdict.HELPS
+
+
+TIGHT = [10.0, 10.01, 9.99, 10.0, 10.02]
+
+
+def scaled(ratio: float) -> ABSamples:
+    """TIGHT against itself times `ratio`: a tight interval around `ratio`."""
+    return samples(TIGHT, [ms * ratio for ms in reversed(TIGHT)])
+
+
+def test_a_gain_between_three_and_five_percent_is_measured_twice_and_the_worse_counts() -> None:
+    assert wants_second(scaled(0.96))  # under the 5% noise, past the 3% floor
+    assert not wants_second(scaled(0.90))  # helps at once
+    assert not wants_second(scaled(0.99))  # under the floor: no effect at once
+    assert not wants_second(scaled(1.04))
+    confirmed, other = judge_twice(scaled(0.96), scaled(0.955))
+    assert confirmed.verdict is Verdict.HELPS and confirmed.ratio == pytest.approx(0.96)
+    assert other is not None and other.ratio == pytest.approx(0.955)
+    refuted, other = judge_twice(scaled(0.96), scaled(1.0))
+    assert refuted.verdict is Verdict.NO_EFFECT and refuted.ratio == pytest.approx(1.0)
+    assert other is not None and other.ratio == pytest.approx(0.96)
+    assert judge_twice(scaled(0.96), None) == (judge(scaled(0.96)), None)  # once: at 5%
+
+
+def test_the_proposer_measures_a_small_gain_twice_and_readers_judge_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_measure` runs the second A/B (real candidate and numerics, the A/Bs
+    injected); optimize.json keeps both, and `read` and the report judge by the worse."""
+    from tfpgo.proposer import optimize
+    from tfpgo.proposer.optimize import ABSettings, OptimizeResult, Trial, _measure
+    from tfpgo.report.optimize_tables import optimize_tables
+
+    ab_runs = [scaled(0.96), scaled(0.955)]
+    monkeypatch.setattr(optimize, "interleave", lambda *_args, **_kw: ab_runs.pop(0))
+    proposal = jit_compile.Proposal(
+        rule=jit_compile.RULE,
+        change="jit",
+        reason="",
+        evidence=(),
+        apply=jit_compile.with_jit_compile,
+        other_random_numbers=True,
+    )
+    notes: list[str] = []
+    settings = ABSettings(2, 2, 1, time_unchecked=True)
+    measured = _measure(proposal, dropout_case(tmp_path), None, settings, notes.append)
+    assert (measured.samples, measured.again, ab_runs) == (scaled(0.96), scaled(0.955), [])
+    assert "jit_compile: a gain under 5%: measured a second time" in notes
+    result, _ = judge_twice(measured.samples, measured.again)
+    trial = Trial("jit_compile", "jit", "", (), samples=measured.samples, result=result,
+                  samples_again=measured.again)  # fmt: skip
+    OptimizeResult("dropout", settings, (trial,)).write(tmp_path / "optimize.json")
+    (stored,) = read(tmp_path / "optimize.json").trials
+    assert stored == trial and stored.result is not None
+    assert stored.result.verdict is Verdict.HELPS and stored.result.ratio == pytest.approx(0.96)
+    (_, _, rows), *_ = optimize_tables(OptimizeResult("dropout", settings, (stored,)))
+    assert rows[0][7] == "helps (the worse of two A/Bs; the other 0.955)"
+    document = json.loads((tmp_path / "optimize.json").read_text())
+    document["trials"][0]["samples_again"] = scaled(1.0).to_json()  # not confirmed now
+    (tmp_path / "optimize.json").write_text(json.dumps(document))
+    (refuted,) = read(tmp_path / "optimize.json").trials
+    assert refuted.result is not None and refuted.result.verdict is Verdict.NO_EFFECT
 
 
 def test_judge_uses_block_means_and_geometric_means() -> None:
@@ -402,11 +473,12 @@ def test_an_uncheckable_candidate_is_timed_only_when_asked(tmp_path: Path) -> No
     with pytest.raises(NotApplicable, match=r"numerics not checked.*--optimize-unchecked"):
         _measure(proposal, case, None, ABSettings(2, 2, 1), notes.append)
     settings = ABSettings(2, 2, 1, time_unchecked=True)
-    samples, candidate, numerics, rivals = _measure(proposal, case, None, settings, notes.append)
-    assert rivals == ()  # a proposal without rivals is timed against the baseline only
-    assert numerics.startswith("numerics not checked: the step draws random numbers")
+    measured = _measure(proposal, case, None, settings, notes.append)
+    assert measured.against == ()  # a proposal without rivals is timed against the baseline only
+    assert measured.numerics.startswith("numerics not checked: the step draws random numbers")
+    samples = measured.samples
     assert [len(block) for block in samples.baseline_ns + samples.candidate_ns] == [2] * 4
-    assert candidate is not None
+    assert measured.candidate is not None
 
 
 def test_a_step_with_a_stateful_random_op_is_reported_nondeterministic() -> None:

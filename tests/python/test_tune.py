@@ -21,7 +21,7 @@ from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import Workload, check_outputs, profile_program
 from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir.lowering import write_generic_stablehlo
-from tfpgo.proposer.ab import ABResult, Verdict
+from tfpgo.proposer.ab import ABResult, ABSamples, Verdict
 from tfpgo.report.tune_tables import decision_rows, op_rows, trial_rows, tune_summary
 from tfpgo.tune import dispatch_tiles, loop
 from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
@@ -165,8 +165,15 @@ def _own_copy(stablehlo: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def _result(ratio: float, verdict: Verdict) -> ABResult:
-    return ABResult(ratio, ratio - 0.01, ratio + 0.01, verdict, 10.0, 10 * ratio, 5, 0.95, 0.03)
+def _samples(ratio: float) -> ABSamples:
+    """Five blocks an arm whose candidate runs `ratio` times the baseline's time, with
+    an interval of about ±1%."""
+    baseline = (10.0, 10.1, 9.9, 10.05, 9.95)
+    return ABSamples(
+        tuple((int(ms * 1e6),) for ms in baseline),
+        tuple((int(ms * ratio * 1e6),) for ms in reversed(baseline)),
+        ("AB", "BA", "AB", "BA", "AB"),
+    )
 
 
 @pytest.mark.parametrize(
@@ -181,18 +188,20 @@ def test_a_gain_under_five_percent_is_measured_twice_and_counts_at_the_worse(
     of the two decides; a gain past 5% is measured once."""
     shared, workload, baseline = program
     stablehlo = _own_copy(shared, tmp_path)
-    helps, none = Verdict.HELPS, Verdict.NO_EFFECT
-    results = [_result(first, helps), _result(second, helps if second < 0.97 else none)]
-    results += [_result(0.9, helps)]  # the final A/B against the original, when kept
+    results = [_samples(first), _samples(second)]
+    results += [_samples(0.9)]  # the final A/B against the original, when kept
     monkeypatch.setattr(loop, "_ab", lambda *_: results.pop(0))
     o2 = (Candidate("o2", _flags("--iree-opt-level=O2")),)
     (trial,) = tune(stablehlo, workload, baseline, tmp_path, Tuning(600, 3), candidates=o2).trials
-    assert (trial.outcome, trial.result.ratio if trial.result else None) == (outcome, ratio)
+    assert trial.result is not None and (trial.outcome, round(trial.result.ratio, 3)) == (
+        outcome,
+        ratio,
+    )
     other = first if ratio == second else second
     assert trial.reason.endswith(f"(the worse of two A/Bs; the other {other:.3f})")
-    assert results == ([] if outcome == "kept" else [_result(0.9, helps)])
+    assert results == ([] if outcome == "kept" else [_samples(0.9)])
     # Past 5%, once.
-    results[:] = [_result(0.9, helps), _result(0.9, helps)]
+    results[:] = [_samples(0.9), _samples(0.9)]
     again = _own_copy(shared, tmp_path / "again")
     (trial,) = tune(again, workload, baseline, tmp_path, Tuning(600, 3), candidates=o2).trials
     assert trial.outcome == "kept" and "two A/Bs" not in trial.reason and not results

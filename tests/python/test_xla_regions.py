@@ -206,9 +206,14 @@ def test_the_pass_chooses_regions_of_the_profiled_step_that_the_worker_runs(
     whole = choose_regions(tmp_path / "model.annotated.mlir", tmp_path / "none.json", 1.0)
     assert whole.min_share == 1.0 and not whole.regions
     regions = choose_regions(tmp_path / "model.annotated.mlir", tmp_path / "xla_regions.json", 0.01)
-    assert regions.regions, "the SGD updates and the loss chain are elementwise and timed"
+    assert regions.regions, "the SGD products and the loss chain are elementwise and timed"
     chosen = regions.scope_of()
-    assert "sgd_1/AssignSubVariableOp" in chosen
+    assert "sgd_1/Mul" in chosen
+    # By default the variable reads and updates stay with TensorFlow.
+    assert "sgd_1/AssignSubVariableOp" not in chosen
+    assert not {"tf.ReadVariableOp", "tf.AssignSubVariableOp"} & {
+        op.op for r in regions.regions for op in r.ops
+    }
     assert not {"tf.MatMul", "tf._FusedMatMul"} & {op.op for r in regions.regions for op in r.ops}
     logdir = tmp_path / "candidate"
     profile_in_worker(
@@ -264,12 +269,11 @@ def test_the_candidate_is_timed_against_the_baseline_and_jit_compile_in_workers(
     spec = ModelSpec("mlp", "train", 2)
     notes: list[str] = []
     settings = ABSettings(repetitions=2, steps=2, warmup=1)
-    samples, candidate, numerics, rivals = _measure(
-        proposal, load_model("mlp", "train", 2), spec, settings, notes.append
-    )
-    assert candidate is None and numerics.startswith("same outputs")
+    measured = _measure(proposal, load_model("mlp", "train", 2), spec, settings, notes.append)
+    assert measured.candidate is None and measured.numerics.startswith("same outputs")
+    samples = measured.samples
     assert [len(block) for block in samples.baseline_ns + samples.candidate_ns] == [2] * 4
-    ((rule, against, own),) = rivals
+    ((rule, against, own),) = measured.against
     assert rule == "jit_compile" and against.order == ("AB", "BA") == own.order
     assert [len(block) for block in against.baseline_ns + against.candidate_ns] == [2] * 4
     assert [len(block) for block in own.baseline_ns + own.candidate_ns] == [2] * 4

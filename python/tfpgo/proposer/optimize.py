@@ -31,13 +31,16 @@ from tfpgo.errors import UserError
 from tfpgo.models import ModelCase
 from tfpgo.proposer import propose
 from tfpgo.proposer.ab import (
+    CONFIRM_FLOOR,
     NOISE,
     ABResult,
     ABSamples,
     Verdict,
     interleave,
     judge,
+    judge_twice,
     step_timer,
+    wants_second,
 )
 from tfpgo.proposer.numerics import NumericsCheck, NumericsStatus, check_numerics, judge_outputs
 from tfpgo.proposer.proposal import (
@@ -64,6 +67,9 @@ class ABSettings:
     steps: int = 10  # steps a block
     warmup: int = 2  # unmeasured steps of each arm first
     noise: float = NOISE
+    # A gain between this and `noise` is measured twice; the worse A/B counts
+    # (ab.judge_twice).
+    floor: float = CONFIRM_FLOOR
     # Time candidates whose numerics cannot be checked (a nondeterministic step, a
     # change that draws other random numbers); their trials say so.
     time_unchecked: bool = False
@@ -104,9 +110,11 @@ class Trial:
     evidence: tuple[Evidence, ...]
     not_applicable: str = ""  # why it was not applied; "" when measured
     samples: ABSamples | None = None
-    result: ABResult | None = None
+    result: ABResult | None = None  # with a second A/B, the worse of the two
     numerics: str = ""  # the numerics check: what was restored, compared, found
     rivals: tuple[RivalTrial, ...] = ()
+    # The second A/B of a gain under the noise floor (ab.wants_second), or None.
+    samples_again: ABSamples | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -114,6 +122,7 @@ class Trial:
             "not_applicable": self.not_applicable,
             "numerics": self.numerics,
             "samples": self.samples.to_json() if self.samples else None,
+            "samples_again": self.samples_again.to_json() if self.samples_again else None,
             "result": self.result.to_json() if self.result else None,
             "rivals": [rival.to_json() for rival in self.rivals],
             "advised": advised(self),
@@ -173,6 +182,7 @@ class OptimizeResult:
                 "steps": settings.steps,
                 "warmup": settings.warmup,
                 "noise": settings.noise,
+                "confirm_floor": settings.floor,
                 "statistic": "ratio of geometric means of block mean step times; Welch t "
                 "interval on log block means, exponentiated",
             },
@@ -193,12 +203,20 @@ def read(path: Path) -> OptimizeResult:
     document = read_json(path)
     expect_format(path, document, FORMAT)
     method = document["method"]
-    settings = ABSettings(method["repetitions"], method["steps"], method["warmup"], method["noise"])
+    # Documents from before second A/Bs have no floor: each trial is judged once.
+    floor = method.get("confirm_floor", method["noise"])
+    settings = ABSettings(
+        method["repetitions"], method["steps"], method["warmup"], method["noise"], floor
+    )
     trials = []
     for item in document["trials"]:
         samples = ABSamples.from_json(item["samples"]) if item["samples"] else None
+        again = item.get("samples_again")
+        samples_again = ABSamples.from_json(again) if again else None
         confidence = item["result"]["confidence"] if item["result"] else None
-        result = judge(samples, settings.noise, confidence) if samples and confidence else None
+        result = None
+        if samples and confidence:
+            result, _ = judge_twice(samples, samples_again, settings.noise, floor, confidence)
         evidence = tuple(
             Evidence(EvidenceKind(e["kind"]), e["subject"], e["share"], e["detail"])
             for e in item["evidence"]
@@ -215,6 +233,7 @@ def read(path: Path) -> OptimizeResult:
                 result,
                 item.get("numerics", ""),
                 rivals,
+                samples_again,
             )
         )
     return OptimizeResult(
@@ -261,13 +280,15 @@ def run_optimize(
         proposal = pending.pop(0)
         head = (proposal.rule, proposal.change, proposal.reason, proposal.evidence)
         try:
-            samples, candidate, numerics, against = _measure(proposal, case, spec, settings, note)
+            measured = _measure(proposal, case, spec, settings, note)
         except NotApplicable as reason:
             note(f"{proposal.rule}: not applied: {reason}")
             trials.append(Trial(*head, not_applicable=str(reason)))
             continue
-        outcome = judge(samples, settings.noise)
-        note(f"{proposal.rule}: {describe(outcome)}")
+        samples, again, candidate = measured.samples, measured.again, measured.candidate
+        outcome, other = judge_twice(samples, again, settings.noise, settings.floor)
+        twice = "" if other is None else f" (the worse of two A/Bs; the other {other.ratio:.3f})"
+        note(f"{proposal.rule}: {describe(outcome)}{twice}")
         rivals = tuple(
             RivalTrial(
                 rule,
@@ -276,14 +297,14 @@ def run_optimize(
                 own_samples,
                 judge(own_samples, settings.noise),
             )
-            for rule, rival_samples, own_samples in against
+            for rule, rival_samples, own_samples in measured.against
         )
         for rival in rivals:
             assert rival.own_result is not None  # measured just now
             note(f"{proposal.rule} against {rival.rule}: {describe(rival.result)}")
             note(f"{rival.rule} against the baseline: {describe(rival.own_result)}")
-        trials.append(Trial(*head, samples=samples, result=outcome, numerics=numerics,
-                            rivals=rivals))  # fmt: skip
+        trials.append(Trial(*head, samples=samples, result=outcome, numerics=measured.numerics,
+                            rivals=rivals, samples_again=again))  # fmt: skip
         if (instead := advised_rival(trials[-1])) is not None:
             note(f"{proposal.rule}: not advised; {instead.rule} is, the fastest measured")
         arms[proposal.rule] = (proposal, candidate)
@@ -336,21 +357,44 @@ def run_optimize(
     return result
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What `_measure` took of one proposal."""
+
+    samples: ABSamples  # against the baseline
+    again: ABSamples | None  # the second A/B of a gain under the noise floor
+    candidate: ModelCase | None  # the candidate step, when it runs in this process
+    numerics: str  # the candidate's numerics check
+    # Per rival: its rule, its A/B against the candidate (the rival as the baseline
+    # arm) and against the baseline (the rival as the candidate arm).
+    against: tuple[tuple[str, ABSamples, ABSamples], ...] = ()
+
+
 def _measure(
     proposal: Proposal,
     case: ModelCase,
     spec: ModelSpec | None,
     settings: ABSettings,
     note: Callable[[str], None],
-) -> tuple[ABSamples, ModelCase | None, str, tuple[tuple[str, ABSamples, ABSamples], ...]]:
-    """The A/B samples of one proposal, its candidate step when it runs in this
-    process, that candidate's numerics check and, for each rival, its A/B samples
-    against the candidate (the rival as the baseline arm) and against the baseline
-    (the rival as the candidate arm). Raises NotApplicable when the change cannot be
-    made or the candidate computes something else."""
+) -> Measured:
+    """The A/B samples of one proposal (twice for a gain under the noise floor),
+    its candidate, numerics check and rivals' samples (`Measured`). Raises
+    NotApplicable when the change cannot be made or the candidate computes
+    something else."""
 
     def block_note(message: str) -> None:
         note(f"{proposal.rule}: {message}")
+
+    def timed(
+        baseline: Callable[[int], tuple[int, ...]], candidate: Callable[[int], tuple[int, ...]]
+    ) -> tuple[ABSamples, ABSamples | None]:
+        samples = interleave(baseline, candidate, settings.repetitions, settings.steps, block_note)
+        if not wants_second(samples, settings.noise, settings.floor):
+            return samples, None
+        note(f"{proposal.rule}: a gain under {settings.noise:.0%}: measured a second time")
+        return samples, interleave(
+            baseline, candidate, settings.repetitions, settings.steps, block_note
+        )
 
     def checked(numerics: NumericsCheck) -> str:
         """The check's description, once it allows timing; else NotApplicable."""
@@ -372,10 +416,8 @@ def _measure(
         described = checked(numerics)
         baseline_arm = step_timer(case.step, settings.warmup)
         candidate_arm = step_timer(candidate.step, settings.warmup)
-        samples = interleave(
-            baseline_arm, candidate_arm, settings.repetitions, settings.steps, block_note
-        )
-        return samples, candidate, described, ()
+        samples, again = timed(baseline_arm, candidate_arm)
+        return Measured(samples, again, candidate, described)
     if spec is None:
         raise NotApplicable("needs a model the worker processes can load again")
     note(f"{proposal.rule}: starting baseline and candidate worker processes")
@@ -401,9 +443,7 @@ def _measure(
             proposal.other_random_numbers,
         )
         described = checked(replace(numerics, restored=baseline_worker.restored))
-        samples = interleave(
-            baseline_worker, candidate_worker, settings.repetitions, settings.steps, block_note
-        )
+        samples, again = timed(baseline_worker, candidate_worker)
         against = []
         for rival, rival_worker in zip(proposal.rivals, rival_workers, strict=True):
             note(
@@ -424,7 +464,7 @@ def _measure(
     finally:
         for arm in started:
             arm.close()
-    return samples, None, described, tuple(against)
+    return Measured(samples, again, None, described, tuple(against))
 
 
 def _profile_candidate(

@@ -4,7 +4,7 @@ figure comes from the `OptimizeResult` (optimize.json)."""
 
 from __future__ import annotations
 
-from tfpgo.proposer.ab import ABResult
+from tfpgo.proposer.ab import ABResult, judge_twice
 from tfpgo.proposer.optimize import OptimizeResult, Trial, advised, advised_rival, faster_rival
 from tfpgo.proposer.proposal import EvidenceKind
 
@@ -47,7 +47,9 @@ def method_text(result: OptimizeResult) -> str:
         "steps each. Ratio: candidate / baseline of the geometric mean block step time; "
         "interval: Welch's t on the log block means; helps / hurts only when the whole "
         f"interval is below / above 1 and the ratio differs from 1 by more than "
-        f"{settings.noise:.0%}. Samples in optimize.json."
+        f"{settings.noise:.0%}; a gain between {settings.floor:.0%} and {settings.noise:.0%} "
+        "is measured a second time and counts at the worse of its two A/Bs (judged at "
+        f"{settings.floor:.0%}). Samples in optimize.json."
     )
 
 
@@ -62,6 +64,12 @@ def verdict_text(trial: Trial) -> str:
     and whether the change is advised."""
     assert trial.result is not None  # measured trials only
     parts = [trial.result.verdict.value]
+    if trial.samples and trial.samples_again:
+        _, other = judge_twice(
+            trial.samples, trial.samples_again, trial.result.noise, trial.result.noise
+        )
+        assert other is not None  # two A/Bs
+        parts[0] += f" (the worse of two A/Bs; the other {other.ratio:.3f})"
     for rival in trial.rivals:
         outcome = rival.result
         parts.append(

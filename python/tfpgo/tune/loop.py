@@ -6,7 +6,8 @@ compiled, and its outputs checked against TensorFlow's with the tolerance of
 its speed. Then it is timed against the current best by interleaved blocks of
 iterations of IREE's benchmark tool (`tfpgo.proposer.ab`: counterbalanced
 blocks, the ratio's Welch interval on log block means, `helps` only when the
-whole interval lies below 1 and the gain passes 3%, `NOISE`). Only a
+whole interval lies below 1 and the gain passes 5%, or 3% when a second A/B
+confirms it, `ab.judge_twice`). Only a
 candidate that helps becomes the current best. A budget bounds the loop: a
 candidate is started only while time is left; while it lasts, a kept candidate
 that repeats (dispatch-tiles) is tried once more after the others, on the
@@ -73,13 +74,6 @@ MIN_ITERATIONS, MAX_ITERATIONS = 3, 1000
 # short and noisier), with at least Tuning.repetitions blocks an arm and at
 # most MAX_REPETITIONS; a block also pays about PROCESS_S to start IREE's tool.
 AB_S, MAX_REPETITIONS, PROCESS_S = 20.0, 15, 0.2
-# The gain a candidate must pass, its interval wholly below 1 besides. Lower than the
-# Proposer's 5% (a TensorFlow step on a shared machine), since gains of 3-5% with a
-# tight interval add up over rounds; but a slow drift of the machine can still put
-# a null change there (O2 on MobileNetV2: 0.966, interval 0.943-0.989, in one run,
-# 1.006 in the next), so a gain under the Proposer's floor is measured a second
-# time and counts at the worse of its two A/Bs.
-NOISE = 0.03
 # A candidate's compile may hang (IREE 3.13 now and then deadlocks with a tuning
 # spec): it gets a few times what compiling the original took (all three forms of
 # it), and at least MIN_COMPILE_TIMEOUT_S.
@@ -184,7 +178,7 @@ def tune(
     if kept:
         # Each change won against the program before it; the whole must win against
         # the original too, or the original stays (never a slower program).
-        overall = _ab(baseline.vmfb, program.vmfb, workload, tuning)
+        overall, _ = _judged(baseline.vmfb, program.vmfb, workload, tuning)
         end_to_end = EndToEnd.of(overall, program.profile.outputs_max_abs)
         if overall.verdict is ab.Verdict.HELPS:
             _write_tuned(program, baseline.profile, current, stablehlo, workload, out)
@@ -283,25 +277,31 @@ def _measure(
         raise  # not the candidate's fault, and no other can be compiled either
     except UserError as error:
         return Trial(name, proposal.change, "rejected", str(error))
-    result = _ab(current_vmfb, vmfb, workload, tuning)
-    again = ""
-    if result.verdict is ab.Verdict.HELPS and result.ratio > 1 - ab.NOISE:
-        second = _ab(current_vmfb, vmfb, workload, tuning)
-        result, better = sorted((result, second), key=lambda r: r.ratio, reverse=True)
-        again = f" (the worse of two A/Bs; the other {better.ratio:.3f})"
+    result, better = _judged(current_vmfb, vmfb, workload, tuning)
+    again = "" if better is None else f" (the worse of two A/Bs; the other {better.ratio:.3f})"
     outcome = "kept" if result.verdict is ab.Verdict.HELPS else "rejected"
     reason = f"{result.verdict.value}: {_interval(result)}{again}"
     return Trial(name, proposal.change, outcome, reason, result, max_abs)
 
 
-def _ab(baseline: Path, candidate: Path, workload: Workload, tuning: Tuning) -> ab.ABResult:
-    samples = ab.interleave(
+def _judged(
+    baseline: Path, candidate: Path, workload: Workload, tuning: Tuning
+) -> tuple[ab.ABResult, ab.ABResult | None]:
+    """The verdict on `candidate` against `baseline`, and the other A/B's result when
+    a gain under 5% was measured twice: gains of 3-5% with a tight interval add up
+    over rounds, so one counts when a second A/B confirms it (ab.judge_twice)."""
+    samples = _ab(baseline, candidate, workload, tuning)
+    second = _ab(baseline, candidate, workload, tuning) if ab.wants_second(samples) else None
+    return ab.judge_twice(samples, second)
+
+
+def _ab(baseline: Path, candidate: Path, workload: Workload, tuning: Tuning) -> ab.ABSamples:
+    return ab.interleave(
         lambda n: iteration_times(baseline, workload, n),
         lambda n: iteration_times(candidate, workload, n),
         tuning.repetitions,
         tuning.iterations,
     )
-    return ab.judge(samples, noise=NOISE)
 
 
 def _interval(result: ab.ABResult) -> str:

@@ -459,6 +459,11 @@ def ProfileGuidedConvToDotPass
     ListOption<"sources", "sources", "std::string",
                "Rewrite only the convolutions of these sources (tf node "
                "names; none: every one the profile selects)">,
+    // Off: re-profiled, the region of the SGD updates lost on each of three
+    // training steps (xla_clustering_rules.cc, VariableAccessReason).
+    Option<"withVariables", "with-variables", "bool", /*default=*/"false",
+           "Let variable reads and optimizer updates (ReadVariableOp, "
+           "Assign*VariableOp, ResourceApply*) join regions">,
     Option<"reportOutput", "report-output", "std::string",
            /*default=*/"\"\"",
            "Write the tfpgo.rewrites document here (empty: do not)">,
@@ -487,14 +492,16 @@ def ProfileGuidedXlaRegionsPass
     TensorFlow's reduction kernels beat XLA's CPU reduction fusions, while
     XLA's fusion of elementwise chains beats TensorFlow's one kernel per op.
     This pass reads `profiler_data` and chooses XLA regions: connected
-    subgraphs of the ops XLA fuses well (elementwise, data movement,
-    variable reads and optimizer updates such as ResourceApply* and
-    Assign*VariableOp), without the heavy kernels (MatMul, BatchMatMul*,
+    subgraphs of the ops XLA fuses well (elementwise and data movement),
+    without the heavy kernels (MatMul, BatchMatMul*,
     Einsum, Conv*, _FusedConv2D, pooling and their gradients) unless
     `include-heavy`, without reductions, softmax and batch normalization
     unless `with-reductions` (the choice for XLA:GPU, whose reduction
-    emitters fuse well), nor an op whose TensorFlow kernel fused a heavy op
-    (the `fused_into` target of a MatMul, the remapper's _FusedMatMul).
+    emitters fuse well), without variable reads and optimizer updates
+    (ReadVariableOp, ResourceApply*, Assign*VariableOp) unless
+    `with-variables`, nor an op whose TensorFlow
+    kernel fused a heavy op (the `fused_into` target of a MatMul, the
+    remapper's _FusedMatMul).
 
     Regions follow the rules of TensorFlow's XLA clustering
     (tensorflow/compiler/jit/mark_for_compilation_pass.cc; each rule is a
@@ -553,6 +560,11 @@ def ProfileGuidedXlaRegionsPass
     Option<"withReductions", "with-reductions", "bool", /*default=*/"false",
            "Let reductions, softmax and batch normalization (and their "
            "gradients) join regions">,
+    // Off: re-profiled, the region of the SGD updates lost on each of three
+    // training steps (xla_clustering_rules.cc, VariableAccessReason).
+    Option<"withVariables", "with-variables", "bool", /*default=*/"false",
+           "Let variable reads and optimizer updates (ReadVariableOp, "
+           "Assign*VariableOp, ResourceApply*) join regions">,
     Option<"reportOutput", "report-output", "std::string",
            /*default=*/"\"\"",
            "Write the tfpgo.xla_regions document here (empty: do not)">,

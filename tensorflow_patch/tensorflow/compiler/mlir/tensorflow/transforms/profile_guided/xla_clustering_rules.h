@@ -63,6 +63,10 @@ bool IsReductionFusion(XlaOpKind kind);
 /// CPU reduction fusions ...").
 std::string ReductionFusionReason(XlaOpKind kind);
 
+/// Why a variable read or optimizer update (`kind`) stays with TensorFlow by
+/// default.
+std::string VariableAccessReason(XlaOpKind kind);
+
 /// Why a heavy kind stays with TensorFlow ("heavy oneDNN kernel: XLA's CPU
 /// dot is slower").
 std::string HeavyKernelReason(XlaOpKind kind);
@@ -122,9 +126,11 @@ bool IsResourceEdgeSafe(ResourceAccess from, ResourceAccess to);
 /// The first rule above that keeps `op` out of every XLA region, as a reason
 /// for the report; std::nullopt if it may join one. Heavy kernels are
 /// declined unless `include_heavy`, reduction fusions unless
-/// `with_reductions`.
+/// `with_reductions`, variable reads and optimizer updates unless
+/// `with_variables`.
 std::optional<std::string> WhyNotClusterable(Operation *op, bool include_heavy,
-                                             bool with_reductions);
+                                             bool with_reductions,
+                                             bool with_variables);
 
 } // namespace TF
 } // namespace mlir

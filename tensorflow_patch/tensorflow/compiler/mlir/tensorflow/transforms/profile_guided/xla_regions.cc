@@ -240,7 +240,7 @@ private:
       Operation *op = graph.ops[i];
       if (TfOpType(op) == "Const")
         continue; // joins the region of its users (below)
-      std::optional<std::string> why = WhyNotClusterable(op, includeHeavy, withReductions);
+      std::optional<std::string> why = WhyNotClusterable(op, includeHeavy, withReductions, withVariables);
       if (!why)
         why = WhyInHeavyKernel(op, heavy_kernels);
       if (why)
@@ -526,6 +526,7 @@ private:
       json.attribute("min_ops", int64_t(minOps));
       json.attribute("include_heavy", includeHeavy.getValue());
       json.attribute("with_reductions", withReductions.getValue());
+      json.attribute("with_variables", withVariables.getValue());
       json.attribute("profiled_ps", profiled_ps);
       json.attributeArray("regions", [&] {
         for (const Region &region : chosen)
