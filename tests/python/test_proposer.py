@@ -103,6 +103,17 @@ def scaled(ratio: float) -> ABSamples:
     return samples(TIGHT, [ms * ratio for ms in reversed(TIGHT)])
 
 
+# whole-program XLA, applied in this process: the in-process arm of `_measure`.
+JIT_PROPOSAL = jit_compile.Proposal(
+    rule=jit_compile.RULE,
+    change="jit",
+    reason="",
+    evidence=(),
+    apply=jit_compile.with_jit_compile,
+    other_random_numbers=True,
+)
+
+
 def test_a_gain_between_three_and_five_percent_is_measured_twice_and_the_worse_counts() -> None:
     assert wants_second(scaled(0.96))  # under the 5% noise, past the 3% floor
     assert not wants_second(scaled(0.90))  # helps at once
@@ -128,14 +139,7 @@ def test_the_proposer_measures_a_small_gain_twice_and_readers_judge_both(
 
     ab_runs = [scaled(0.96), scaled(0.955)]
     monkeypatch.setattr(optimize, "interleave", lambda *_args, **_kw: ab_runs.pop(0))
-    proposal = jit_compile.Proposal(
-        rule=jit_compile.RULE,
-        change="jit",
-        reason="",
-        evidence=(),
-        apply=jit_compile.with_jit_compile,
-        other_random_numbers=True,
-    )
+    proposal = JIT_PROPOSAL
     notes: list[str] = []
     settings = ABSettings(2, 2, 1, time_unchecked=True)
     measured = _measure(proposal, dropout_case(tmp_path), None, settings, notes.append)
@@ -461,14 +465,7 @@ def test_an_uncheckable_candidate_is_timed_only_when_asked(tmp_path: Path) -> No
     from tfpgo.proposer.optimize import ABSettings, _measure
 
     case = dropout_case(tmp_path)
-    proposal = jit_compile.Proposal(
-        rule=jit_compile.RULE,
-        change="jit",
-        reason="",
-        evidence=(),
-        apply=jit_compile.with_jit_compile,
-        other_random_numbers=True,
-    )
+    proposal = JIT_PROPOSAL
     notes: list[str] = []
     with pytest.raises(NotApplicable, match=r"numerics not checked.*--optimize-unchecked"):
         _measure(proposal, case, None, ABSettings(2, 2, 1), notes.append)

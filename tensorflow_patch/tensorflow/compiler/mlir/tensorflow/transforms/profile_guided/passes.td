@@ -556,7 +556,7 @@ def ProfileGuidedXlaRegionsPass
            "Let heavy oneDNN kernels (matmul, convolution, pooling) join "
            "regions">,
     // Off: on XLA's CPU backend a reduction fused with its producers ran
-    // 1.5-3.7x slower than TensorFlow's kernels (bench/bench_xla_cpu_fusion.py).
+    // 1.2-4.2x slower than TensorFlow's kernels (bench/bench_xla_cpu_fusion.py).
     Option<"withReductions", "with-reductions", "bool", /*default=*/"false",
            "Let reductions, softmax and batch normalization (and their "
            "gradients) join regions">,

@@ -240,7 +240,8 @@ private:
       Operation *op = graph.ops[i];
       if (TfOpType(op) == "Const")
         continue; // joins the region of its users (below)
-      std::optional<std::string> why = WhyNotClusterable(op, includeHeavy, withReductions, withVariables);
+      std::optional<std::string> why =
+          WhyNotClusterable(op, includeHeavy, withReductions, withVariables);
       if (!why)
         why = WhyInHeavyKernel(op, heavy_kernels);
       if (why)
