@@ -791,7 +791,7 @@ def test_a_proposal_not_advised_is_refined_from_its_profile_and_the_narrower_one
     from tfpgo.models import profiling
     from tfpgo.proposer import optimize
     from tfpgo.proposer.optimize import ABSettings, run_optimize
-    from tfpgo.proposer.proposal import Proposal
+    from tfpgo.proposer.proposal import Proposal, narrowed
 
     case = tiny_case()
     run = profiling.profile(case, tmp_path / "baseline", steps=2, warmup=1)
@@ -816,6 +816,7 @@ def test_a_proposal_not_advised_is_refined_from_its_profile_and_the_narrower_one
     settings = ABSettings(repetitions=3, steps=2, warmup=1, noise=0.5)  # never "helps"
     result = run_optimize(case, None, analysis_of("mlp"), baseline, tmp_path, settings)
     assert [t.rule for t in result.trials] == ["same", "same_kept", "other", "other_kept"]
+    assert narrowed("same_kept") == "same_kept_2" and narrowed("same_kept_2") == "same_kept_3"
     assert result.trials[1].result is not None  # the narrower one was measured
     assert result.trials[3].not_applicable == "nothing narrower"
     ((before, after, directory),) = seen

@@ -465,7 +465,19 @@ def test_a_losing_set_is_narrowed_to_the_regions_that_won(tmp_path: Path) -> Non
     kept = read_regions(Path(narrower.worker_flags[1]))
     assert [r.name for r in kept.regions] == ["tfpgo_xla_region_0"]
     assert [op.node for op in kept.regions[0].ops] == list(LOSS)
-    assert narrower.rivals and narrower.refine is None  # measured three ways, not narrowed again
+    assert narrower.rivals  # measured three ways, and narrowed again if not advised:
+    assert narrower.refine == xla_regions.KeepWinners(kept, "xla_regions_kept_2")
+    again = narrower.refine(baseline, candidate, tmp_path / "round2")
+    assert again == (  # its one region won once more: nothing narrower
+        "every region ran faster under XLA, and the set as a whole lost "
+        "(tfpgo_xla_region_0: 0.0 -> 0.0 µs a step)"
+    )
+    # The last round is not narrowed again.
+    (tmp_path / "last").mkdir()
+    last = xla_regions.keep_winners(
+        regions, baseline, candidate, tmp_path / "last", "xla_regions_kept_3"
+    )
+    assert isinstance(last, Proposal) and last.refine is None
     assert [e.detail.split(":")[0] for e in narrower.evidence] == ["kept", "dropped"]
     # Nothing won, or everything did: no narrower proposal, and why.
     slower = _profile([replace(op, self_ps=op.self_ps * 10) for op in candidate.ops], steps=2)

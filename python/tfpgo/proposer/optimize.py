@@ -44,12 +44,12 @@ from tfpgo.proposer.ab import (
 )
 from tfpgo.proposer.numerics import NumericsCheck, NumericsStatus, check_numerics, judge_outputs
 from tfpgo.proposer.proposal import (
-    NARROWED,
     Evidence,
     EvidenceKind,
     NotApplicable,
     Proposal,
     advice_json,
+    narrowed,
 )
 from tfpgo.proposer.worker import ModelSpec, WorkerArm, profile_in_worker
 
@@ -57,7 +57,7 @@ FORMAT = "tfpgo.optimize"
 VERSION = 1
 DIFF_DIR = "optimize"  # the best candidate's profile and its diff, under the output dir
 # A proposal not advised is profiled over at least this many steps to make a
-# narrower one (`Proposal.refine`, named with `NARROWED`).
+# narrower one (`Proposal.refine`, named by `narrowed`).
 REFINE_STEPS = 3
 
 
@@ -319,7 +319,7 @@ def run_optimize(
                 note(f"{proposal.rule}: nothing narrower to try: {narrower}")
                 trials.append(
                     Trial(
-                        f"{proposal.rule}{NARROWED}",
+                        narrowed(proposal.rule),
                         "a narrower change, from the candidate re-profiled",
                         "",
                         (),

@@ -55,6 +55,15 @@ class Rival:
 NARROWED = "_kept"
 
 
+def narrowed(rule: str) -> str:
+    """The rule of the proposal narrowed from `rule`'s: `x` -> `x_kept` ->
+    `x_kept_2` -> `x_kept_3`, one name per round."""
+    base, kept, round_text = rule.partition(NARROWED)
+    if not kept:
+        return rule + NARROWED
+    return f"{base}{NARROWED}_{int(round_text.lstrip('_') or 1) + 1}"
+
+
 class NotApplicable(Exception):
     """A proposal cannot be applied to the loaded step; the message says why."""
 

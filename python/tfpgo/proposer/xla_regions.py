@@ -42,7 +42,10 @@ Iteration: a region set that is not advised is profiled in its worker, and
 each region's time before and after is read from the two profiles
 (`tfpgo.proposer.region_times`); if some regions ran faster under XLA and some
 did not, the winners alone are proposed again (`xla_regions_kept`) and
-measured the same three ways. A region is kept only if it won.
+measured the same three ways. A region is kept only if it won: a narrowed set
+not advised is narrowed again the same way (`xla_regions_kept_2`, ...), up to
+`ROUNDS` narrowings, until every region of a set wins (clusters left out
+change what the others cost, so a region that won beside them can lose).
 """
 
 from __future__ import annotations
@@ -62,13 +65,15 @@ from tfpgo.mlir.xla_regions import XlaRegions, read_regions
 from tfpgo.models import ModelCase
 from tfpgo.proposer.jit_compile import RULE as JIT_RULE
 from tfpgo.proposer.jit_compile import python_step
-from tfpgo.proposer.proposal import NARROWED, Evidence, EvidenceKind, Proposal, Rival
+from tfpgo.proposer.proposal import Evidence, EvidenceKind, Proposal, Rival, narrowed
 from tfpgo.proposer.region_times import region_times
 
 RULE = "xla_regions"
 # The iteration's proposal: only the regions that won when re-profiled.
-RULE_KEPT = RULE + NARROWED
-KEPT_DOCUMENT = "xla_regions.kept.json"
+RULE_KEPT = narrowed(RULE)
+KEPT_DOCUMENT = "xla_regions.kept.json"  # in each round's own directory
+# Narrowings at most: each costs a profile and three A/Bs.
+ROUNDS = 3
 TOP_OPS = 3  # op types named per region in its evidence
 
 
@@ -91,30 +96,36 @@ def propose(analysis: Analysis) -> list[Proposal]:
             worker_flags=("--xla-regions", str(regions.path)),
             other_random_numbers=True,
             rivals=(Rival(JIT_RULE, ("--jit-compile",)),),
-            refine=KeepWinners(regions),
+            refine=KeepWinners(regions, RULE_KEPT),
         )
     ]
 
 
 @dataclass(frozen=True)
 class KeepWinners:
-    """`Proposal.refine` of the region set: `keep_winners` with its regions (a
-    value, so that equal proposals compare equal)."""
+    """`Proposal.refine` of a region set: `keep_winners` with its regions and the
+    rule of the narrowed proposal (a value, so that equal proposals compare equal)."""
 
     regions: XlaRegions
+    rule: str
 
     def __call__(self, before: OpProfile, after: OpProfile, directory: Path) -> Proposal | str:
-        return keep_winners(self.regions, before, after, directory)
+        return keep_winners(self.regions, before, after, directory, self.rule)
 
 
 def keep_winners(
-    regions: XlaRegions, baseline: OpProfile, candidate: OpProfile, directory: Path
+    regions: XlaRegions,
+    baseline: OpProfile,
+    candidate: OpProfile,
+    directory: Path,
+    rule: str = RULE_KEPT,
 ) -> Proposal | str:
     """The iteration after a region set that was not advised: each region's time
     before and after, re-profiled (`region_times`: TensorFlow's kernels in the
     baseline against its ops and launch ops under XLA in `candidate`, a step);
-    the regions that ran faster under XLA become a new proposal, written as
-    `xla_regions.kept.json` in `directory`, or the reason there is none."""
+    the regions that ran faster under XLA become a new proposal named `rule`,
+    written as `xla_regions.kept.json` in `directory`, narrowed again in turn
+    while rounds are left; or the reason there is none."""
     times = region_times(regions, baseline, candidate)
     measured = "; ".join(
         f"{t.name}: {t.before_ps / 1e6:.1f} -> {t.after_ps / 1e6:.1f} µs a step" for t in times
@@ -129,7 +140,7 @@ def keep_winners(
     path = directory / KEPT_DOCUMENT
     with atomic_output_file(path) as handle:
         json.dump(document, handle, indent=1)
-    kept = [region for region in regions.regions if region.name in winners]
+    kept = read_regions(path)
     evidence = tuple(
         Evidence(
             EvidenceKind.XLA_REGION,
@@ -140,18 +151,28 @@ def keep_winners(
         )
         for t in times
     )
-    ops = sum(len(region.ops) for region in kept)
+    ops = sum(len(region.ops) for region in kept.regions)
+    last_round = rule == _round_rule(ROUNDS)
     return Proposal(
-        rule=RULE_KEPT,
-        change=f"compile the {len(kept)} of {len(times)} regions ({ops} ops) that ran "
+        rule=rule,
+        change=f"compile the {len(kept.regions)} of {len(times)} regions ({ops} ops) that ran "
         f"faster under XLA, TensorFlow's kernels for the rest ({path.name})",
-        reason="the whole set was not advised; re-profiled, these regions ran faster under "
+        reason="the set before was not advised; re-profiled, these regions ran faster under "
         "XLA than their ops on TensorFlow's kernels, the others did not",
         evidence=evidence,
         worker_flags=("--xla-regions", str(path)),
         other_random_numbers=True,
         rivals=(Rival(JIT_RULE, ("--jit-compile",)),),
+        refine=None if last_round else KeepWinners(kept, narrowed(rule)),
     )
+
+
+def _round_rule(round_number: int) -> str:
+    """The rule of the `round_number`-th narrowing (1: `xla_regions_kept`)."""
+    rule = RULE
+    for _ in range(round_number):
+        rule = narrowed(rule)
+    return rule
 
 
 def _region_evidence(regions: XlaRegions) -> list[Evidence]:
