@@ -152,14 +152,14 @@ def advised_rival(trial: Trial) -> RivalTrial | None:
     another of them."""
     if advised(trial):
         return None
-    helping = [
-        rival
+    helping = {
+        rival.own_result.ratio: rival
         for rival in trial.rivals
         if rival.result.ratio >= 1
         and rival.own_result is not None
         and rival.own_result.verdict is Verdict.HELPS
-    ]
-    return min(helping, key=lambda rival: rival.own_result.ratio, default=None)  # type: ignore[union-attr]
+    }
+    return helping[min(helping)] if helping else None
 
 
 @dataclass(frozen=True)
