@@ -466,7 +466,7 @@ def test_a_losing_set_is_narrowed_to_the_regions_that_won(tmp_path: Path) -> Non
     assert [r.name for r in kept.regions] == ["tfpgo_xla_region_0"]
     assert [op.node for op in kept.regions[0].ops] == list(LOSS)
     assert narrower.rivals  # measured three ways, and narrowed again if not advised:
-    assert narrower.refine == xla_regions.KeepWinners(kept, "xla_regions_kept_2")
+    assert narrower.refine == xla_regions.KeepWinners(kept, "xla_regions_kept_2", 2)
     again = narrower.refine(baseline, candidate, tmp_path / "round2")
     assert again == (  # its one region won once more: nothing narrower
         "every region ran faster under XLA, and the set as a whole lost "
@@ -475,7 +475,7 @@ def test_a_losing_set_is_narrowed_to_the_regions_that_won(tmp_path: Path) -> Non
     # The last round is not narrowed again.
     (tmp_path / "last").mkdir()
     last = xla_regions.keep_winners(
-        regions, baseline, candidate, tmp_path / "last", "xla_regions_kept_3"
+        regions, baseline, candidate, tmp_path / "last", "xla_regions_kept_3", rounds_left=1
     )
     assert isinstance(last, Proposal) and last.refine is None
     assert [e.detail.split(":")[0] for e in narrower.evidence] == ["kept", "dropped"]

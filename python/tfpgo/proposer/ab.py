@@ -173,6 +173,11 @@ def judge_twice(
     return worse, better
 
 
+def second_text(other: ABResult | None) -> str:
+    """What a verdict adds when `judge_twice` measured twice: the other A/B's ratio."""
+    return "" if other is None else f" (the worse of two A/Bs; the other {other.ratio:.3f})"
+
+
 def _log_block_means(blocks: tuple[tuple[int, ...], ...]) -> tuple[float, ...]:
     return tuple(math.log(statistics.fmean(block)) for block in blocks if block)
 

@@ -39,6 +39,7 @@ from tfpgo.proposer.ab import (
     interleave,
     judge,
     judge_twice,
+    second_text,
     step_timer,
     wants_second,
 )
@@ -287,8 +288,7 @@ def run_optimize(
             continue
         samples, again, candidate = measured.samples, measured.again, measured.candidate
         outcome, other = judge_twice(samples, again, settings.noise, settings.floor)
-        twice = "" if other is None else f" (the worse of two A/Bs; the other {other.ratio:.3f})"
-        note(f"{proposal.rule}: {describe(outcome)}{twice}")
+        note(f"{proposal.rule}: {describe(outcome)}{second_text(other)}")
         rivals = tuple(
             RivalTrial(
                 rule,

@@ -96,21 +96,23 @@ def propose(analysis: Analysis) -> list[Proposal]:
             worker_flags=("--xla-regions", str(regions.path)),
             other_random_numbers=True,
             rivals=(Rival(JIT_RULE, ("--jit-compile",)),),
-            refine=KeepWinners(regions, RULE_KEPT),
+            refine=KeepWinners(regions, RULE_KEPT, ROUNDS),
         )
     ]
 
 
 @dataclass(frozen=True)
 class KeepWinners:
-    """`Proposal.refine` of a region set: `keep_winners` with its regions and the
-    rule of the narrowed proposal (a value, so that equal proposals compare equal)."""
+    """`Proposal.refine` of a region set: `keep_winners` with its regions, the rule
+    of the narrowed proposal and the narrowings left, this one included (a value, so
+    that equal proposals compare equal)."""
 
     regions: XlaRegions
     rule: str
+    rounds_left: int
 
     def __call__(self, before: OpProfile, after: OpProfile, directory: Path) -> Proposal | str:
-        return keep_winners(self.regions, before, after, directory, self.rule)
+        return keep_winners(self.regions, before, after, directory, self.rule, self.rounds_left)
 
 
 def keep_winners(
@@ -119,13 +121,14 @@ def keep_winners(
     candidate: OpProfile,
     directory: Path,
     rule: str = RULE_KEPT,
+    rounds_left: int = ROUNDS,
 ) -> Proposal | str:
     """The iteration after a region set that was not advised: each region's time
     before and after, re-profiled (`region_times`: TensorFlow's kernels in the
     baseline against its ops and launch ops under XLA in `candidate`, a step);
     the regions that ran faster under XLA become a new proposal named `rule`,
     written as `xla_regions.kept.json` in `directory`, narrowed again in turn
-    while rounds are left; or the reason there is none."""
+    while `rounds_left` (this one included) allows; or the reason there is none."""
     times = region_times(regions, baseline, candidate)
     measured = "; ".join(
         f"{t.name}: {t.before_ps / 1e6:.1f} -> {t.after_ps / 1e6:.1f} µs a step" for t in times
@@ -152,7 +155,6 @@ def keep_winners(
         for t in times
     )
     ops = sum(len(region.ops) for region in kept.regions)
-    last_round = rule == _round_rule(ROUNDS)
     return Proposal(
         rule=rule,
         change=f"compile the {len(kept.regions)} of {len(times)} regions ({ops} ops) that ran "
@@ -163,16 +165,8 @@ def keep_winners(
         worker_flags=("--xla-regions", str(path)),
         other_random_numbers=True,
         rivals=(Rival(JIT_RULE, ("--jit-compile",)),),
-        refine=None if last_round else KeepWinners(kept, narrowed(rule)),
+        refine=KeepWinners(kept, narrowed(rule), rounds_left - 1) if rounds_left > 1 else None,
     )
-
-
-def _round_rule(round_number: int) -> str:
-    """The rule of the `round_number`-th narrowing (1: `xla_regions_kept`)."""
-    rule = RULE
-    for _ in range(round_number):
-        rule = narrowed(rule)
-    return rule
 
 
 def _region_evidence(regions: XlaRegions) -> list[Evidence]:

@@ -4,7 +4,7 @@ figure comes from the `OptimizeResult` (optimize.json)."""
 
 from __future__ import annotations
 
-from tfpgo.proposer.ab import ABResult, judge_twice
+from tfpgo.proposer.ab import ABResult, judge_twice, second_text
 from tfpgo.proposer.optimize import OptimizeResult, Trial, advised, advised_rival, faster_rival
 from tfpgo.proposer.proposal import EvidenceKind
 
@@ -65,11 +65,9 @@ def verdict_text(trial: Trial) -> str:
     assert trial.result is not None  # measured trials only
     parts = [trial.result.verdict.value]
     if trial.samples and trial.samples_again:
-        _, other = judge_twice(
-            trial.samples, trial.samples_again, trial.result.noise, trial.result.noise
-        )
-        assert other is not None  # two A/Bs
-        parts[0] += f" (the worse of two A/Bs; the other {other.ratio:.3f})"
+        # Judged at the floor it counted at; the other A/B's ratio is what is added.
+        _, other = judge_twice(trial.samples, trial.samples_again, floor=trial.result.noise)
+        parts[0] += second_text(other)
     for rival in trial.rivals:
         outcome = rival.result
         parts.append(

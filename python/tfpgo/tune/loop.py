@@ -277,10 +277,9 @@ def _measure(
         raise  # not the candidate's fault, and no other can be compiled either
     except UserError as error:
         return Trial(name, proposal.change, "rejected", str(error))
-    result, better = _judged(current_vmfb, vmfb, workload, tuning)
-    again = "" if better is None else f" (the worse of two A/Bs; the other {better.ratio:.3f})"
+    result, other = _judged(current_vmfb, vmfb, workload, tuning)
     outcome = "kept" if result.verdict is ab.Verdict.HELPS else "rejected"
-    reason = f"{result.verdict.value}: {_interval(result)}{again}"
+    reason = f"{result.verdict.value}: {_interval(result)}{ab.second_text(other)}"
     return Trial(name, proposal.change, outcome, reason, result, max_abs)
 
 
