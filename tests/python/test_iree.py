@@ -5,6 +5,7 @@ profiling and attributed to tf ops (real compiler and runtime, a small model).""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from tfpgo.attribution.conservation import check_output
 from tfpgo.errors import UserError
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.iree import run as iree_run
-from tfpgo.iree.run import IreeProfile
+from tfpgo.iree.run import BY_EXECUTABLE, BY_PROGRAM, IreeProfile, Site, Timing
+from tfpgo.iree.sites import SiteOps, compile_sites
 
 STEPS = 3
 
@@ -116,14 +118,15 @@ def test_outputs_that_differ_are_one_error_line(tmp_path):
     assert "\n" not in str(error.value)
     assert str(error.value).startswith("iree level: output 0 of main differs from TensorFlow's")
     timings = iree_run.profile_dispatches(vmfb, "main", [tmp_path / "x.npy"], 4, tmp_path, 2)
-    ((name, (count, ps)),) = timings.items()
-    assert count == 4 and ps > 0  # 6 runs profiled, the 2 warm-up runs dropped
+    ((name, timing),) = timings.items()
+    assert timing.count == 4 and timing.total_ps > 0  # 6 runs profiled, 2 warm-up runs dropped
+    assert timing.invocation_ps == (timing.total_ps,)  # one site, invoked once a run
     parsed = iree_run.parse_sources(sources)
     assert iree_run.dispatch_sources(parsed)[name] == (("square",), "compute")
 
 
 def test_build_profile_splits_and_lists_unattributed_dispatches(tmp_path):
-    timings = {"d0": (2, 301), "d1": (2, 100), "d2": (2, 7)}
+    timings = {"d0": Timing(2, 301), "d1": Timing(2, 100), "d2": Timing(2, 7)}
     sources = {"d0": (("a/conv", "a/Relu"), "compute"), "d1": (("a/Relu",), "bindings")}
     profile = iree_run.build_profile(
         "m.vmfb", "main", 2, 1, 0.0, timings, sources, {"a/Relu": 90}, {"a/conv": "a/Relu"}
@@ -203,3 +206,99 @@ def test_model_explorer_node_data_of_each_level_matches_its_adapter(flow, level,
     assert keys
     for graph_id, key in keys:
         assert labels[graph_id, key] == ops[graph_id][int(key)].removeprefix("tf.")
+
+
+# Two identical blocks: IREE compiles their matmul + tanh into one executable,
+# run from two sites. A square first, so neither block is the run's first
+# dispatch (which also waits for the runtime's workers to wake).
+TWO_BLOCKS = """
+func.func @main(%x: tensor<256x512xf32>, %w1: tensor<512x512xf32>, %w2: tensor<512x512xf32>)
+    -> tensor<256x512xf32> {
+  %s = stablehlo.multiply %x, %x : tensor<256x512xf32> loc("input/Square")
+  %0 = stablehlo.dot_general %s, %w1, contracting_dims = [1] x [0]
+    : (tensor<256x512xf32>, tensor<512x512xf32>) -> tensor<256x512xf32> loc("block1/MatMul")
+  %1 = stablehlo.tanh %0 : tensor<256x512xf32> loc("block1/Tanh")
+  %2 = stablehlo.dot_general %1, %w2, contracting_dims = [1] x [0]
+    : (tensor<256x512xf32>, tensor<512x512xf32>) -> tensor<256x512xf32> loc("block2/MatMul")
+  %3 = stablehlo.tanh %2 : tensor<256x512xf32> loc("block2/Tanh")
+  return %3 : tensor<256x512xf32>
+}
+"""
+
+
+def test_each_site_of_a_shared_executable_is_charged_to_its_own_ops(tmp_path):
+    """The oracle is the program's text: each block's ops run from as many sites as
+    the block has matmuls (one), each site once a run; the two blocks do the same
+    work, so their matmuls are charged within noise of each other, and the second
+    block's are not left at zero while the first takes both."""
+    stablehlo = tmp_path / "two_blocks.mlir"
+    stablehlo.write_text(TWO_BLOCKS)
+    vmfb, sources = tmp_path / "m.vmfb", tmp_path / "m.sources.mlir"
+    iree_run.compile_module(stablehlo, vmfb, sources, tmp_path / "m.mlirbc")
+    sites = compile_sites(stablehlo, (), tmp_path, 120)
+    inputs = [tmp_path / "x.npy", tmp_path / "w1.npy", tmp_path / "w2.npy"]
+    np.save(inputs[0], np.ones((256, 512), np.float32))
+    for weight in inputs[1:]:
+        np.save(weight, np.full((512, 512), 1e-3, np.float32))
+    runs = 4
+    timings = iree_run.profile_dispatches(vmfb, "main", inputs, runs, tmp_path, 1)
+    tf_self = {"input/Square": 10, "block1/MatMul": 100, "block1/Tanh": 20,
+               "block2/MatMul": 100, "block2/Tanh": 20}  # fmt: skip
+    parsed = iree_run.parse_sources(sources)
+    profile = iree_run.build_profile(
+        "m.vmfb", "main", runs, 1, 0.0, timings, iree_run.dispatch_sources(parsed), tf_self, {},
+        sites,
+    )  # fmt: skip
+    (shared,) = [d for d in profile.dispatches if "matmul" in d.name]
+    matmuls = {block: TWO_BLOCKS.count(f'loc("{block}/MatMul")') for block in ("block1", "block2")}
+    for block, count in matmuls.items():
+        own = [site for site in shared.sites if f"{block}/MatMul" in site.sources]
+        assert len(own) == count == 1 and own[0].sources == (f"{block}/MatMul", f"{block}/Tanh")
+    assert shared.sites_from == BY_PROGRAM and shared.count == runs * len(shared.sites)
+    assert sum(site.total_ps for site in shared.sites) == shared.total_ps
+    assert shared.tf_self_ps == 240  # the bound: both blocks' TensorFlow time
+    first, second = (profile.op_ps[f"block{i}/MatMul"] for i in (1, 2))
+    assert 0.5 < first / second < 2, (first, second)
+    assert sum(profile.op_ps.values()) == profile.attributed_ps == profile.dispatch_ps
+    # The code names block1's ops; block2's time lands on the same ops through them.
+    written = tmp_path / "m.dispatches.mlir"
+    iree_run.write_dispatch_sources(parsed, profile, {}, written, sites)
+    text = written.read_text()
+    assert 'site_sources = ["block1/MatMul", "block2/MatMul"]' in text
+    charged = sum(int(ps) for ps in re.findall(r"[{ ,]iree_self = (\d+) : i64", text))
+    assert charged == profile.attributed_ps
+
+
+def test_sites_that_do_not_match_the_invocations_charge_the_dispatch_as_a_whole():
+    """A run invoking a dispatch more often than it has sites (a loop) charges it to
+    the ops its code names, as one site; a matching one charges each site."""
+    sites: dict[str, tuple[SiteOps, ...]] = {
+        "d": (SiteOps(("b1/MatMul",), (("b1/MatMul",),), "compute"),
+              SiteOps(("b2/MatMul",), (("b2/MatMul",),), "compute")),
+    }  # fmt: skip
+    code: dict[str, tuple[tuple[str, ...], str]] = {"d": (("b1/MatMul",), "compute")}
+    tf_self = {"b1/MatMul": 40, "b2/MatMul": 60}
+    matched = iree_run.build_profile(
+        "m", "main", 2, 0, 0.0, {"d": Timing(4, 70, (30, 40))}, code, tf_self, {}, sites
+    )
+    (dispatch,) = matched.dispatches
+    assert dispatch.sites == (Site(("b1/MatMul",), 30, 40), Site(("b2/MatMul",), 40, 60))
+    assert matched.op_ps == {"b1/MatMul": 30, "b2/MatMul": 40} and dispatch.tf_self_ps == 100
+    looped = iree_run.build_profile(
+        "m", "main", 2, 0, 0.0, {"d": Timing(6, 90, (30, 30, 30))}, code, tf_self, {}, sites
+    )
+    (dispatch,) = looped.dispatches
+    assert dispatch.sites_from == BY_EXECUTABLE and dispatch.sites == (
+        Site(("b1/MatMul",), 90, 40),
+    )
+    assert looped.op_ps == {"b1/MatMul": 90}
+
+
+def test_a_profile_written_before_sites_reads_as_one_site_a_dispatch(tmp_path):
+    profile = iree_run.build_profile(
+        "m", "main", 1, 0, 0.0, {"d": Timing(1, 7)}, {"d": (("a",), "compute")}, {"a": 3}, {}
+    )
+    document = profile.to_json()
+    for dispatch in document["dispatches"]:
+        del dispatch["sites"], dispatch["sites_from"]
+    assert IreeProfile.from_json(document, tmp_path / "old.json") == profile

@@ -603,7 +603,8 @@ def _lower(
         profile = IreeProfile.read(out / "iree_profile.json")
         write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH)
         note(
-            f"iree: {len(profile.dispatches)} dispatches, "
+            f"iree: {len(profile.dispatches)} dispatches at "
+            f"{sum(len(d.sites) for d in profile.dispatches)} sites, "
             f"{profile.attributed_ps / max(profile.dispatch_ps, 1):.2%} of their time on tf ops, "
             f"outputs within {profile.outputs_max_abs:.3g} of TensorFlow's"
         )

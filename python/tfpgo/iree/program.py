@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.iree import run as iree_run
+from tfpgo.iree.sites import SiteOps, compile_sites
+
+# Reading the sites compiles only up to IREE's flow phase, with no codegen:
+# ResNet50's takes a few seconds; a longer one is IREE's intermittent deadlock.
+SITES_TIMEOUT_S = 300
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class ProfiledProgram:
 
     profile: iree_run.IreeProfile
     sources: Any  # the executable sources, parsed (iree_run.parse_sources)
+    sites: dict[str, tuple[SiteOps, ...]]  # per dispatch function, its sites' ops
     vmfb: Path
     bytecode: Path  # the StableHLO, weights included
     compile_s: float  # how long compiling it took (its three forms)
@@ -59,6 +65,7 @@ def profile_program(
     iree_run.compile_module(stablehlo, vmfb, sources, bytecode, flags)
     compile_s = time.monotonic() - started
     max_abs = check_outputs(vmfb, workload, directory)
+    sites = compile_sites(stablehlo, flags, directory, SITES_TIMEOUT_S)
     timings = iree_run.profile_dispatches(
         vmfb, workload.entry, workload.inputs, workload.runs, directory, workload.warmup
     )
@@ -73,8 +80,9 @@ def profile_program(
         iree_run.dispatch_sources(parsed),
         workload.tf_self_ps,
         workload.fused_into,
+        sites,
     )
-    return ProfiledProgram(profile, parsed, vmfb, bytecode, compile_s)
+    return ProfiledProgram(profile, parsed, sites, vmfb, bytecode, compile_s)
 
 
 def check_outputs(vmfb: Path, workload: Workload, scratch: Path) -> float:

@@ -22,8 +22,7 @@ fusion's is; a dispatch with no tf node name is listed apart, never dropped.
 from __future__ import annotations
 
 import json
-import subprocess
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,8 @@ from tfpgo.atomic import atomic_output_file
 from tfpgo.attribution.parts import split_equally, split_in_proportion
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
+from tfpgo.iree.sites import SiteOps, compute_ops, location_names, site_ops, translation
+from tfpgo.iree.tools import compile_once, run_tool
 
 FORMAT = "tfpgo.iree_profile"
 VERSION = 1
@@ -48,12 +49,28 @@ ELIDE_ELEMENTS = 64  # constants larger than this are elided in model.dispatches
 # kernels of another compiler reassociate sums.
 RTOL = 1e-3
 ATOL = 1e-5
-# Ops whose location is another dispatch's (bindings, loads and stores carry
-# the producer's or consumer's location): not what the dispatch computes.
-_COMPUTE_DIALECTS = ("linalg.", "arith.", "math.")
-_NOT_COMPUTE = frozenset({"arith.constant", "linalg.yield", "linalg.fill"})
-# Tools of the compiler wheel (iree-base-compiler); the rest are the runtime's.
-_COMPILER_TOOLS = frozenset({"iree-compile", "iree-opt"})
+
+
+@dataclass(frozen=True)
+class Site:
+    """One place in the program where a dispatch runs (`tfpgo.iree.sites`), the tf
+    ops of that place and the time of its invocations."""
+
+    sources: tuple[str, ...]  # tf node names its ops carry
+    total_ps: int
+    tf_self_ps: int  # those ops' TensorFlow self time (op profile, the same steps)
+
+    def parts(self) -> dict[str, int]:
+        """Its time per tf op: equal integer parts, summing exactly."""
+        if not self.sources:
+            return {}
+        return dict(zip(self.sources, split_equally(self.total_ps, len(self.sources)), strict=True))
+
+
+# How a dispatch's time reached its sites: `program` (each invocation charged to
+# its own site, in program order), `executable` (charged as a whole to the ops
+# its executable's code names: the invocations did not match the sites).
+BY_PROGRAM, BY_EXECUTABLE = "program", "executable"
 
 
 @dataclass(frozen=True)
@@ -63,17 +80,22 @@ class Dispatch:
     name: str  # the dispatch function (`<entry>_dispatch_0_matmul_4x4096x1024_f32`)
     count: int
     total_ps: int
-    sources: tuple[str, ...]  # tf node names its executable's ops carry
-    tf_self_ps: int  # those ops' TensorFlow self time (op profile, the same steps)
+    sources: tuple[str, ...]  # tf node names of all its sites, in site order
+    tf_self_ps: int  # those ops' TensorFlow self time, every site's (its bound)
     # `compute` (its linalg/arith ops carry them), `bindings` (only the values it
     # reads and writes do: a copy IREE made), "" (none: unattributed)
     found_in: str = ""
+    sites: tuple[Site, ...] = ()
+    sites_from: str = BY_EXECUTABLE
 
     def parts(self) -> dict[str, int]:
-        """Its time per tf op it ran: equal integer parts, summing exactly."""
-        if not self.sources:
-            return {}
-        return dict(zip(self.sources, split_equally(self.total_ps, len(self.sources)), strict=True))
+        """Its time per tf op it ran: each site's time in equal integer parts over
+        that site's ops, summing exactly."""
+        found: dict[str, int] = {}
+        for site in self.sites:
+            for name, ps in site.parts().items():
+                found[name] = found.get(name, 0) + ps
+        return found
 
 
 @dataclass(frozen=True)
@@ -111,7 +133,7 @@ class IreeProfile:
                 "dispatch_attributed_ps": self.attributed_ps,
                 "dispatch_unattributed_ps": self.dispatch_ps - self.attributed_ps,
             },
-            "dispatches": [{**asdict(d), "sources": list(d.sources)} for d in self.dispatches],
+            "dispatches": [_dispatch_json(d) for d in self.dispatches],
             "ops": [
                 {"name": name, "iree_ps": ps, "tf_self_ps": self.op_tf_ps.get(name, 0)}
                 for name, ps in self.op_ps.items()
@@ -138,22 +160,33 @@ class IreeProfile:
                 outputs["max_abs"],
                 outputs["rtol"],
                 outputs["atol"],
-                tuple(
-                    Dispatch(
-                        d["name"],
-                        d["count"],
-                        d["total_ps"],
-                        tuple(d["sources"]),
-                        d["tf_self_ps"],
-                        d["found_in"],
-                    )
-                    for d in document["dispatches"]
-                ),
+                tuple(_read_dispatch(d) for d in document["dispatches"]),
                 {op["name"]: op["iree_ps"] for op in document["ops"]},
                 {op["name"]: op["tf_self_ps"] for op in document["ops"]},
             )
         except (KeyError, TypeError) as error:
             raise UserError(f"{path}: malformed {FORMAT} document ({error})") from None
+
+
+def _dispatch_json(dispatch: Dispatch) -> dict[str, Any]:
+    return {
+        **asdict(dispatch),
+        "sources": list(dispatch.sources),
+        "sites": [{**asdict(site), "sources": list(site.sources)} for site in dispatch.sites],
+    }
+
+
+def _read_dispatch(item: dict[str, Any]) -> Dispatch:
+    """A dispatch of the document; one written before sites were read is one site."""
+    sources = tuple(item["sources"])
+    sites = tuple(
+        Site(tuple(site["sources"]), site["total_ps"], site["tf_self_ps"])
+        for site in item.get("sites", ())
+    ) or (Site(sources, item["total_ps"], item["tf_self_ps"]),)
+    return Dispatch(
+        item["name"], item["count"], item["total_ps"], sources, item["tf_self_ps"],
+        item["found_in"], sites, item.get("sites_from", BY_EXECUTABLE),
+    )  # fmt: skip
 
 
 IREE_OP_GRAPH = "op_graph.iree.json"
@@ -235,20 +268,16 @@ def compile_module(
 ) -> None:
     """The vmfb for the host CPU, the executable sources with locations, and the
     whole StableHLO program (weights included) as MLIR bytecode. `flags` go to
-    iree-compile after IREE_FLAGS (a tuned program's options)."""
-    run_tool("iree-opt", [str(stablehlo), "--emit-bytecode", "-o", str(bytecode)], "iree level")
+    iree-compile after IREE_FLAGS (a tuned program's options). A form this process
+    compiled already from the same program and flags (a kept tuning candidate's
+    vmfb) is copied (`tools.compile_once`)."""
+    compile_once("iree-opt", stablehlo, ["--emit-bytecode"], bytecode, "iree level")
     compile_vmfb(stablehlo, vmfb, flags)
-    run_tool(
+    compile_once(
         "iree-compile",
-        [
-            *IREE_FLAGS,
-            *flags,
-            "--compile-to=executable-sources",
-            "--mlir-print-debuginfo",
-            str(stablehlo),
-            "-o",
-            str(sources),
-        ],
+        stablehlo,
+        [*IREE_FLAGS, *flags, "--compile-to=executable-sources", "--mlir-print-debuginfo"],
+        sources,
         "iree level (executable sources)",
     )
 
@@ -259,16 +288,8 @@ def compile_vmfb(
     """Only the runnable program (what a tuning candidate needs to be measured);
     `timeout_s` bounds a compile that may hang (IREE 3.13's iree-compile now and
     then deadlocks, waiting on a futex with no CPU, with a tuning spec; the same
-    command then compiles), and a compile that times out is tried once more."""
-    args = [*IREE_FLAGS, *flags, str(stablehlo), "-o", str(vmfb)]
-    try:
-        try:
-            run_tool("iree-compile", args, "iree level", timeout_s)
-        except ToolTimeout:  # the deadlock is intermittent: once more
-            run_tool("iree-compile", args, "iree level", timeout_s)
-    except UserError:
-        vmfb.unlink(missing_ok=True)  # a killed compile may have begun it
-        raise
+    command then compiles: `run_tool` tries it once more)."""
+    compile_once("iree-compile", stablehlo, [*IREE_FLAGS, *flags], vmfb, "iree level", timeout_s)
 
 
 def parse_sources(sources: Path) -> Any:
@@ -283,47 +304,39 @@ def dispatch_sources(module: Any) -> dict[str, tuple[tuple[str, ...], str]]:
     """Per executable export (the dispatch function's name): the tf node names its
     compute ops carry, in first-seen order, and where they were found: `compute`,
     or `bindings` when no compute op carries one (a copy or layout change IREE
-    made: the names of the values it reads and writes), "" when none."""
+    made: the names of the values it reads and writes), "" when none. The code of
+    an executable several sites share names one site's ops (`tfpgo.iree.sites`)."""
     found: dict[str, tuple[tuple[str, ...], str]] = {}
     for executable in module.body.operations:
         if executable.operation.name != "hal.executable":
             continue
-        compute: dict[str, None] = {}
-        bindings: dict[str, None] = {}
-        _walk(executable.operation, compute, bindings)
-        names, where = (compute, "compute") if compute else (bindings, "bindings")
+        site = site_ops(executable.operation)
         for export, _ in executable_exports(executable.operation):
-            found[export] = (tuple(names), where if names else "")
+            found[export] = (site.names, site.found_in)
     return found
-
-
-def _walk(op: Any, compute: dict[str, None], bindings: dict[str, None]) -> None:
-    if op.name.startswith(_COMPUTE_DIALECTS) and op.name not in _NOT_COMPUTE:
-        for name in _location_names(op.location):
-            compute.setdefault(name, None)
-    elif op.name.endswith((".load", ".store")):
-        for name in _location_names(op.location):
-            bindings.setdefault(name, None)
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                _walk(inner.operation, compute, bindings)
 
 
 DISPATCHES_MODULE = "model.dispatches.mlir"
 
 
 def write_dispatch_sources(
-    module: Any, profile: IreeProfile, fused_into: dict[str, str], path: Path
+    module: Any,
+    profile: IreeProfile,
+    fused_into: dict[str, str],
+    path: Path,
+    sites: dict[str, tuple[SiteOps, ...]] | None = None,
 ) -> None:
     """The executable sources (each dispatch's code, large constants elided) with
-    the dispatch time on the ops that ran it. Each dispatch's part for a tf op
-    (`Dispatch.parts`) is split over the linalg ops of its executable that name
-    that op (or one TensorFlow ran inside its kernel, `fused_into`), those with a
+    the dispatch time on the ops that ran it. Each site's part for a tf op
+    (`Site.parts`) is split over the linalg ops of its executable that name that
+    op (or one TensorFlow ran inside its kernel, `fused_into`), those with a
     reduction loop first (`_busiest`), as `iree_self`; the tf op's TensorFlow self
-    time the same way over all its linalg ops, as `self`. A part no linalg op
-    names stays on the dispatch's `hal.executable.export` (`iree_self` there), so
-    `iree_self` sums to the attributed dispatch time."""
+    time the same way over all its linalg ops, as `self`. An executable several
+    sites share names one site's ops: another site's op is found through it
+    (`sites.translation`), and an op that ran for several sites lists their tf ops
+    in `site_sources`. A part no linalg op names stays on the dispatch's
+    `hal.executable.export` (`iree_self` there), so `iree_self` sums to the
+    attributed dispatch time."""
     from iree.compiler import ir
 
     dispatches = {d.name: d for d in profile.dispatches}
@@ -333,21 +346,26 @@ def write_dispatch_sources(
         if executable.operation.name != "hal.executable":
             continue
         named: dict[str, list[Any]] = {}
-        for op in _linalg_ops(executable.operation):
-            for name in dict.fromkeys(fused_into.get(n, n) for n in _location_names(op.location)):
+        for op in compute_ops(executable.operation):
+            if not op.name.startswith("linalg."):
+                continue
+            for name in dict.fromkeys(fused_into.get(n, n) for n in location_names(op.location)):
                 named.setdefault(name, []).append(op)
         for export_name, export in executable_exports(executable.operation):
             dispatch = dispatches.get(export_name)
             if dispatch is None:
                 continue
             left = 0
-            for source, ps in dispatch.parts().items():
-                ops = _busiest(named.get(source, []))
-                if not ops:
-                    left += ps
-                    continue
-                for op, part in zip(ops, split_equally(ps, len(ops)), strict=True):
-                    placed.append((op, source, export_name, part))
+            through = _site_translations(dispatch, (sites or {}).get(export_name, ()), named,
+                                         fused_into)  # fmt: skip
+            for site, translated in zip(dispatch.sites, through, strict=True):
+                for source, ps in site.parts().items():
+                    ops = _busiest(named.get(translated.get(source, source), []))
+                    if not ops:
+                        left += ps
+                        continue
+                    for op, part in zip(ops, split_equally(ps, len(ops)), strict=True):
+                        placed.append((op, source, export_name, part))
             left_on[export_name] = (export, left)
     tf_parts = _tf_parts(placed, profile)
     with module.context:
@@ -355,22 +373,26 @@ def write_dispatch_sources(
         by_op: dict[Any, dict[str, Any]] = {}
         for op, source, export_name, part in placed:
             record = by_op.setdefault(
-                op, {"source": source, "dispatch": export_name, "iree_self": 0, "self": 0}
+                op, {"sources": {}, "dispatch": export_name, "iree_self": 0, "self": 0}
             )
+            record["sources"].setdefault(source, None)
             record["iree_self"] += part
             record["self"] += next(tf_parts[source])
         for op, record in by_op.items():
-            source = record["source"]
-            op.attributes["profiler_data"] = ir.DictAttr.get(
-                {
-                    "source": ir.StringAttr.get(source),
-                    "dispatch": ir.StringAttr.get(record["dispatch"]),
-                    "self": ir.IntegerAttr.get(i64, record["self"]),
-                    "iree_self": ir.IntegerAttr.get(i64, record["iree_self"]),
-                    "source_self": ir.IntegerAttr.get(i64, profile.op_tf_ps.get(source, 0)),
-                    "source_iree_self": ir.IntegerAttr.get(i64, profile.op_ps[source]),
-                }
-            )
+            source, *others = record["sources"]
+            attributes = {
+                "source": ir.StringAttr.get(source),
+                "dispatch": ir.StringAttr.get(record["dispatch"]),
+                "self": ir.IntegerAttr.get(i64, record["self"]),
+                "iree_self": ir.IntegerAttr.get(i64, record["iree_self"]),
+                "source_self": ir.IntegerAttr.get(i64, profile.op_tf_ps.get(source, 0)),
+                "source_iree_self": ir.IntegerAttr.get(i64, profile.op_ps[source]),
+            }
+            if others:
+                attributes["site_sources"] = ir.ArrayAttr.get(
+                    [ir.StringAttr.get(name) for name in record["sources"]]
+                )
+            op.attributes["profiler_data"] = ir.DictAttr.get(attributes)
         for name, (export, left) in left_on.items():
             export.attributes["profiler_data"] = ir.DictAttr.get(
                 {
@@ -381,6 +403,27 @@ def write_dispatch_sources(
     text = module.operation.get_asm(large_elements_limit=ELIDE_ELEMENTS)
     with atomic_output_file(path) as handle:
         handle.write(text)
+
+
+def _site_translations(
+    dispatch: Dispatch,
+    own: tuple[SiteOps, ...],
+    named: dict[str, list[Any]],
+    fused_into: dict[str, str],
+) -> list[dict[str, str]]:
+    """Per site of `dispatch`, the name its executable's code carries for each of
+    the site's tf ops: the code keeps the locations of one site (the one naming
+    most of them), and another site's op is the one in the same place."""
+    if dispatch.sites_from != BY_PROGRAM or len(own) != len(dispatch.sites):
+        return [{} for _ in dispatch.sites]
+    keeper = max(own, key=lambda site: sum(fused_into.get(n, n) in named for n in site.names))
+    found = []
+    for site in own:
+        pairs = translation(keeper, site).items()
+        found.append(
+            {fused_into.get(their, their): fused_into.get(its, its) for their, its in pairs}
+        )
+    return found
 
 
 def executable_exports(op: Any) -> list[tuple[str, Any]]:
@@ -425,32 +468,6 @@ def _tf_parts(
     }
 
 
-def _linalg_ops(op: Any) -> Iterator[Any]:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                if inner.operation.name.startswith("linalg.") and inner.operation.name not in (
-                    _NOT_COMPUTE
-                ):
-                    yield inner.operation
-                yield from _linalg_ops(inner.operation)
-
-
-def _location_names(location: Any) -> Iterable[str]:
-    """The tf node names in a location (the importer's `"<OpType>:"` marks skipped)."""
-    from iree.compiler import ir
-
-    if isinstance(location, ir.NameLoc):
-        if not location.name_str.endswith(":"):
-            yield location.name_str
-        yield from _location_names(location.child_loc)
-    elif isinstance(location, ir.FusedLoc):
-        for inner in location.locations:
-            yield from _location_names(inner)
-    elif isinstance(location, ir.CallSiteLoc):
-        yield from _location_names(location.callee)
-
-
 def run_and_compare(
     vmfb: Path, entry: str, inputs: Sequence[Path], expected: Sequence[Any], scratch: Path
 ) -> float:
@@ -478,12 +495,25 @@ def run_and_compare(
     return worst
 
 
+@dataclass(frozen=True)
+class Timing:
+    """One dispatch function's profiled invocations over the measured runs."""
+
+    count: int
+    total_ps: int
+    # Per k: the time of its k-th invocation within a run, summed over the runs;
+    # () when the runs invoked it a different number of times.
+    invocation_ps: tuple[int, ...] = ()
+
+
 def profile_dispatches(
     vmfb: Path, entry: str, inputs: Sequence[Path], runs: int, scratch: Path, warmup: int = 0
-) -> dict[str, tuple[int, int]]:
-    """Per dispatch function: (count, total ps) over `runs` runs of `entry`, after
+) -> dict[str, Timing]:
+    """Per dispatch function, its invocations over `runs` runs of `entry`, after
     `warmup` runs that are profiled too and then dropped: each run is the same
-    number of queue submissions, in time order (`submission_id`)."""
+    number of queue submissions, in time order (`submission_id`), and within a run
+    the invocations are in the order they were recorded (command buffer, command
+    index), so the k-th of a function is its k-th site (`tfpgo.iree.sites`)."""
     bundle = scratch / "run.ireeprof"
     args = [f"--module={vmfb}", f"--device={DEVICE}", f"--function={entry}"]
     args += [f"--input=@{path}" for path in inputs]
@@ -500,13 +530,26 @@ def profile_dispatches(
     events = [e for e in events if e.get("type") == "host_dispatch_event" and e["valid"]]
     submissions = sorted({e["submission_id"] for e in events})
     per_run = max(len(submissions) // max(warmup + runs, 1), 1)
-    measured = set(submissions[len(submissions) - per_run * runs :])
-    found: dict[str, tuple[int, int]] = {}
-    for event in events:
-        if event["submission_id"] in measured:
-            count, ps = found.get(event["key"], (0, 0))
-            found[event["key"]] = (count + 1, ps + event["duration_ns"] * 1000)
-    return found
+    measured = submissions[len(submissions) - per_run * runs :]
+    run_of = {submission: index // per_run for index, submission in enumerate(measured)}
+    invocations: dict[str, list[list[int]]] = {}  # per function, per run: ps in order
+    recorded = sorted(
+        (e for e in events if e["submission_id"] in run_of),
+        key=lambda e: (e["submission_id"], e.get("command_buffer_id", 0),
+                       e.get("command_index", 0), e["event_id"]),
+    )  # fmt: skip
+    for event in recorded:
+        per_run_ps = invocations.setdefault(event["key"], [[] for _ in range(runs)])
+        per_run_ps[run_of[event["submission_id"]]].append(event["duration_ns"] * 1000)
+    return {key: _timing(per_run_ps) for key, per_run_ps in invocations.items()}
+
+
+def _timing(per_run_ps: list[list[int]]) -> Timing:
+    count = sum(len(run) for run in per_run_ps)
+    total = sum(sum(run) for run in per_run_ps)
+    if len({len(run) for run in per_run_ps}) != 1:
+        return Timing(count, total)
+    return Timing(count, total, tuple(sum(column) for column in zip(*per_run_ps, strict=True)))
 
 
 def build_profile(
@@ -515,38 +558,65 @@ def build_profile(
     runs: int,
     warmup: int,
     max_abs: float,
-    timings: dict[str, tuple[int, int]],
+    timings: dict[str, Timing],
     sources: dict[str, tuple[tuple[str, ...], str]],
     tf_self_ps: dict[str, int],
     fused_into: dict[str, str],
+    sites: dict[str, tuple[SiteOps, ...]] | None = None,
 ) -> IreeProfile:
-    """The dispatches, largest first, each with its tf ops and their TF self time;
-    per tf op, its equal integer share of every dispatch that ran it. A name TF ran
-    inside another op's kernel (`fused_into`, a remapper fusion) stands for that
-    op; the measured ops are kept when a dispatch names any. A tf op several
-    dispatches ran gives each an equal part of its TF time, so the TF column sums
-    to the TF time of the ops covered. A dispatch with no tf op stays, unattributed."""
-    ran_by: dict[str, tuple[str, ...]] = {}
-    found: dict[str, str] = {}
-    for name in timings:
-        named, found[name] = sources.get(name, ((), ""))
+    """The dispatches, largest first, each with its sites, their tf ops and TF self
+    time; per tf op, its equal integer share of every site that ran it.
+
+    A dispatch whose invocations a run makes one per site (`sites`, from the
+    compiler) charges each invocation to its own site's ops; else its whole time
+    goes to the ops its executable's code names (`sources`), as one site. A name
+    TF ran inside another op's kernel (`fused_into`, a remapper fusion) stands for
+    that op; the measured ops are kept when a site names any. A tf op several sites
+    ran gives each an equal part of its TF time, so the TF column sums to the TF
+    time of the ops covered. A dispatch with no tf op stays, unattributed."""
+
+    def measured(named: Sequence[str]) -> tuple[str, ...]:
         canonical = tuple(dict.fromkeys(fused_into.get(n, n) for n in named))
-        ran_by[name] = tuple(n for n in canonical if n in tf_self_ps) or canonical
-    dispatches_of: dict[str, int] = {}
-    for ran in ran_by.values():
-        for node in ran:
-            dispatches_of[node] = dispatches_of.get(node, 0) + 1
-    # A tf op several dispatches ran gives each an equal integer part of its TF time.
+        return tuple(n for n in canonical if n in tf_self_ps) or canonical
+
+    planned: dict[str, tuple[tuple[tuple[str, ...], int], ...]] = {}  # name -> (ops, ps)
+    by_program: set[str] = set()
+    for name, timing in timings.items():
+        own = (sites or {}).get(name, ())
+        if own and len(own) == len(timing.invocation_ps):
+            planned[name] = tuple(
+                (measured(site.names), ps)
+                for site, ps in zip(own, timing.invocation_ps, strict=True)
+            )
+            by_program.add(name)
+        else:
+            planned[name] = ((measured(sources.get(name, ((), ""))[0]), timing.total_ps),)
+    sites_of: dict[str, int] = {}
+    for plan in planned.values():
+        for ran, _ in plan:
+            for node in ran:
+                sites_of[node] = sites_of.get(node, 0) + 1
+    # A tf op several sites ran gives each an equal integer part of its TF time.
     tf_parts = {
         node: iter(split_equally(tf_self_ps.get(node, 0), count))
-        for node, count in dispatches_of.items()
+        for node, count in sites_of.items()
     }
     dispatches = []
     op_ps: dict[str, int] = {}
-    for name, (count, total_ps) in timings.items():
-        ran = ran_by[name]
-        tf = sum(next(tf_parts[node]) for node in ran)
-        dispatch = Dispatch(name, count, total_ps, ran, tf, found[name])
+    for name, timing in timings.items():
+        found = tuple(
+            Site(ran, ps, sum(next(tf_parts[node]) for node in ran)) for ran, ps in planned[name]
+        )
+        named = tuple(dict.fromkeys(node for site in found for node in site.sources))
+        if name in by_program:
+            kinds = {site.found_in for site in (sites or {})[name]}
+            where = next((k for k in ("compute", "bindings") if k in kinds), "")
+        else:
+            where = sources.get(name, ((), ""))[1]
+        dispatch = Dispatch(
+            name, timing.count, timing.total_ps, named, sum(site.tf_self_ps for site in found),
+            where, found, BY_PROGRAM if name in by_program else BY_EXECUTABLE,
+        )  # fmt: skip
         for node, ps in dispatch.parts().items():  # none: unattributed, listed
             op_ps[node] = op_ps.get(node, 0) + ps
         dispatches.append(dispatch)
@@ -555,42 +625,3 @@ def build_profile(
     return IreeProfile(
         source, entry, runs, warmup, max_abs, RTOL, ATOL, tuple(dispatches), op_ps, op_tf
     )
-
-
-class ToolTimeout(UserError):
-    """An IREE tool that ran past its timeout and was killed."""
-
-
-def run_tool(tool: str, args: list[str], what: str, timeout_s: float | None = None) -> str:
-    """Runs one of IREE's tools; a failure, or a run past `timeout_s` (killed), is
-    one UserError line."""
-    from iree.compiler.tools.binaries import find_tool
-
-    try:
-        executable = find_tool(tool) if tool in _COMPILER_TOOLS else _runtime_tool(tool)
-    except Exception:
-        raise UserError(
-            f"{what}: IREE's {tool} is not installed (pip install iree-base-compiler "
-            "iree-base-runtime; see requirements.txt)"
-        ) from None
-    try:
-        done = subprocess.run(
-            [executable, *args], capture_output=True, text=True, check=False, timeout=timeout_s
-        )
-    except subprocess.TimeoutExpired:
-        raise ToolTimeout(f"{what}: {tool} did not finish in {timeout_s:.0f} s; killed") from None
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if "error" in line.lower()]
-        detail = (lines or done.stderr.strip().splitlines() or ["no message"])[0].strip()
-        raise UserError(f"{what}: {tool} failed: {detail}")
-    return done.stdout
-
-
-def _runtime_tool(tool: str) -> str:
-    """A tool of the runtime wheel (iree-base-runtime ships them in its package)."""
-    import iree.runtime
-
-    path = Path(iree.runtime.__file__).resolve().parents[1] / "_runtime_libs" / tool
-    if not path.is_file():
-        raise FileNotFoundError(path)
-    return str(path)

@@ -233,7 +233,9 @@ def _compile_and_run(
     program = profile_program(stablehlo, (), scratch / "iree", workload, "model.iree.vmfb")
     program.profile.write(out / "iree_profile.json")
     dispatches = out / iree_run.DISPATCHES_MODULE
-    iree_run.write_dispatch_sources(program.sources, program.profile, fused_into, dispatches)
+    iree_run.write_dispatch_sources(
+        program.sources, program.profile, fused_into, dispatches, program.sites
+    )
     for written in (program.vmfb, program.bytecode):  # the runnable program, weights and all
         (out / written.name).write_bytes(written.read_bytes())
     if run.then is not None:

@@ -1,10 +1,11 @@
 """The report's "TensorFlow kernels vs IREE dispatches" section (`--lower iree`):
-per dispatch of the IREE-compiled program, the TensorFlow self time of the tf ops
-it runs and its own time, each per step, largest gap first."""
+per dispatch site of the IREE-compiled program (one executable may run at many
+places of the program: `tfpgo.iree.sites`), the TensorFlow self time of that
+site's tf ops and the site's own time, each per step, largest gap first."""
 
 from __future__ import annotations
 
-from tfpgo.iree.run import IreeProfile
+from tfpgo.iree.run import BY_PROGRAM, IreeProfile
 from tfpgo.render.metrics import format_ps
 
 SHOWN_OPS = 3
@@ -15,31 +16,46 @@ def iree_summary(profile: IreeProfile, tf_steps: int, tf_op_self_ps: int) -> str
     iree_step = profile.dispatch_ps // max(profile.runs, 1)
     tf_step = tf_op_self_ps // max(tf_steps, 1)
     share = profile.attributed_ps / profile.dispatch_ps if profile.dispatch_ps else 1.0
+    sites = sum(len(d.sites) for d in profile.dispatches)
+    whole = [d for d in profile.dispatches if d.sites_from != BY_PROGRAM and d.sources]
+    caveat = (
+        f" ({len(whole)} charged as a whole to the ops their code names: their "
+        "invocations did not match their sites)"
+        if whole
+        else ""
+    )
     return (
         f"IREE ({profile.runs} runs, llvm-cpu for this host): {format_ps(iree_step)} of "
         f"dispatch time a step against {format_ps(tf_step)} of TensorFlow op time; "
-        f"{len(profile.dispatches)} dispatches, {share:.2%} of their time on tf ops; outputs "
+        f"{len(profile.dispatches)} dispatches at {sites} sites{caveat}, {share:.2%} of their "
+        "time on tf ops; outputs "
         f"within {profile.outputs_max_abs:.3g} of TensorFlow's (tolerance {profile.rtol:g} "
         f"relative + {profile.atol:g})."
     )
 
 
 def iree_rows(profile: IreeProfile, tf_steps: int, top: int) -> list[list[str]]:
-    """Per dispatch: TF time, IREE time (a step each), ratio, tf ops; largest gap first."""
+    """Per dispatch site: TF time of its own tf ops, its IREE time (a step each),
+    ratio, tf ops; largest gap first."""
     rows = []
     for dispatch in profile.dispatches:
-        tf = dispatch.tf_self_ps // max(tf_steps, 1)
-        iree = dispatch.total_ps // max(profile.runs, 1)
-        ratio = f"{iree / tf:.2f}x" if tf else "–"
-        ops = ", ".join(dispatch.sources[:SHOWN_OPS]) or "(no tf op: unattributed)"
-        if len(dispatch.sources) > SHOWN_OPS:
-            ops += f", +{len(dispatch.sources) - SHOWN_OPS} more"
-        rows.append((abs(iree - tf), [dispatch.name, format_ps(tf), format_ps(iree), ratio, ops]))
+        for index, site in enumerate(dispatch.sites, start=1):
+            tf = site.tf_self_ps // max(tf_steps, 1)
+            iree = site.total_ps // max(profile.runs, 1)
+            ratio = f"{iree / tf:.2f}x" if tf else "–"
+            ops = ", ".join(site.sources[:SHOWN_OPS]) or "(no tf op: unattributed)"
+            if len(site.sources) > SHOWN_OPS:
+                ops += f", +{len(site.sources) - SHOWN_OPS} more"
+            where = f"{index} of {len(dispatch.sites)}"
+            if dispatch.sites_from != BY_PROGRAM:
+                where = "all (as a whole)" if site.sources else "all"
+            row = [dispatch.name, where, format_ps(tf), format_ps(iree), ratio, ops]
+            rows.append((abs(iree - tf), row))
     rows.sort(key=lambda row: -row[0])
     return [row for _, row in rows[:top]]
 
 
-IREE_HEADER = ["dispatch", "TF a step", "IREE a step", "IREE / TF", "tf ops"]
+IREE_HEADER = ["dispatch", "site", "TF a step", "IREE a step", "IREE / TF", "tf ops"]
 
 
 def scope_rows(profile: IreeProfile, tf_steps: int, top: int) -> list[list[str]]:

@@ -234,7 +234,7 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         timings = iree_run.profile_dispatches(
             vmfb, workload.entry, workload.inputs, dispatch_tiles.IN_PLACE_RUNS, scratch, 1
         )
-        return {name: ps / count for name, (count, ps) in timings.items() if count}
+        return {name: t.total_ps / t.count for name, t in timings.items() if t.count}
 
     flags = dispatch_tiles.without_spec(current.flags)
     found = dispatch_tiles.search(

@@ -334,7 +334,7 @@ def _write_tuned(
         )
         write_outputs(diff, directory, DIFF_ROWS)
     iree_run.write_dispatch_sources(
-        tuned.sources, tuned.profile, workload.fused_into, out / TUNED_DISPATCHES
+        tuned.sources, tuned.profile, workload.fused_into, out / TUNED_DISPATCHES, tuned.sites
     )
     (out / TUNED_VMFB).write_bytes(tuned.vmfb.read_bytes())
     (out / TUNED_BYTECODE).write_bytes(tuned.bytecode.read_bytes())
