@@ -292,5 +292,7 @@ def test_a_compile_that_does_not_finish_is_killed_and_said_in_one_line(tmp_path)
     stablehlo.write_text(TWO_MATMULS)
     with pytest.raises(UserError) as error:
         iree_run.compile_vmfb(stablehlo, tmp_path / "m.vmfb", (), timeout_s=0.01)
-    assert str(error.value) == "iree level: iree-compile did not finish in 0 s; killed"
+    assert str(error.value).startswith(
+        f"iree level: iree-compile on {stablehlo} did not finish in 0.01 s, killed both times"
+    )
     assert not (tmp_path / "m.vmfb").exists()
