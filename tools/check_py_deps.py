@@ -15,10 +15,11 @@ subset they use here is evaluated with stand-ins for the rules.
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 from typing import Any
+
+from python_imports import tfpgo_imports
 
 ROOT = Path(__file__).absolute().parents[1]
 LIBRARIES = ROOT / "python" / "BUILD"
@@ -47,26 +48,6 @@ def _module(source: str) -> str:
     return name.removesuffix(".__init__")
 
 
-def _imports(path: Path) -> set[str]:
-    """Dotted names of tfpgo modules (or their members) `path` imports at run time."""
-    tree = ast.parse(path.read_text())
-    typing_only = {
-        id(child)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
-        for child in ast.walk(node)
-    }
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names if alias.name.startswith("tfpgo"))
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tfpgo"):
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
-
-
 class Libraries:
     def __init__(self) -> None:
         self.rules = _rules(LIBRARIES, ("py_library",))
@@ -85,7 +66,7 @@ class Libraries:
         `__init__.py` of every package on the way (theirs and their own)."""
         modules: set[str] = set()
         for path in paths:
-            modules |= _imports(path)
+            modules |= set(tfpgo_imports(path, with_typing=False))
         if packages:
             modules |= set(own_modules)
             modules |= {m.rsplit(".", i)[0] for m in modules for i in range(1, m.count(".") + 1)}

@@ -1,13 +1,25 @@
 """tfpgo: profile-guided annotation for TensorFlow's MLIR.
 
-Stages, one subpackage each, data flowing one way:
-models (and profiling) -> trace (readers, events, DAG, op profile) -> mlir
-(tfpgo-opt, attribution, lowering) -> analysis, diff, proposer -> render ->
-report -> flow. `errors`, `atomic`, `cli`, `documents` and `toolpaths` serve
-every stage.
+Stages, one subpackage each, data flowing one way (`STAGES`, in order):
+models (the model and its profiling) -> trace (readers, typed events, the
+event DAG) -> attribution (the op profile, XLA's and devices' time on tf ops)
+-> iree (the program compiled, run and profiled at its dispatch sites) -> mlir
+(tfpgo-opt's annotation, lowering to StableHLO, linalg and IREE) -> analysis
+(phases, scopes, op types) -> render (pictures, exports, tables) -> diff (two
+profiles compared) -> proposer (advice, measured) -> tune (IREE's program
+tuned) -> report -> tensorboard -> flow (the whole run). `SHARED` modules serve
+every stage. A module imports its own stage, an earlier one or a shared module,
+never a later one, lazily or for types alike (tools/check_imports.py, part of
+`bazel test //...`).
 """
 
 __version__ = "0.1.0"
+
+STAGES = (
+    "models", "trace", "attribution", "iree", "mlir", "analysis", "render", "diff",
+    "proposer", "tune", "report", "tensorboard", "flow",
+)  # fmt: skip
+SHARED = ("errors", "atomic", "documents", "cli", "toolpaths", "kernels", "dask_cluster")
 
 # How many of the hottest ops are marked hot unless told otherwise: the flow,
 # the pipeline run from Python, the pictures, and (kept equal, tested) the

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tfpgo.attribution.conservation import check_output
+from tfpgo.flow.conservation import check_output
 from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.cli import run_main
 from tfpgo.flow import pgo
@@ -324,7 +324,7 @@ def test_outputs_name_final_paths_not_the_staging_directory(train_run):
 
 @pytest.mark.parametrize("run", ["rnn_run", "train_run", "transformer_train_run"])
 def test_every_output_conserves_time(run, request):
-    """The conservation law (tfpgo.attribution.conservation) on every op graph,
+    """The conservation law (tfpgo.flow.conservation) on every op graph,
     Model Explorer file, CSV, trace and speedscope export and `--depth` view of the
     built-in models' runs: a while loop, a training step with fused kernels,
     attention with Grappler rewrites."""

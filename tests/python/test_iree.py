@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tfpgo.attribution.conservation import check_output
+from tfpgo.flow.conservation import check_output
 from tfpgo.errors import UserError
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.iree import run as iree_run
@@ -235,7 +235,7 @@ def test_each_site_of_a_shared_executable_is_charged_to_its_own_ops(tmp_path):
     stablehlo.write_text(TWO_BLOCKS)
     vmfb, sources = tmp_path / "m.vmfb", tmp_path / "m.sources.mlir"
     iree_run.compile_module(stablehlo, vmfb, sources, tmp_path / "m.mlirbc")
-    sites = compile_sites(stablehlo, (), tmp_path, 120)
+    sites = compile_sites(stablehlo, iree_run.IREE_FLAGS, tmp_path, 120)
     inputs = [tmp_path / "x.npy", tmp_path / "w1.npy", tmp_path / "w2.npy"]
     np.save(inputs[0], np.ones((256, 512), np.float32))
     for weight in inputs[1:]:

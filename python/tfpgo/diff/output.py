@@ -16,7 +16,7 @@ from tfpgo.render.icicle import IcicleNode, IcicleStyle, to_svg
 from tfpgo.render.metrics import format_ps
 
 # The report's table helpers and page style: a diff page reads like a report page.
-from tfpgo.report.tables import PAGE_STYLE, html_table, markdown_table
+from tfpgo.render.tables import PAGE_STYLE, html_table, markdown_table
 
 OUTPUT_NAMES = ("diff.md", "diff.html", "diff.svg")
 _DELTA_HEADER = ["self A", "self B", "Δ self", "Δ total", "count A", "count B"]

@@ -65,7 +65,7 @@ def profile_program(
     iree_run.compile_module(stablehlo, vmfb, sources, bytecode, flags)
     compile_s = time.monotonic() - started
     max_abs = check_outputs(vmfb, workload, directory)
-    sites = compile_sites(stablehlo, flags, directory, SITES_TIMEOUT_S)
+    sites = compile_sites(stablehlo, (*iree_run.IREE_FLAGS, *flags), directory, SITES_TIMEOUT_S)
     timings = iree_run.profile_dispatches(
         vmfb, workload.entry, workload.inputs, workload.runs, directory, workload.warmup
     )

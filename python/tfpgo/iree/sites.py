@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.errors import UserError
+from tfpgo.iree.tools import run_tool
 
 PHASES_DIR = "flow_phases"  # under the program's directory
 ELIDE = "64"  # constants and resources larger than this are elided in the phases
@@ -52,16 +53,14 @@ def compile_sites(
     stablehlo: Path, flags: Sequence[str], directory: Path, timeout_s: float | None
 ) -> dict[str, tuple[SiteOps, ...]]:
     """Per export, its sites in program order (module docstring): one compile of
-    `stablehlo` with `flags` up to IREE's flow phase, its phases dumped under
+    `stablehlo` with `flags` (the program's whole command line: target and
+    options) up to IREE's flow phase, its phases dumped under
     `directory/PHASES_DIR` and read back."""
-    from tfpgo.iree import run as iree_run
-
     phases = directory / PHASES_DIR
     phases.mkdir(parents=True, exist_ok=True)
-    iree_run.run_tool(
+    run_tool(
         "iree-compile",
         [
-            *iree_run.IREE_FLAGS,
             *flags,
             "--compile-to=flow",
             f"--dump-compilation-phases-to={phases}",

@@ -36,7 +36,7 @@ from tfpgo.report.iree_tables import (
     iree_summary,
     scope_rows,
 )
-from tfpgo.report.tables import PAGE_STYLE, figure, html_table, markdown_table
+from tfpgo.render.tables import PAGE_STYLE, figure, html_table, markdown_table
 from tfpgo.report.tune_tables import (
     DECISION_HEADER,
     OP_HEADER,
