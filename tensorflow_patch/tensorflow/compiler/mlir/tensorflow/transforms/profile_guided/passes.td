@@ -459,11 +459,6 @@ def ProfileGuidedConvToDotPass
     ListOption<"sources", "sources", "std::string",
                "Rewrite only the convolutions of these sources (tf node "
                "names; none: every one the profile selects)">,
-    // Off: re-profiled, the region of the SGD updates lost on each of three
-    // training steps (xla_clustering_rules.cc, VariableAccessReason).
-    Option<"withVariables", "with-variables", "bool", /*default=*/"false",
-           "Let variable reads and optimizer updates (ReadVariableOp, "
-           "Assign*VariableOp, ResourceApply*) join regions">,
     Option<"reportOutput", "report-output", "std::string",
            /*default=*/"\"\"",
            "Write the tfpgo.rewrites document here (empty: do not)">,
