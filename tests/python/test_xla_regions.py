@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -457,6 +458,21 @@ def test_each_region_is_timed_before_and_after_with_its_clusters_launch_ops(tmp_
     assert loss.wins and not update.wins
 
 
+# The scope of cluster_0's launch ops (_XlaRun, _XlaCompile) in the candidate.
+CLUSTER_0_LAUNCH_SCOPE = "cluster_0_1/"
+
+
+def _in_microseconds(profile: OpProfile) -> OpProfile:
+    """`profile` with each op's time a million times longer: its ps become µs."""
+    ops = [replace(op, self_ps=op.self_ps * 1_000_000) for op in profile.ops]
+    return _profile(ops, steps=len(profile.steps))
+
+
+def _step_us(profile: OpProfile, named: Callable[[str], bool]) -> float:
+    """The self time (µs) a step of the ops of `profile` whose names are `named`."""
+    return sum(op.self_ps for op in profile.ops if named(op.name)) / len(profile.steps) / 1e6
+
+
 def test_a_losing_set_is_narrowed_to_the_regions_that_won(tmp_path: Path) -> None:
     regions = read_regions(write_regions(tmp_path, regions_document(MLP_REGIONS)))
     baseline, candidate = _baseline_and_candidate()
@@ -467,10 +483,17 @@ def test_a_losing_set_is_narrowed_to_the_regions_that_won(tmp_path: Path) -> Non
     assert [op.node for op in kept.regions[0].ops] == list(LOSS)
     assert narrower.rivals  # measured three ways, and narrowed again if not advised:
     assert narrower.refine == xla_regions.KeepWinners(kept, "xla_regions_kept_2", 2)
-    again = narrower.refine(baseline, candidate, tmp_path / "round2")
+    # Its round, profiled with the same ops in µs (a million times the ps above,
+    # so the message's one decimal shows them): the loss chain's TF kernels
+    # before, its ops under XLA and its cluster's launch ops after, a step.
+    before, after = _in_microseconds(baseline), _in_microseconds(candidate)
+    tf_us = _step_us(before, lambda name: name in LOSS)
+    xla_us = _step_us(after, lambda name: name in LOSS or name.startswith(CLUSTER_0_LAUNCH_SCOPE))
+    assert (tf_us, xla_us) == (900.0, 180.0)  # the fixture's docstring, in µs
+    again = narrower.refine(before, after, tmp_path / "round2")
     assert again == (  # its one region won once more: nothing narrower
         "every region ran faster under XLA, and the set as a whole lost "
-        "(tfpgo_xla_region_0: 0.0 -> 0.0 µs a step)"
+        f"(tfpgo_xla_region_0: {tf_us:.1f} -> {xla_us:.1f} µs a step)"
     )
     # The last round is not narrowed again.
     (tmp_path / "last").mkdir()
