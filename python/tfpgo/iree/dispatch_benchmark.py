@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.errors import UserError
-from tfpgo.iree.run import DEVICE, executable_exports, run_tool
+from tfpgo.iree.run import DEVICE, executable_exports
+from tfpgo.iree.tools import compile_once, run_tool
 
 DUMP_FLAG = "--iree-hal-dump-executable-benchmarks-to="
 REPETITIONS = 7
@@ -62,11 +63,7 @@ def _clear_configuration(op: Any) -> Any:
 
 def compile_benchmark(source: Path, vmfb: Path, flags: tuple[str, ...], timeout_s: float) -> None:
     """A benchmark module compiled as is (its device target is in the module)."""
-    try:
-        run_tool("iree-compile", [*flags, str(source), "-o", str(vmfb)], "iree level", timeout_s)
-    except UserError:
-        vmfb.unlink(missing_ok=True)
-        raise
+    compile_once("iree-compile", source, flags, vmfb, "iree level", timeout_s)
 
 
 def time_dispatch(vmfb: Path, function: str | None = None, inputs: Sequence[str] = ()) -> float:

@@ -6,9 +6,12 @@ tuning loop another machine can do; measuring it is not: the A/B times it on the
 machine it is tuned for, one program at a time. So each compile is one task.
 The StableHLO and every file a flag names (a tuning spec) go to the worker as
 bytes, because workers share no file system with this machine. The worker runs
-`iree_run.compile_vmfb` (the same timeout and retry) in a directory of its own,
+`iree_run.compile_vmfb` (the same timeout and retry, and no later than the
+deadline of the stage here: `tools.tools_deadline`) in a directory of its own,
 and the vmfb's bytes come back, written atomically where a local compile would
-have written it. It is then checked and timed here like any other.
+have written it, and remembered as a local compile's would be (a kept
+candidate's re-profile copies it). It is then checked and timed here like any
+other.
 
 `--iree-llvmcpu-target-cpu=host` would target the worker's CPU, so the CPU is
 resolved here, once (`host_target`), and named explicitly after IREE_FLAGS
@@ -30,6 +33,7 @@ from __future__ import annotations
 import importlib.metadata
 import re
 import tempfile
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +45,7 @@ from tfpgo.atomic import staged_file
 from tfpgo.dask_cluster import ClusterError, connect, task_failure
 from tfpgo.errors import UserError
 from tfpgo.iree import run as iree_run
+from tfpgo.iree import tools
 
 _COMPILER = "iree-base-compiler"
 # The smallest program with an executable: its target shows what `host` resolved to.
@@ -125,7 +130,10 @@ class ClusterCompiler:
     ) -> None:
         """`iree_run.compile_vmfb`, run on a worker. The program's own compile
         errors (and timeouts) are its UserError; a cluster that fails is a
-        ClusterError."""
+        ClusterError. A program compiled already is copied (`tools.compile_once`)."""
+        keyed_on = [*iree_run.IREE_FLAGS, *flags]  # as a local compile_vmfb is
+        if tools.reuse_compiled("iree-compile", stablehlo, keyed_on, vmfb):
+            return
         files = {}  # a flag's value that is a file here (a tuning spec) goes with it
         for index, flag in enumerate(flags):
             value = Path(flag.partition("=")[2])
@@ -141,6 +149,7 @@ class ClusterCompiler:
                 (*flags, *self._target.flags()),
                 files,
                 timeout_s,
+                tools.deadline_left(),
                 key=f"tfpgo-compile-{stablehlo.stem}-{uuid.uuid4().hex[:8]}",
                 pure=False,
             )
@@ -156,6 +165,7 @@ class ClusterCompiler:
             self._client.cancel([sent for sent in (program, future) if sent is not None])
         with staged_file(vmfb) as staged:
             staged.write_bytes(data)
+        tools.remember_compiled("iree-compile", stablehlo, keyed_on, vmfb)
 
 
 def compile_on_worker(
@@ -164,10 +174,13 @@ def compile_on_worker(
     flags: Sequence[str],
     files: dict[int, tuple[str, bytes]],
     timeout_s: float | None,
+    left: tuple[float, str] | None = None,
 ) -> bytes:
     """The task: `program` (the StableHLO file `name`) compiled with `flags`, whose
     flag at each index of `files` names that file (name, bytes): all written to a
-    directory of this worker's own first. Returns the vmfb's bytes."""
+    directory of this worker's own first; within `left` (seconds, and what they
+    are: `tools.deadline_left` where the task was sent). Returns the vmfb's bytes."""
+    until = None if left is None else time.monotonic() + left[0]
     with tempfile.TemporaryDirectory(prefix="tfpgo-compile-") as scratch:
         directory = Path(scratch)
         here = list(flags)
@@ -179,7 +192,8 @@ def compile_on_worker(
         stablehlo = directory / name
         stablehlo.write_bytes(program)
         vmfb = directory / "program.vmfb"
-        iree_run.compile_vmfb(stablehlo, vmfb, here, timeout_s)
+        with tools.tools_deadline(until, left[1] if left else ""):
+            iree_run.compile_vmfb(stablehlo, vmfb, here, timeout_s)
         return vmfb.read_bytes()
 
 

@@ -20,7 +20,6 @@ stay whole up to IREE, whose CSE would merge ops whose elided weights look alike
 from __future__ import annotations
 
 import re
-import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
+from tfpgo.iree.tools import run_tool
 from tfpgo.mlir import annotate, jax_names
 from tfpgo.mlir.diagnostics import error_message
 
@@ -384,7 +384,7 @@ def write_generic_stablehlo(text: str, path: Path) -> None:
     IREE's CSE would merge ops that differ only in their weights."""
     source = path.with_suffix(".custom.mlir")
     source.write_text(text)
-    _run_iree(
+    run_tool(
         "iree-opt",
         [
             "--mlir-print-op-generic",
@@ -399,7 +399,7 @@ def write_generic_stablehlo(text: str, path: Path) -> None:
 
 def _stablehlo_to_linalg(stablehlo: Path) -> str:
     output = stablehlo.with_name("linalg.generic.mlir")
-    _run_iree(
+    run_tool(
         "iree-compile",
         [
             "--iree-input-type=stablehlo",
@@ -414,19 +414,6 @@ def _stablehlo_to_linalg(stablehlo: Path) -> str:
         "cannot lower StableHLO to linalg",
     )
     return output.read_text()
-
-
-def _run_iree(tool: str, args: list[str], what: str) -> None:
-    try:
-        from iree.compiler.tools.binaries import find_tool
-    except ImportError:
-        raise UserError(
-            f"{what}: IREE's compiler is not installed (pip install iree-base-compiler; "
-            "tools/bootstrap.sh installs it)"
-        ) from None
-    done = subprocess.run([find_tool(tool), *args], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise UserError(f"{what}: {error_message(done.stderr, f'exit status {done.returncode}')}")
 
 
 def _materialize(

@@ -21,6 +21,12 @@ def tune_summary(document: TuneDocument) -> str:
     tried = sum(1 for trial in document.trials if trial.result is not None)
     minutes = document.budget_s / 60
     budget = f"{len(document.trials)} candidates, {tried} measured, budget {minutes:g} min"
+    if whole is None and document.unconfirmed:
+        return (
+            f"{budget}: {', '.join(document.kept)} won their own A/B, but together they could "
+            f"not be timed against the original ({document.unconfirmed}); the program "
+            "--lower iree compiled stays."
+        )
     if whole is None:
         return f"{budget}: none beat the program --lower iree compiled; it stays as it was."
     if tuned is None:

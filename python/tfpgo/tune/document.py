@@ -126,7 +126,10 @@ class TuneDocument:
     decisions: tuple[Decision, ...]
     flags: tuple[str, ...]  # iree-compile flags of the kept program
     tuned: Tuned | None  # None: nothing won, or the whole was not confirmed
-    end_to_end: EndToEnd | None  # whenever a change was kept
+    end_to_end: EndToEnd | None  # whenever a change was kept and the final A/B ran
+    # Why the kept changes could not be timed against the original (an IREE tool
+    # killed: a hang, or the stage's deadline); "" when they were, or none was kept.
+    unconfirmed: str = ""
 
     @property
     def kept(self) -> tuple[str, ...]:
@@ -150,6 +153,7 @@ class TuneDocument:
                 "ops": [vars(op) for op in tuned.ops],
             },
             "end_to_end": vars(self.end_to_end) if self.end_to_end else None,
+            "unconfirmed": self.unconfirmed,
         }
 
     def write(self, path: Path) -> None:
@@ -174,4 +178,5 @@ class TuneDocument:
                 tuple(OpChange(**op) for op in tuned["ops"]),
             ),
             EndToEnd(**document["end_to_end"]) if document["end_to_end"] else None,
+            document.get("unconfirmed", ""),
         )

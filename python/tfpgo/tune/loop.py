@@ -11,7 +11,12 @@ confirms it, `ab.judge_twice`). Only a
 candidate that helps becomes the current best. A budget bounds the loop: a
 candidate is started only while time is left; while it lasts, a kept candidate
 that repeats (dispatch-tiles) is tried once more after the others, on the
-re-profiled program, where other dispatches are now the hot ones. Candidates
+re-profiled program, where other dispatches are now the hot ones. Whatever IREE
+does, no IREE tool of the stage runs past the budget plus one measurement
+(`tools.tools_deadline`; each run has its own timeout too): a tool killed there,
+or at its timeout twice (IREE 3.13's intermittent deadlock), rejects the
+candidate it ran for, with IREE's line, or leaves the original program when it
+was the final A/B. Candidates
 compile here, or with
 `--scheduler` on a Dask cluster's workers (`tfpgo.iree.remote_compile`); they are
 measured here, one at a time, either way.
@@ -43,6 +48,7 @@ from tfpgo.iree.program import (
     iteration_times,
     profile_program,
 )
+from tfpgo.iree.tools import ToolTimeout, tool_timeout_s, tools_deadline
 from tfpgo.mlir import annotate
 from tfpgo.proposer import ab
 from tfpgo.tune.candidates import CANDIDATES, EVIDENCE, Candidate, Evidence, Proposal, Variant
@@ -78,6 +84,10 @@ AB_S, MAX_REPETITIONS, PROCESS_S = 20.0, 15, 0.2
 # spec): it gets a few times what compiling the original took (all three forms of
 # it), and at least MIN_COMPILE_TIMEOUT_S.
 MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR = 60.0, 3.0
+# The stage's IREE tools stop at the budget plus one measurement: a compile at its
+# timeout and OVERRUN_ABS A/Bs of the planned length (judge_twice's two, each
+# allowed twice its plan: the profile's dispatch time underestimates a run).
+OVERRUN_ABS = 4
 # How a candidate's whole program becomes a vmfb (StableHLO, vmfb, flags,
 # timeout): `iree_run.compile_vmfb` here, or on a Dask cluster's workers
 # (`tfpgo.iree.remote_compile`, `--scheduler`).
@@ -109,11 +119,35 @@ def tune(
     program and its profile into `out`; `compile_vmfb` compiles each candidate.
     Returns what tune.json records."""
     deadline = time.monotonic() + tuning.budget_s
+    tuning = _blocks(baseline.profile, tuning)
+    timeout_s = max(MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR * baseline.compile_s)
+    overrun_s = tool_timeout_s(timeout_s) + OVERRUN_ABS * _ab_s(baseline.profile, tuning)
+    what = (
+        f"--tune-budget ({tuning.budget_s:.0f} s) and one measurement past it ({overrun_s:.0f} s)"
+    )
+    with tools_deadline(deadline + overrun_s, what):
+        return _tune(
+            stablehlo, workload, baseline, out, tuning, note, candidates, compile_vmfb,
+            deadline, timeout_s,
+        )  # fmt: skip
+
+
+def _tune(
+    stablehlo: Path,
+    workload: Workload,
+    baseline: ProfiledProgram,
+    out: Path,
+    tuning: Tuning,
+    note: Callable[[str], None],
+    candidates: tuple[Candidate, ...],
+    compile_vmfb: CompileVmfb,
+    deadline: float,
+    timeout_s: float,
+) -> TuneDocument:
+    """`tune` within its tools' deadline: the loop, then the final A/B."""
     scratch = stablehlo.parent / "tune"
     scratch.mkdir(exist_ok=True)
-    tuning = _blocks(baseline.profile, tuning)
     current, program = Variant(stablehlo), baseline
-    timeout_s = max(MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR * baseline.compile_s)
     evidence = Evidence(out / "iree_profile.json", baseline.profile, workload, deadline, timeout_s)
     trials: list[Trial] = []
     # Each decision, the flags its change added (a tuning spec aside) and the tiles.
@@ -132,11 +166,11 @@ def tune(
             continue
         directory = scratch / f"candidate_{index}"
         directory.mkdir()
-        proposal = candidate.propose(current, replace(evidence, deadline=cutoff), directory)
+        proposal = _proposed(candidate, current, replace(evidence, deadline=cutoff), directory)
         _keep_evidence(directory, out, round_)
-        if isinstance(proposal, str):
-            trials.append(Trial(name, "", "skipped", proposal))
-            note(f"tune: {name}: skipped: {proposal}")
+        if not isinstance(proposal, Proposal):
+            trials.append(Trial(name, "", *proposal))
+            note(f"tune: {name}: {proposal[0]}: {proposal[1]}")
             continue
         started = time.monotonic()
         trial = _measure(
@@ -149,6 +183,7 @@ def tune(
             tuning,
             compile_vmfb,
         )
+        trial, profiled = _profiled_if_kept(trial, proposal.variant, directory, workload)
         measuring_s = max(measuring_s, time.monotonic() - started)
         note(f"tune: {trial.name}: {trial.outcome}: {trial.reason}")
         trials.append(trial)
@@ -159,14 +194,11 @@ def tune(
         ]
         added = frozenset(without_spec(proposal.variant.flags)) - frozenset(current.flags)
         tiles = frozenset(proposal.variant.tiles) - frozenset(current.tiles)
-        if trial.outcome == "kept":
+        if profiled is not None:
             if candidate.repeats:
                 queue.append((candidate, round_ + 1))
             # Re-profiled: the next candidate decides from the program it changes.
-            current = proposal.variant
-            program = profile_program(
-                current.stablehlo, current.flags, directory / "kept", workload, TUNED_VMFB
-            )
+            current, program = proposal.variant, profiled
             program.profile.write(directory / "iree_profile.json")
             evidence = replace(
                 evidence, profile_path=directory / "iree_profile.json", profile=program.profile
@@ -174,22 +206,24 @@ def tune(
             made = [_measured_after(decision, program.profile) for decision in made]
         decisions.extend((decision, added, tiles) for decision in made)
     tuned = end_to_end = None
+    unconfirmed = ""
     kept = ", ".join(trial.name for trial in trials if trial.outcome == "kept")
     if kept:
         # Each change won against the program before it; the whole must win against
         # the original too, or the original stays (never a slower program).
-        overall, _ = _judged(baseline.vmfb, program.vmfb, workload, tuning)
-        end_to_end = EndToEnd.of(overall, program.profile.outputs_max_abs)
-        if overall.verdict is ab.Verdict.HELPS:
+        overall, unconfirmed = _confirmed(baseline.vmfb, program.vmfb, workload, tuning)
+        if overall is not None:
+            end_to_end = EndToEnd.of(overall, program.profile.outputs_max_abs)
+        if overall is not None and overall.verdict is ab.Verdict.HELPS:
             _write_tuned(program, baseline.profile, current, stablehlo, workload, out)
             tuned = Tuned(TUNED_VMFB, TUNED_PROFILE, _op_changes(baseline.profile, program.profile))
             note(f"tune: kept {kept}: {_interval(overall)}")
         else:
             current = Variant(stablehlo)
-            note(
-                f"tune: {kept} not confirmed against the original "
-                f"({overall.verdict.value}: {_interval(overall)}); the original stays"
+            why = (
+                unconfirmed if overall is None else f"{overall.verdict.value}: {_interval(overall)}"
             )
+            note(f"tune: {kept} not confirmed against the original ({why}); the original stays")
     # A kept change a later one dropped (data tiling drops a tuning spec), or one of
     # a whole that was not confirmed, is not in the final program.
     final = [
@@ -210,9 +244,53 @@ def tune(
         flags,
         tuned,
         end_to_end,
+        unconfirmed,
     )
     document.write(out / TUNE_DOCUMENT)
     return document
+
+
+def _proposed(
+    candidate: Candidate, current: Variant, evidence: Evidence, directory: Path
+) -> Proposal | tuple[str, str]:
+    """The candidate's proposal, or its outcome and why there is none: `skipped`
+    with the candidate's reason, `rejected` when an IREE tool it ran (a tile
+    benchmark's compile) was killed, with that line."""
+    try:
+        proposal = candidate.propose(current, evidence, directory)
+    except ToolTimeout as error:
+        return "rejected", str(error)
+    return ("skipped", proposal) if isinstance(proposal, str) else proposal
+
+
+def _profiled_if_kept(
+    trial: Trial, variant: Variant, directory: Path, workload: Workload
+) -> tuple[Trial, ProfiledProgram | None]:
+    """A kept trial's program profiled like the original (its vmfb the one just
+    measured, copied: tools.compile_once); one that cannot be (an IREE tool hung
+    or failed) is rejected after all, with why."""
+    if trial.outcome != "kept":
+        return trial, None
+    try:
+        profiled = profile_program(
+            variant.stablehlo, variant.flags, directory / "kept", workload, TUNED_VMFB
+        )
+    except UserError as error:
+        reason = f"{trial.reason}; but its program could not be profiled again: {error}"
+        return replace(trial, outcome="rejected", reason=reason), None
+    return trial, profiled
+
+
+def _confirmed(
+    baseline: Path, tuned: Path, workload: Workload, tuning: Tuning
+) -> tuple[ab.ABResult | None, str]:
+    """The final A/B of the tuned program against the original, or why it could
+    not be run (an IREE tool killed: a hang, or the stage's deadline)."""
+    try:
+        overall, _ = _judged(baseline, tuned, workload, tuning)
+    except ToolTimeout as error:
+        return None, str(error)
+    return overall, ""
 
 
 def _whole_program(proposal: Proposal, trial: Trial, runs: int) -> Decision:
@@ -239,12 +317,22 @@ def _blocks(profile: iree_run.IreeProfile, tuning: Tuning) -> Tuning:
     """`tuning` with the iterations a block needs to last BLOCK_S and the blocks an
     arm for an A/B of about AB_S, from the profiled dispatch time of a run (a
     lower bound of the run's time)."""
-    run_s = profile.dispatch_ps / max(profile.runs, 1) / 1e12
+    run_s = _run_s(profile)
     wanted = math.ceil(BLOCK_S / run_s) if run_s > 0 else MAX_ITERATIONS
     iterations = min(max(wanted, MIN_ITERATIONS), MAX_ITERATIONS)
     block_s = iterations * run_s + PROCESS_S
     repetitions = min(max(math.ceil(AB_S / (2 * block_s)), tuning.repetitions), MAX_REPETITIONS)
     return replace(tuning, repetitions=repetitions, iterations=iterations)
+
+
+def _run_s(profile: iree_run.IreeProfile) -> float:
+    """A run's profiled dispatch time (s): a lower bound of its time."""
+    return profile.dispatch_ps / max(profile.runs, 1) / 1e12
+
+
+def _ab_s(profile: iree_run.IreeProfile, tuning: Tuning) -> float:
+    """How long one A/B of `tuning`'s blocks is planned to take (both arms)."""
+    return 2 * tuning.repetitions * (tuning.iterations * _run_s(profile) + PROCESS_S)
 
 
 def _keep_evidence(directory: Path, out: Path, round_: int) -> None:
@@ -277,7 +365,10 @@ def _measure(
         raise  # not the candidate's fault, and no other can be compiled either
     except UserError as error:
         return Trial(name, proposal.change, "rejected", str(error))
-    result, other = _judged(current_vmfb, vmfb, workload, tuning)
+    try:
+        result, other = _judged(current_vmfb, vmfb, workload, tuning)
+    except ToolTimeout as error:  # IREE's benchmark tool hung, or the deadline passed
+        return Trial(name, proposal.change, "rejected", str(error), None, max_abs)
     outcome = "kept" if result.verdict is ab.Verdict.HELPS else "rejected"
     reason = f"{result.verdict.value}: {_interval(result)}{ab.second_text(other)}"
     return Trial(name, proposal.change, outcome, reason, result, max_abs)
