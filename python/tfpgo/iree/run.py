@@ -30,9 +30,10 @@ from typing import Any
 from tfpgo import HOT_OPS
 from tfpgo.atomic import atomic_output_file
 from tfpgo.attribution.parts import split_equally, split_in_proportion
+from tfpgo.attribution.work_kind import Work, highest, kind_of
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
-from tfpgo.iree.sites import SiteOps, compute_ops, location_names, site_ops, translation
+from tfpgo.iree.sites import SiteOps, compute_ops, location_names, site_ops, translation, walk
 from tfpgo.iree.tools import compile_once, run_tool
 
 FORMAT = "tfpgo.iree_profile"
@@ -329,8 +330,9 @@ def write_dispatch_sources(
     """The executable sources (each dispatch's code, large constants elided) with
     the dispatch time on the ops that ran it. Each site's part for a tf op
     (`Site.parts`) is split over the linalg ops of its executable that name that
-    op (or one TensorFlow ran inside its kernel, `fused_into`), those with a
-    reduction loop first (`_busiest`), as `iree_self`; the tf op's TensorFlow self
+    op (or one TensorFlow ran inside its kernel, `fused_into`), those of the
+    highest kind of work (`tfpgo.attribution.work_kind`, the C++ passes' rule), as
+    `iree_self`; the tf op's TensorFlow self
     time the same way over all its linalg ops, as `self`. An executable several
     sites share names one site's ops: another site's op is found through it
     (`sites.translation`), and an op that ran for several sites lists their tf ops
@@ -346,6 +348,9 @@ def write_dispatch_sources(
         if executable.operation.name != "hal.executable":
             continue
         named: dict[str, list[Any]] = {}
+        kinds: dict[Any, Work] = {}
+        for op in walk(executable.operation):
+            kind_of(op, kinds)
         for op in compute_ops(executable.operation):
             if not op.name.startswith("linalg."):
                 continue
@@ -360,7 +365,7 @@ def write_dispatch_sources(
                                          fused_into)  # fmt: skip
             for site, translated in zip(dispatch.sites, through, strict=True):
                 for source, ps in site.parts().items():
-                    ops = _busiest(named.get(translated.get(source, source), []))
+                    ops = highest(named.get(translated.get(source, source), []), kinds)
                     if not ops:
                         left += ps
                         continue
@@ -437,22 +442,6 @@ def executable_exports(op: Any) -> list[tuple[str, Any]]:
                     found.append((name, inner.operation))
                 found.extend(executable_exports(inner.operation))
     return found
-
-
-def _busiest(ops: list[Any]) -> list[Any]:
-    """The ops a dispatch's time for one tf op goes to: those with a reduction loop
-    (the convolution or matmul of a fused kernel, not its elementwise epilogue),
-    else all; the rule of `tf-profile-materialize-annotations` (`KindOfWork`)."""
-    reducing = [op for op in ops if _reduces(op)]
-    return reducing or ops
-
-
-def _reduces(op: Any) -> bool:
-    if "iterator_types" in op.attributes:
-        return "reduction" in str(op.attributes["iterator_types"])
-    name = op.name.removeprefix("linalg.")
-    return name.startswith(("conv", "depthwise_conv", "pooling", "matmul", "batch_matmul",
-                            "matvec", "vecmat", "dot", "mmt4d", "contract", "reduce"))  # fmt: skip
 
 
 def _tf_parts(

@@ -91,12 +91,12 @@ def read_sites(dispatch_creation: Path, flow: Path) -> dict[str, tuple[SiteOps, 
 
     regions = [
         site_ops(op)
-        for op in _walk(ir.Module.parse(dispatch_creation.read_text(), ir.Context()).operation)
+        for op in walk(ir.Module.parse(dispatch_creation.read_text(), ir.Context()).operation)
         if op.name == "flow.dispatch.workgroups"
     ]
     dispatches = [
         (_export(op), tuple(location_names(op.location)))
-        for op in _walk(ir.Module.parse(flow.read_text(), ir.Context()).operation)
+        for op in walk(ir.Module.parse(flow.read_text(), ir.Context()).operation)
         if op.name == "flow.dispatch"
     ]
     if len(regions) != len(dispatches):
@@ -121,7 +121,7 @@ def site_ops(region_op: Any) -> SiteOps:
         return SiteOps(names, per_op, "compute")
     bindings = dict.fromkeys(
         name
-        for op in _walk(region_op)
+        for op in walk(region_op)
         if op.name.endswith((".load", ".store"))
         for name in location_names(op.location)
     )
@@ -152,18 +152,19 @@ NOT_COMPUTE = frozenset({"arith.constant", "linalg.yield", "linalg.fill"})
 def compute_ops(op: Any) -> Iterator[Any]:
     """The ops under `op` that compute (linalg, arith, math; not constants, fills
     or yields), in walk order."""
-    for inner in _walk(op):
+    for inner in walk(op):
         computes = inner.name.startswith(COMPUTE_DIALECTS) and inner.name not in NOT_COMPUTE
         if inner is not op and computes:
             yield inner
 
 
-def _walk(op: Any) -> Iterator[Any]:
+def walk(op: Any) -> Iterator[Any]:
+    """`op` and every op nested in it, in program order."""
     yield op
     for region in op.regions:
         for block in region.blocks:
             for inner in block.operations:
-                yield from _walk(inner.operation)
+                yield from walk(inner.operation)
 
 
 def location_names(location: Any) -> Iterator[str]:

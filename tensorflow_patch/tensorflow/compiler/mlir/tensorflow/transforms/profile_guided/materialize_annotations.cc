@@ -26,6 +26,7 @@
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_profile_reader.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/op_timing.h"
 #include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/passes.h"
+#include "tensorflow/compiler/mlir/tensorflow/transforms/profile_guided/work_kinds.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
@@ -55,41 +56,6 @@ struct OpSources {
   }
 };
 
-/// How much of a source's time an op that carries it does. A source's time
-/// is split over the ops of its highest kind only (docs/formats.md,
-/// "Conservation"): in a fused convolution + bias + Relu kernel the
-/// convolution is charged, not the elementwise epilogue; a fill, a pad or a
-/// constant is charged nothing when a matmul or generic of the same source
-/// does the work, and gets the time only when nothing else carries it.
-enum class Work { kNone = 0, kMovement = 1, kCompute = 2, kReduction = 3 };
-
-/// StableHLO/MHLO ops that reduce (contract) over some dimensions.
-bool IsReductionName(llvm::StringRef dialect, llvm::StringRef name) {
-  return (dialect == "stablehlo" || dialect == "mhlo") &&
-         llvm::is_contained({"convolution", "dot", "dot_general", "reduce",
-                             "reduce_window", "select_and_scatter"},
-                            name);
-}
-
-/// Names (without dialect) of StableHLO/MHLO ops and upstream ops that only
-/// move or reshape data.
-bool IsMovementName(llvm::StringRef dialect, llvm::StringRef name) {
-  if (dialect == "stablehlo" || dialect == "mhlo")
-    return llvm::is_contained({"reshape", "broadcast_in_dim", "broadcast",
-                               "dynamic_broadcast_in_dim", "transpose", "pad",
-                               "slice", "dynamic_slice", "concatenate",
-                               "bitcast_convert", "get_tuple_element", "tuple"},
-                              name);
-  if (dialect == "linalg")
-    return llvm::is_contained({"fill", "copy", "transpose", "broadcast"}, name);
-  if (dialect == "tensor")
-    return llvm::is_contained({"pad", "extract_slice", "insert_slice",
-                               "expand_shape", "collapse_shape", "reshape",
-                               "cast", "concat", "bitcast"},
-                              name);
-  return false;
-}
-
 /// An op that computes nothing at run time: a constant, an empty tensor, or
 /// an op whose operands are all such values (a broadcast of a constant:
 /// compilers fold it).
@@ -117,12 +83,13 @@ Work KindOfWork(Operation *op, const llvm::DenseMap<Operation *, Work> &kinds) {
     return Work::kNone;
   llvm::StringRef dialect = op->getName().getDialectNamespace();
   llvm::StringRef name = op->getName().stripDialect();
-  if (IsMovementName(dialect, name))
+  Work named = NamedWorkKind(dialect, name, Work::kCompute);
+  if (named == Work::kMovement)
     return Work::kMovement;
   if (auto structured = llvm::dyn_cast<linalg::LinalgOp>(op))
     return structured.getNumReductionLoops() > 0 ? Work::kReduction
                                                  : Work::kCompute;
-  return IsReductionName(dialect, name) ? Work::kReduction : Work::kCompute;
+  return named;
 }
 
 /// One source found at this level: its record, the ops carrying it, and the
