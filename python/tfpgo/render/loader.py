@@ -85,13 +85,33 @@ def _edge_kind(path: Path, where: str, raw: Any, default: EdgeKind) -> EdgeKind:
         raise UserError(f"{path}: {where}: unknown edge kind {raw!r}") from None
 
 
-def _check_edges(path: Path, edges: list[RenderEdge], ids: set[int]) -> None:
-    for index, edge in enumerate(edges):
+def _edges(
+    path: Path,
+    document: dict,
+    nodes: list[RenderNode],
+    ends: tuple[str, str],
+    default: EdgeKind,
+) -> list[RenderEdge]:
+    """The document's edges (`ends`: the keys of their source and target ids),
+    once its node ids are known unique and every edge joins two of them."""
+    ids = {node.id for node in nodes}
+    if len(ids) != len(nodes):
+        raise UserError(f"{path}: node ids are not unique")
+    edges = []
+    for index, raw in enumerate(list_field(path, document, "edges")):
+        where = f"edges[{index}]"
+        edge = RenderEdge(
+            source=field(path, where, raw, ends[0], (int,)),
+            target=field(path, where, raw, ends[1], (int,)),
+            kind=_edge_kind(path, where, raw.get("kind"), default),
+        )
         for end in (edge.source, edge.target):
             if end not in ids:
                 raise UserError(
                     f"{path}: edges[{index}] refers to node {end}, which is not in nodes"
                 )
+        edges.append(edge)
+    return edges
 
 
 def _nested_self_times(raw_nodes: list[dict]) -> dict[int, int]:
@@ -155,20 +175,7 @@ def _load_event_dag(path: Path, document: dict) -> RenderGraph:
                 details=details,
             )
         )
-    edges = []
-    for index, raw in enumerate(list_field(path, document, "edges")):
-        where = f"edges[{index}]"
-        edges.append(
-            RenderEdge(
-                source=field(path, where, raw, "edgeFrom", (int,)),
-                target=field(path, where, raw, "edgeTo", (int,)),
-                kind=_edge_kind(path, where, raw.get("kind"), EdgeKind.TIME),
-            )
-        )
-    ids = {node.id for node in nodes}
-    if len(ids) != len(nodes):
-        raise UserError(f"{path}: node ids are not unique")
-    _check_edges(path, edges, ids)
+    edges = _edges(path, document, nodes, ("edgeFrom", "edgeTo"), EdgeKind.TIME)
     groups = tuple(dict.fromkeys(node.group for node in nodes if node.group))
     return RenderGraph(
         kind=GraphKind.EVENT_DAG,
@@ -262,20 +269,8 @@ def _load_op_graph(path: Path, document: dict) -> RenderGraph:
                 + ((("XLA module", xla_module),) if xla_module else ()),
             )
         )
-    edges = []
-    for index, raw in enumerate(list_field(path, document, "edges")):
-        where = f"edges[{index}]"
-        edges.append(
-            RenderEdge(
-                source=field(path, where, raw, "from", (int,)),
-                target=field(path, where, raw, "to", (int,)),
-                kind=_edge_kind(path, where, raw.get("kind"), EdgeKind.DATA),
-            )
-        )
+    edges = _edges(path, document, nodes, ("from", "to"), EdgeKind.DATA)
     ids = {node.id for node in nodes}
-    if len(ids) != len(nodes):
-        raise UserError(f"{path}: node ids are not unique")
-    _check_edges(path, edges, ids)
     for node in nodes:
         if node.parent is not None and node.parent not in ids:
             raise UserError(f"{path}: node {node.id} has parent {node.parent}, not in nodes")

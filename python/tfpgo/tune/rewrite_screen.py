@@ -16,7 +16,6 @@ profile that selects it: one implementation of the rewrite.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +94,7 @@ def _time_form(
     convolution = directory / "convolution.mlir"
     convolution.write_text(_program(input_shape, kernel_shape, result_shape, strides, padding))
     profile = directory / "iree_profile.json"
-    profile.write_text(json.dumps(_selecting_profile()))
+    _selecting_profile().write(profile)
     rewritten = directory / "rewritten.mlir"
     annotate.run_tfpgo_opt(
         convolution,
@@ -143,17 +142,12 @@ def _program(
 """
 
 
-def _selecting_profile() -> dict[str, Any]:
-    """A dispatch profile in which the convolution alone is slow: the pass
-    rewrites it whatever the threshold."""
-    dispatch = {
-        "name": "main_dispatch_0_conv", "count": 1, "total_ps": 2, "sources": [_SOURCE],
-        "tf_self_ps": 1, "found_in": "compute",
-    }  # fmt: skip
-    return {
-        "format": "tfpgo.iree_profile", "version": 1, "time_unit": "ps",
-        "source": "convolution.vmfb", "entry": "main", "runs": 1, "warmup": 0,
-        "outputs": {"max_abs": 0.0, "rtol": 1e-3, "atol": 1e-5},
-        "totals": {"dispatch_ps": 2, "dispatch_attributed_ps": 2, "dispatch_unattributed_ps": 0},
-        "dispatches": [dispatch], "ops": [],
-    }  # fmt: skip
+def _selecting_profile() -> iree_run.IreeProfile:
+    """A dispatch profile in which the convolution alone is slow (two of its
+    picoseconds against TensorFlow's one): the pass rewrites it whatever the
+    threshold."""
+    site = iree_run.Site((_SOURCE,), 2, 1)
+    dispatch = iree_run.Dispatch("main_dispatch_0_conv", 1, 2, (_SOURCE,), 1, "compute", (site,))
+    return iree_run.IreeProfile(
+        "convolution.vmfb", "main", 1, 0, 0.0, iree_run.RTOL, iree_run.ATOL, (dispatch,)
+    )
