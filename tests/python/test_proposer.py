@@ -79,8 +79,11 @@ def test_judge_hurts_when_the_whole_interval_is_above_one() -> None:
     assert interval(result)[0] > 1 and result.ratio == pytest.approx(1.85, abs=0.02)
 
 
+STRADDLING = samples([10, 12, 9, 13, 10], [11, 9, 12, 10, 12])
+
+
 def test_judge_no_effect_when_the_interval_straddles_one() -> None:
-    result = judge(samples([10, 12, 9, 13, 10], [11, 9, 12, 10, 12]))
+    result = judge(STRADDLING)
     assert result.verdict is Verdict.NO_EFFECT
     low, high = interval(result)
     assert low < 1 < high
@@ -128,21 +131,44 @@ def test_a_gain_between_three_and_five_percent_is_measured_twice_and_the_worse_c
     assert judge_twice(scaled(0.96), None) == (judge(scaled(0.96)), None)  # once: at 5%
 
 
+# A second A/B with a lower ratio than the first, 0.940, but blocks so spread that its
+# 95% interval, [0.813, 1.086], reaches 1: on its own it shows no gain at all.
+WIDE_LOWER = samples([10.0, 11.0, 9.0, 10.5, 9.5], [8.6, 10.9, 8.4, 10.2, 9.0])
+
+
+def test_a_second_ab_confirms_only_when_it_helps_on_its_own() -> None:
+    """The first A/B, 0.960 [0.958, 0.962], helps at the 3% floor; the second's ratio
+    is lower but its interval crosses 1. Judged by ratio alone the first would count
+    and help; both must help, so the second counts: no measurable effect."""
+    first = judge(scaled(0.96), 0.03)
+    second = judge(WIDE_LOWER, 0.03)
+    assert first.verdict is Verdict.HELPS and interval(first)[1] < 1
+    assert second.ratio == pytest.approx(0.9395, abs=1e-4) and second.ratio < first.ratio
+    assert interval(second) == pytest.approx((0.8125, 1.0863), abs=1e-4)
+    for again in (WIDE_LOWER, scaled(0.96)):  # either order
+        original = scaled(0.96) if again is WIDE_LOWER else WIDE_LOWER
+        counted, other = judge_twice(original, again)
+        assert counted == second and other == first
+        assert counted.verdict is Verdict.NO_EFFECT
+
+
 def test_the_proposer_measures_a_small_gain_twice_and_readers_judge_both(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`_measure` runs the second A/B (real candidate and numerics, the A/Bs
     injected); optimize.json keeps both, and `read` and the report judge by the worse."""
-    from tfpgo.proposer import optimize
-    from tfpgo.proposer.optimize import ABSettings, OptimizeResult, Trial, _measure
+    from tfpgo.proposer import measure as measuring
+    from tfpgo.proposer.measure import ABSettings, measure
+    from tfpgo.proposer.optimize import OptimizeResult
+    from tfpgo.proposer.trials import Trial
     from tfpgo.report.optimize_tables import optimize_tables
 
     ab_runs = [scaled(0.96), scaled(0.955)]
-    monkeypatch.setattr(optimize, "interleave", lambda *_args, **_kw: ab_runs.pop(0))
+    monkeypatch.setattr(measuring, "interleave", lambda *_args, **_kw: ab_runs.pop(0))
     proposal = JIT_PROPOSAL
     notes: list[str] = []
     settings = ABSettings(2, 2, 1, time_unchecked=True)
-    measured = _measure(proposal, dropout_case(tmp_path), None, settings, notes.append)
+    measured = measure(proposal, dropout_case(tmp_path), None, settings, notes.append)
     assert (measured.samples, measured.again, ab_runs) == (scaled(0.96), scaled(0.955), [])
     assert "jit_compile: a gain under 5%: measured a second time" in notes
     result, _ = judge_twice(measured.samples, measured.again)
@@ -462,16 +488,16 @@ def test_numerics_check_on_a_dropout_step_restores_the_random_state(tmp_path: Pa
 
 
 def test_an_uncheckable_candidate_is_timed_only_when_asked(tmp_path: Path) -> None:
-    from tfpgo.proposer.optimize import ABSettings, _measure
+    from tfpgo.proposer.measure import ABSettings, measure
 
     case = dropout_case(tmp_path)
     proposal = JIT_PROPOSAL
     notes: list[str] = []
     with pytest.raises(NotApplicable, match=r"numerics not checked.*--optimize-unchecked"):
-        _measure(proposal, case, None, ABSettings(2, 2, 1), notes.append)
+        measure(proposal, case, None, ABSettings(2, 2, 1), notes.append)
     settings = ABSettings(2, 2, 1, time_unchecked=True)
-    measured = _measure(proposal, case, None, settings, notes.append)
-    assert measured.against == ()  # a proposal without rivals is timed against the baseline only
+    measured = measure(proposal, case, None, settings, notes.append)
+    assert measured.rivals == ()  # a proposal without rivals is timed against the baseline only
     assert measured.numerics.startswith("numerics not checked: the step draws random numbers")
     samples = measured.samples
     assert [len(block) for block in samples.baseline_ns + samples.candidate_ns] == [2] * 4
@@ -789,6 +815,7 @@ def test_a_proposal_not_advised_is_refined_from_its_profile_and_the_narrower_one
 
     from tfpgo.flow import trace_reader
     from tfpgo.models import profiling
+    from tfpgo.proposer import measure as measuring
     from tfpgo.proposer import optimize
     from tfpgo.proposer.optimize import ABSettings, run_optimize
     from tfpgo.proposer.proposal import Proposal, narrowed
@@ -803,22 +830,192 @@ def test_a_proposal_not_advised_is_refined_from_its_profile_and_the_narrower_one
 
     def narrower(before, after, directory):
         seen.append((before, after, directory))
-        return Proposal("same_kept", "the same step again", "narrowed", (), apply=same_step)
+        return Proposal(
+            "same_kept", "the same step again", "narrowed", (), apply=same_step, tests=2
+        )
 
     def refused(before, after, directory):
         return "nothing narrower"
 
     proposals = [
-        Proposal("same", "the same step", "test", (), apply=same_step, refine=narrower),
+        Proposal("same", "the same step", "test", (), apply=same_step, refine=narrower, tests=2),
         Proposal("other", "the same step", "test", (), apply=same_step, refine=refused),
     ]
     monkeypatch.setattr(optimize, "propose", lambda analysis: proposals)
-    settings = ABSettings(repetitions=3, steps=2, warmup=1, noise=0.5)  # never "helps"
+    # The real steps run (warmup, numerics, the profile); every A/B returns samples
+    # whose verdict is known: 1.003 [0.820, 1.228], neither a gain to measure twice
+    # nor one that helps, so nothing is advised whatever the machine.
+    monkeypatch.setattr(measuring, "interleave", lambda *_args, **_kw: STRADDLING)
+    assert not wants_second(STRADDLING) and judge(STRADDLING, 0.03).verdict is Verdict.NO_EFFECT
+    settings = ABSettings(repetitions=3, steps=2, warmup=1)
     result = run_optimize(case, None, analysis_of("mlp"), baseline, tmp_path, settings)
     assert [t.rule for t in result.trials] == ["same", "same_kept", "other", "other_kept"]
     assert narrowed("same_kept") == "same_kept_2" and narrowed("same_kept_2") == "same_kept_3"
     assert result.trials[1].result is not None  # the narrower one was measured
+    # Two tests of one question, neither helped: each at Holm's α / 2 (97.5%); the
+    # other rule's one test at 95%.
+    levels = [t.result.confidence if t.result else None for t in result.trials]
+    assert levels == [pytest.approx(0.975), pytest.approx(0.975), 0.95, None]
+    assert read(tmp_path / "optimize.json") == result
     assert result.trials[3].not_applicable == "nothing narrower"
     ((before, after, directory),) = seen
     assert before is baseline and after.ops and directory == tmp_path / "optimize" / "same"
     assert any(op.name.endswith("Relu") for op in after.ops)  # the candidate, profiled
+
+
+# --- --optimize-budget --------------------------------------------------------
+
+
+class FakeClock:
+    """time.monotonic for a Budget: advanced by the injected A/Bs only."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def budget_run(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    seconds_per_ab: list[float],
+    budget_s: float | None,
+    step_s: float = 1.0,
+):
+    """run_optimize on the tiny step with three proposals promising 20%, 60% (with a
+    refinement) and 40% of op time; each A/B returns STRADDLING (no gain: nothing
+    advised, nothing measured twice) and advances the clock by the next of
+    `seconds_per_ab`. Returns the result, the clock and the refinements made."""
+    from dataclasses import replace
+
+    from tfpgo.proposer import measure as measuring
+    from tfpgo.proposer import optimize
+    from tfpgo.proposer.budget import Budget
+    from tfpgo.proposer.optimize import ABSettings, run_optimize
+    from tfpgo.proposer.proposal import Evidence
+
+    def same_step(current):
+        return replace(current, name=f"{current.name} (same)")
+
+    refined: list[str] = []
+
+    def narrower(before, after, directory):
+        refined.append(str(directory))
+        return "nothing narrower"
+
+    def proposal(rule: str, share: float, **kwargs) -> Proposal:
+        evidence = (Evidence(EvidenceKind.OP_TYPE, "Mul", share),)
+        return Proposal(rule, f"{rule} change", "test", evidence, apply=same_step, **kwargs)
+
+    proposals = [proposal("small", 0.2), proposal("large", 0.6, refine=narrower)]
+    proposals.append(proposal("middle", 0.4))
+    monkeypatch.setattr(optimize, "propose", lambda analysis: proposals)
+    clock = FakeClock()
+    durations = list(seconds_per_ab)
+
+    def timed_ab(*_args, **_kwargs) -> ABSamples:
+        clock.now += durations.pop(0)
+        return STRADDLING
+
+    monkeypatch.setattr(measuring, "interleave", timed_ab)
+    budget = None if budget_s is None else Budget(budget_s, step_s, clock)
+    baseline = OpProfile.read(DATA / "mlp_train.op_profile.json")
+    settings = ABSettings(repetitions=2, steps=2, warmup=1)
+    result = run_optimize(
+        tiny_case(), None, analysis_of("mlp"), baseline, tmp_path, settings, budget=budget
+    )
+    return result, clock, refined
+
+
+def test_a_budget_measures_the_largest_promise_first_and_lists_what_it_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trial of 2 x 2 steps an arm, warmup 1, is estimated at 22 steps (2 A/Bs of
+    2 arms x 2 x 2, and 2 arms x (1 + 2)), 22 s at 1 s a step. With 30 s, `large`
+    (60%) is measured first and takes 20 s; its narrowing (4 profiled steps + 22)
+    and the next trials (22 x 20/22 = 20 s each) have no room in the 10 s left."""
+    from tfpgo.proposer.budget import trial_steps
+    from tfpgo.proposer.optimize import ABSettings
+    from tfpgo.proposer.trials import BUDGET_SPENT
+    from tfpgo.report.optimize_tables import optimize_tables
+
+    assert trial_steps(JIT_PROPOSAL, ABSettings(2, 2, 1)) == 22
+    result, clock, refined = budget_run(tmp_path, monkeypatch, [20.0], budget_s=30.0)
+    assert [t.rule for t in result.trials] == ["large", "large_kept", "middle", "small"]
+    large, kept, middle, small = result.trials
+    assert large.result is not None and refined == []  # measured; never re-profiled
+    assert kept.not_tried == middle.not_tried == small.not_tried == BUDGET_SPENT
+    assert middle.result is small.result is None and not middle.not_applicable
+    assert clock.now == 20.0 <= 30.0
+    document = json.loads((tmp_path / "optimize.json").read_text())
+    assert document["method"]["budget_s"] == 30.0
+    assert [t["not_tried"] for t in document["trials"]] == ["", *[BUDGET_SPENT] * 3]
+    assert read(tmp_path / "optimize.json") == result
+    *_, (title, _, rows) = optimize_tables(result)
+    assert title == "Proposals not tried"
+    narrowing = "a narrower change, from the candidate re-profiled"
+    assert rows == [
+        ["large_kept", narrowing, "not tried: the budget was spent"],
+        ["middle", "middle change", "not tried: the budget was spent"],
+        ["small", "small change", "not tried: the budget was spent"],
+    ]
+
+
+def test_a_trial_that_overruns_its_estimate_is_the_only_overrun(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Estimates from a step time 10x too short (0.1 s): the first trial, estimated at
+    2.2 s, takes 20 s, and later estimates learn it (x 20/2.2): its narrowing (26
+    steps, 23.6 s) and the second trial (20 s) each start with 25 s left; the second
+    takes 40 s, and nothing starts after it. The stage ends 15 s past its 45 s, less
+    than that one trial."""
+    result, clock, refined = budget_run(
+        tmp_path, monkeypatch, [20.0, 40.0], budget_s=45.0, step_s=0.1
+    )
+    assert [t.rule for t in result.trials] == ["large", "large_kept", "middle", "small"]
+    assert [t.result is not None for t in result.trials] == [True, False, True, False]
+    assert len(refined) == 1 and result.trials[1].not_applicable == "nothing narrower"
+    assert result.trials[3].not_tried == "the budget was spent"
+    assert clock.now == 60.0 and clock.now - 45.0 < 40.0
+
+
+def test_estimates_learn_from_the_trials_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same 45 s, a trial first estimated at 2.2 s taking 20 s then 10 s: after
+    them 15 s are left, and the third, estimated at 2.2 x 20/2.2 = 20 s (the largest
+    ratio so far), is not started; at 2.2 s it would have been."""
+    result, clock, _ = budget_run(
+        tmp_path, monkeypatch, [20.0, 10.0, 10.0], budget_s=45.0, step_s=0.1
+    )
+    assert [t.result is not None for t in result.trials] == [True, False, True, False]
+    assert result.trials[3].not_tried == "the budget was spent" and clock.now == 30.0
+
+
+def test_without_a_budget_every_proposal_is_measured_in_rule_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, _, refined = budget_run(tmp_path, monkeypatch, [1000.0] * 3, budget_s=None)
+    assert [t.rule for t in result.trials] == ["small", "large", "large_kept", "middle"]
+    assert [t.result is not None for t in result.trials] == [True, True, False, True]
+    assert result.trials[2].not_applicable == "nothing narrower" and len(refined) == 1
+    assert not any(t.not_tried for t in result.trials) and result.budget_s is None
+
+
+def test_the_promised_gain_orders_the_proposals() -> None:
+    from tfpgo.proposer.budget import promised
+    from tfpgo.proposer.proposal import Evidence
+
+    def promise(*evidence: Evidence) -> float:
+        return promised(Proposal("r", "c", "", evidence, worker_flags=("--x",)))
+
+    mlp = analysis_of("mlp")
+    (jit,) = jit_compile.propose(mlp)
+    assert promised(jit) == max(e.share for e in jit.evidence)
+    (one_op,) = threads.propose(mlp)
+    assert promised(one_op) == pytest.approx(1 - 1 / one_op.evidence[0].share)
+    region = EvidenceKind.XLA_REGION
+    assert promise(Evidence(region, "a", 0.1), Evidence(region, "b", 0.15)) == pytest.approx(0.25)
+    cpu = Evidence(EvidenceKind.CPU, "isa", 1.0, "AVX-512")  # not a share of op time
+    assert promise(cpu, Evidence(EvidenceKind.OP_TYPE, "MatMul", 0.55)) == 0.55

@@ -20,19 +20,18 @@ from tfpgo.errors import UserError
 from tfpgo.mlir.annotate import XLA_LAUNCH_OP_TYPES
 from tfpgo.mlir.xla_regions import read_regions
 from tfpgo.proposer import EvidenceKind, propose, xla_regions
-from tfpgo.proposer.ab import ABSamples, Verdict, judge
-from tfpgo.proposer.optimize import (
-    ABSettings,
-    OptimizeResult,
+from tfpgo.proposer.ab import ABSamples, Verdict, holm_confidence, judge
+from tfpgo.proposer.optimize import ABSettings, OptimizeResult, read
+from tfpgo.proposer.proposal import Proposal
+from tfpgo.proposer.region_times import region_times
+from tfpgo.proposer.trials import (
+    Difference,
     RivalTrial,
     Trial,
     advised,
     advised_rival,
     faster_rival,
-    read,
 )
-from tfpgo.proposer.proposal import Proposal
-from tfpgo.proposer.region_times import region_times
 from tfpgo.proposer.worker import ModelSpec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "optimize"
@@ -262,7 +261,7 @@ def test_the_candidate_is_timed_against_the_baseline_and_jit_compile_in_workers(
     against the baseline) and the rival whole-program XLA, each timed against the
     regions candidate."""
     from tfpgo.models import load_model
-    from tfpgo.proposer.optimize import _measure
+    from tfpgo.proposer.measure import measure
 
     analysis = analyse(OpProfile.read(DATA / "mlp_train.op_profile.json"))
     path = write_regions(tmp_path, regions_document(MLP_REGIONS))
@@ -270,15 +269,20 @@ def test_the_candidate_is_timed_against_the_baseline_and_jit_compile_in_workers(
     spec = ModelSpec("mlp", "train", 2)
     notes: list[str] = []
     settings = ABSettings(repetitions=2, steps=2, warmup=1)
-    measured = _measure(proposal, load_model("mlp", "train", 2), spec, settings, notes.append)
+    measured = measure(proposal, load_model("mlp", "train", 2), spec, settings, notes.append)
     assert measured.candidate is None and measured.numerics.startswith("same outputs")
     samples = measured.samples
     assert [len(block) for block in samples.baseline_ns + samples.candidate_ns] == [2] * 4
-    ((rule, against, own),) = measured.against
-    assert rule == "jit_compile" and against.order == ("AB", "BA") == own.order
+    (rival,) = measured.rivals
+    against, own = rival.samples, rival.own_samples
+    assert against is not None and own is not None
+    assert rival.rule == "jit_compile" and against.order == ("AB", "BA") == own.order
     assert [len(block) for block in against.baseline_ns + against.candidate_ns] == [2] * 4
     assert [len(block) for block in own.baseline_ns + own.candidate_ns] == [2] * 4
-    assert "xla_regions: against jit_compile, 2 x 2 steps an arm" in notes
+    # The rival's own first step was compared with the baseline's, as the candidate's.
+    assert rival.numerics.startswith("same outputs") and "tolerance 0.001" in rival.numerics
+    assert f"jit_compile: numerics: {rival.numerics}" in notes
+    assert "jit_compile: against the candidate, 2 x 2 steps an arm" in notes
     assert "jit_compile: against the baseline, 2 x 2 steps an arm" in notes
 
 
@@ -298,10 +302,17 @@ BASELINE = [10.0, 10.3, 9.9, 10.1, 10.2]
 REGIONS = [8.0, 8.1, 7.9, 8.2, 8.0]  # helps against the baseline: ~0.79
 
 
-def regions_trial(rival_ms: list[float], regions_ms: list[float] = REGIONS) -> Trial:
+# The rival's numerics check, as NumericsCheck.describe writes one that passed.
+CHECKED = "same outputs: max |Δ| 1.2e-07 over 1 output values (tolerance 0.001 relative + 1e-05)"
+
+
+def regions_trial(
+    rival_ms: list[float], regions_ms: list[float] = REGIONS, numerics: str = CHECKED
+) -> Trial:
     measured = samples(BASELINE, regions_ms)
     against = samples(rival_ms, regions_ms)  # the rival is the A arm
     own = samples(BASELINE, rival_ms)  # the rival against the baseline
+    rival = RivalTrial("jit_compile", against, judge(against), own, judge(own), numerics)
     return Trial(
         "xla_regions",
         "compile 2 regions",
@@ -309,14 +320,15 @@ def regions_trial(rival_ms: list[float], regions_ms: list[float] = REGIONS) -> T
         (),
         samples=measured,
         result=judge(measured),
-        rivals=(RivalTrial("jit_compile", against, judge(against), own, judge(own)),),
+        numerics=CHECKED,
+        rivals=(rival,),
     )
 
 
 def test_a_region_set_slower_than_whole_program_xla_is_not_advised_and_xla_is() -> None:
     trial = regions_trial([7.0, 7.1, 6.9, 7.2, 7.0])  # jit_compile faster still
     assert trial.result is not None and trial.result.verdict is Verdict.HELPS
-    assert trial.rivals[0].result.verdict is Verdict.HURTS
+    assert trial.rivals[0].difference is Difference.RIVAL_FASTER
     assert faster_rival(trial) == trial.rivals[0] and not advised(trial)
     assert advised_rival(trial) == trial.rivals[0]  # the best of the three
 
@@ -349,10 +361,92 @@ def test_a_rival_that_does_not_help_against_the_baseline_is_not_advised_instead(
     assert not advised(trial) and advised_rival(trial) is None
 
 
-def test_a_region_set_no_faster_than_its_rival_is_not_advised() -> None:
-    trial = regions_trial(REGIONS)  # the same step times as jit_compile
-    assert trial.rivals[0].result.ratio == pytest.approx(1.0)
-    assert not advised(trial)
+# jit_compile 0.26% faster than the regions by its point estimate: regions / jit
+# 1.0026, interval [0.979, 1.027]; both help against the baseline (~0.79).
+JIT_A_HAIR_FASTER = [7.95, 8.15, 7.85, 8.2, 7.95]
+
+
+def test_a_rival_faster_by_its_point_estimate_alone_does_not_displace_the_candidate(
+    tmp_path: Path,
+) -> None:
+    """No difference (the interval holds 1): the simpler change, the regions (fewer
+    ops under XLA than whole-program XLA), is advised, and optimize.json and the
+    report say "no difference"."""
+    from tfpgo.report.optimize_tables import optimize_tables
+
+    trial = regions_trial(JIT_A_HAIR_FASTER)
+    (rival,) = trial.rivals
+    assert rival.result is not None and rival.own_result is not None
+    assert rival.result.ratio == pytest.approx(1.0026, abs=1e-4)  # jit ahead by its ratio...
+    low, high = rival.result.low, rival.result.high
+    assert low is not None and high is not None and low < 1 < high  # ...not by its interval
+    assert rival.own_result.verdict is Verdict.HELPS  # it would be advisable on its own
+    assert rival.difference is Difference.NO_DIFFERENCE
+    assert faster_rival(trial) is None and advised(trial) and advised_rival(trial) is None
+    result = OptimizeResult("mlp (train)", ABSettings(repetitions=5, steps=3), (trial,))
+    result.write(tmp_path / "optimize.json")
+    document = json.loads((tmp_path / "optimize.json").read_text())
+    stored = document["trials"][0]
+    assert stored["rivals"][0]["difference"] == "no difference"
+    assert (stored["advised"], stored["advised_instead"]) == (True, None)
+    assert stored["numerics"] == CHECKED and stored["rivals"][0]["numerics"] == CHECKED
+    (_, _, rows), *_ = optimize_tables(read(tmp_path / "optimize.json"))
+    assert ", no difference; advised: it helps, and no difference from jit_compile" in rows[0][7]
+    assert rows[0][7].endswith("the simpler change (fewer ops under XLA)")
+
+
+def test_no_difference_from_a_rival_when_the_regions_do_not_help() -> None:
+    """The regions and jit_compile cannot be told apart, and the regions show no
+    gain over the baseline: jit_compile is advised when it helps on its own (the
+    one change with a measured gain), nothing when it does not either."""
+    nine = [9.0, 9.2, 8.9, 9.1, 9.0]  # both arms: ~0.89x the baseline, helps
+    helping = regions_trial(nine, nine)
+    assert helping.rivals[0].difference is Difference.NO_DIFFERENCE and advised(helping)
+    no_gain = judge(samples(BASELINE, BASELINE))
+    alone = dataclasses.replace(helping, result=no_gain)  # the regions' A/B shows no gain
+    assert not advised(alone) and advised_rival(alone) == alone.rivals[0]
+    slow = [10.4, 10.6, 10.3, 10.5, 10.4]  # both ~1.03x: neither helps
+    neither = regions_trial(slow, slow)
+    assert neither.rivals[0].difference is Difference.NO_DIFFERENCE
+    assert not advised(neither) and advised_rival(neither) is None
+
+
+def test_a_rival_whose_numerics_were_not_compared_or_failed_is_never_advised() -> None:
+    """jit_compile helps against the baseline (0.69x) and beats the regions, which do
+    not help: advised only with a numerics check that allows it."""
+    jit_ms, no_gain = [7.0, 7.1, 6.9, 7.2, 7.0], [10.6, 10.8, 10.5, 10.7, 10.6]
+    assert advised_rival(regions_trial(jit_ms, no_gain)) is not None  # checked: advised
+    for numerics in ("", "different outputs: max |Δ| 0.3 over 1 output values"):
+        assert advised_rival(regions_trial(jit_ms, no_gain, numerics)) is None
+    unchecked = "numerics not checked: the step draws random numbers (...)"
+    assert advised_rival(regions_trial(jit_ms, no_gain, unchecked)) is not None  # timed: asked
+
+
+def test_a_rival_is_checked_before_it_is_timed() -> None:
+    """`rival_trial`: a rival whose outputs differ is recorded, not timed; one that
+    could not be checked is timed only with --optimize-unchecked, and says so."""
+    from tfpgo.proposer.measure import rival_trial
+    from tfpgo.proposer.numerics import NumericsCheck, NumericsStatus
+    from tfpgo.proposer.xla_regions import JIT_RIVAL
+
+    def runner(ms: float):
+        return lambda steps: (int(ms * 1e6),) * steps
+
+    arms = (runner(10.0), runner(8.0), runner(7.0))  # baseline, regions, jit_compile
+    failed = NumericsCheck(NumericsStatus.FAILED, 30.0, 0.03, 1)
+    notes: list[str] = []
+    settings = ABSettings(repetitions=3, steps=2, time_unchecked=True)
+    rival = rival_trial(JIT_RIVAL, failed, arms, settings, 0.95, notes.append)
+    assert (rival.samples, rival.result, rival.difference) == (None, None, None)
+    assert rival.numerics.startswith("different outputs: max |Δ| 0.03")
+    assert not rival.may_be_advised
+    unchecked = NumericsCheck(NumericsStatus.NOT_COMPARABLE, 2.0, 0.002, 1, reason="dropout")
+    quiet = rival_trial(JIT_RIVAL, unchecked, arms, ABSettings(3, 2), 0.95, notes.append)
+    assert quiet.samples is None and "--optimize-unchecked times it" in notes[-1]
+    timed = rival_trial(JIT_RIVAL, unchecked, arms, settings, 0.95, notes.append)
+    assert timed.difference is Difference.RIVAL_FASTER  # 8 ms against 7 ms a step
+    assert timed.own_result is not None and timed.own_result.ratio == pytest.approx(0.7)
+    assert timed.numerics == "numerics not checked: dropout" and timed.may_be_advised
 
 
 def test_a_region_set_that_beats_both_is_advised_and_one_that_loses_to_the_baseline_is_not() -> (
@@ -377,7 +471,9 @@ def test_rivals_and_advice_round_trip_through_optimize_json(tmp_path: Path) -> N
     assert document["trials"][0]["advised"] is True
     assert read(tmp_path / "optimize.json") == result
     (_, _, rows), *_ = optimize_tables(result)
-    ratio = trial.rivals[0].result.ratio
+    against = trial.rivals[0].result
+    assert against is not None
+    ratio = against.ratio
     assert rows[0][7].startswith(f"helps; against jit_compile (B / it): {ratio:.3f} [")
     assert rows[0][7].endswith("advised: faster than the baseline and every rival")
     rival = document["trials"][0]["rivals"][0]["samples"]
@@ -387,6 +483,7 @@ def test_rivals_and_advice_round_trip_through_optimize_json(tmp_path: Path) -> N
     assert not advised(changed) and faster_rival(changed) is not None
     (_, _, rows), *_ = optimize_tables(dataclasses.replace(result, trials=(changed,)))
     assert rows[0][7].endswith(": jit_compile advised instead")  # it helps: 0.895x
+    assert f"numerics: {CHECKED}) and measured faster" in rows[0][7]
     own = document["trials"][0]["rivals"][0]["against_baseline"]["samples"]
     own["candidate_ns"] = own["baseline_ns"]  # jit_compile as fast as the baseline now
     (tmp_path / "optimize.json").write_text(json.dumps(document))
@@ -394,7 +491,7 @@ def test_rivals_and_advice_round_trip_through_optimize_json(tmp_path: Path) -> N
     assert advised_rival(changed) is None
     assert json.loads(json.dumps(changed.to_json()))["advised_instead"] is None
     (_, _, rows), *_ = optimize_tables(dataclasses.replace(result, trials=(changed,)))
-    assert rows[0][7].endswith("not advised: jit_compile is at least as fast")
+    assert rows[0][7].endswith("not advised: jit_compile is faster")
 
 
 # --- the iteration: each region before and after, the winners proposed again ---
@@ -518,3 +615,69 @@ def test_a_losing_set_is_narrowed_to_the_regions_that_won(tmp_path: Path) -> Non
     assert "every region ran faster" in str(
         xla_regions.keep_winners(regions, baseline, faster, tmp_path)
     )
+
+
+# --- the rounds of one rule: Holm's levels ----------------------------------
+
+# 0.930 against the baseline: its 95% interval [0.868, 0.996] is below 1, Holm's
+# 98.75% interval for the first of four tests, [0.840, 1.029], is not.
+HOLM_EDGE = [9.0, 10.0, 8.8, 9.9, 9.3]
+BASE_5 = [10.0, 10.4, 9.8, 10.2, 10.1]
+
+
+def family_trial(rule: str, candidate_ms: list[float], rejected: int) -> Trial:
+    measured = samples(BASE_5, candidate_ms)
+    level = holm_confidence(xla_regions.TESTS, rejected)
+    return Trial(
+        rule,
+        "compile regions",
+        "why",
+        (),
+        samples=measured,
+        result=judge(measured, confidence=level),
+        numerics=CHECKED,
+        tests=xla_regions.TESTS,
+        rejected_before=rejected,
+    )
+
+
+def test_each_round_is_judged_at_holms_level_and_readers_recompute_it(tmp_path: Path) -> None:
+    """Up to four region sets answer one question: each is judged at α / (4 − r). A
+    gain that passes at 95% does not pass at 98.75%, so it is not advised; readers
+    recompute the levels from the family, not from the stored confidence."""
+    from tfpgo.report.optimize_tables import optimize_tables
+
+    unadjusted = judge(samples(BASE_5, HOLM_EDGE))
+    assert unadjusted.verdict is Verdict.HELPS and unadjusted.high is not None
+    assert unadjusted.high == pytest.approx(0.9963, abs=1e-4)
+    assert holm_confidence(4, 0) == pytest.approx(0.9875)
+    first = family_trial("xla_regions", HOLM_EDGE, 0)
+    assert first.result is not None and first.result.verdict is Verdict.NO_EFFECT
+    assert first.result.high == pytest.approx(1.0294, abs=1e-4) and not advised(first)
+    # A second set after the first helped (r = 1): α / 3.
+    kept = family_trial("xla_regions_kept", HOLM_EDGE, 1)
+    result = OptimizeResult("m", ABSettings(repetitions=5, steps=3), (first, kept))
+    result.write(tmp_path / "optimize.json")
+    document = json.loads((tmp_path / "optimize.json").read_text())
+    assert document["method"]["multiple_testing"] == "holm"
+    testing = document["trials"][0]["multiple_testing"]
+    assert testing == {"tests": 4, "rejected_before": 0, "confidence": pytest.approx(0.9875)}
+    # Stored levels are not trusted: the first did not help, so the second is at α / 4.
+    document["trials"][1]["result"]["confidence"] = 0.95
+    (tmp_path / "optimize.json").write_text(json.dumps(document))
+    read_first, read_kept = read(tmp_path / "optimize.json").trials
+    assert read_first == first
+    assert read_kept.rejected_before == 0 and read_kept.result is not None
+    assert read_kept.result.confidence == pytest.approx(0.9875)
+    assert read_kept.result.verdict is Verdict.NO_EFFECT
+    # After a first set that helped (0.79x), the second is at α / 3 = 98.33%.
+    helped = family_trial("xla_regions", REGIONS, 0)
+    result = OptimizeResult("m", ABSettings(repetitions=5, steps=3), (helped, kept))
+    result.write(tmp_path / "optimize.json")
+    _, read_kept = read(tmp_path / "optimize.json").trials
+    assert read_kept.rejected_before == 1 and read_kept.result is not None
+    assert read_kept.result.confidence == pytest.approx(1 - 0.05 / 3)
+    (_, _, rows), *_ = optimize_tables(result)
+    assert rows[0][6].endswith("(98.75%)") and rows[1][6].endswith("(98.33%)")
+    with pytest.raises(ValueError, match="nothing is left to test"):
+        holm_confidence(4, 4)

@@ -178,6 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--ab-steps", type=positive_int, default=10, help="--optimize: steps a block (default 10)")
     add(
+        "--optimize-budget",
+        type=minutes,
+        metavar="MINUTES",
+        help="--optimize: the time the stage may take, in minutes (default: no limit); "
+        "proposals are measured in the order of the op-time share their evidence names, "
+        "each only with room for its measurement, the others listed as not tried",
+    )
+    add(
         "--optimize-unchecked",
         action="store_true",
         help="--optimize: also time candidates whose numerics cannot be checked (a step that "
@@ -223,6 +231,7 @@ def options_from_args(args: argparse.Namespace) -> FlowOptions:
         ab_repetitions=args.ab_repetitions,
         ab_steps=args.ab_steps,
         optimize_unchecked=args.optimize_unchecked,
+        optimize_budget_s=args.optimize_budget,
         signature=args.signature,
         inputs=tuple(args.input),
         host_reading=host_reading_from_args(args),

@@ -159,6 +159,8 @@ class FlowOptions:
     ab_steps: int = 10
     # Time candidates whose numerics cannot be checked, marked so in the report.
     optimize_unchecked: bool = False
+    # --optimize-budget: seconds the optimize stage may take (None: no limit).
+    optimize_budget_s: float | None = None
     # A SavedModel's signature and example inputs (`NAME=SHAPE[:DTYPE]`).
     signature: str = "serving_default"
     inputs: tuple[str, ...] = ()
@@ -246,6 +248,8 @@ def _check_options(options: FlowOptions) -> None:
         raise UserError(
             "--optimize-unchecked says which candidates --optimize times: add --optimize"
         )
+    if options.optimize_budget_s is not None and not options.optimize:
+        raise UserError("--optimize-budget bounds --optimize: add --optimize")
     _check_output_dir(options.output_dir, options.from_trace)
     if options.from_trace is not None and options.mlir is not None:
         check_trace_input(options.from_trace, "--from-trace")
@@ -467,8 +471,13 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
 
 def _optimize(options: FlowOptions, case, profile: OpProfile, out: Path, note):
     from tfpgo.mlir.xla_regions import DOCUMENT, PASS, choose_regions
+    from tfpgo.proposer.budget import Budget, step_seconds
     from tfpgo.proposer.optimize import ABSettings, ModelSpec, run_optimize
 
+    # The budget runs from the stage's start: choosing the regions counts too.
+    budget = None
+    if options.optimize_budget_s is not None:
+        budget = Budget(options.optimize_budget_s, step_seconds(profile))
     settings = ABSettings(
         options.ab_repetitions,
         options.ab_steps,
@@ -484,7 +493,7 @@ def _optimize(options: FlowOptions, case, profile: OpProfile, out: Path, note):
     regions = choose_regions(out / "model.annotated.mlir", out / DOCUMENT, options.min_share)
     note(f"{len(regions.regions)} XLA regions chosen, {len(regions.declined)} ops declined")
     analysis = dataclasses.replace(analyse(profile), xla_regions=out / DOCUMENT)
-    return run_optimize(case, spec, analysis, profile, out, settings, options.steps, note)
+    return run_optimize(case, spec, analysis, profile, out, settings, options.steps, note, budget)
 
 
 def _carry_over_trace(trace: Path, final: Path, out: Path) -> Path:

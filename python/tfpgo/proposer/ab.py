@@ -24,8 +24,15 @@ either way even when the interval is tight.
 
 A second A/B (`wants_second`, `judge_twice`): a gain between `CONFIRM_FLOOR`
 (3%) and `noise`, its whole interval below 1, is measured once more, and the
-change is judged at the floor by the worse of its two A/Bs. A slow drift of the
-machine can put a null change there within one run, rarely twice in a row.
+change helps only when both A/Bs help at the floor (each interval wholly below 1,
+each ratio below 1 − floor); otherwise the one that does not help counts. A slow
+drift of the machine can put a null change there within one run, rarely twice in
+a row.
+
+Several tests of one question (`holm_confidence`): a rule that narrows its change
+and measures it again until one is advised tests up to m changes; each is judged
+at Holm's level, α / (m − r) with r the earlier rejections, so that the chance of
+advising any change that does not help stays under α = 1 − `CONFIDENCE`.
 """
 
 from __future__ import annotations
@@ -147,12 +154,17 @@ def judge(samples: ABSamples, noise: float = NOISE, confidence: float = CONFIDEN
     )
 
 
-def wants_second(samples: ABSamples, noise: float = NOISE, floor: float = CONFIRM_FLOOR) -> bool:
+def wants_second(
+    samples: ABSamples,
+    noise: float = NOISE,
+    floor: float = CONFIRM_FLOOR,
+    confidence: float = CONFIDENCE,
+) -> bool:
     """Whether the A/B shows a gain under `noise` that passes `floor` with its whole
     interval below 1: one a second A/B must confirm (`judge_twice`)."""
     return (
-        judge(samples, noise).verdict is not Verdict.HELPS
-        and judge(samples, floor).verdict is Verdict.HELPS
+        judge(samples, noise, confidence).verdict is not Verdict.HELPS
+        and judge(samples, floor, confidence).verdict is Verdict.HELPS
     )
 
 
@@ -164,13 +176,38 @@ def judge_twice(
     confidence: float = CONFIDENCE,
 ) -> tuple[ABResult, ABResult | None]:
     """The verdict of an A/B, and of its second A/B when `wants_second` asked for
-    one (`again`): then both are judged at `floor` and the worse counts. Returns the
-    result that counts and the other (None without a second)."""
+    one (`again`): then both are judged at `floor` and the worse counts: one that
+    does not help, else the higher ratio. So the change helps only when both A/Bs
+    help on their own; a lower second ratio whose interval reaches 1 confirms
+    nothing. Returns the result that counts and the other (None without a second)."""
     if again is None:
         return judge(samples, noise, confidence), None
     first, second = judge(samples, floor, confidence), judge(again, floor, confidence)
-    worse, better = sorted((first, second), key=lambda result: result.ratio, reverse=True)
+    worse, better = sorted(
+        (first, second), key=lambda result: (result.verdict is Verdict.HELPS, -result.ratio)
+    )
     return worse, better
+
+
+def holm_confidence(tests: int, rejected: int, confidence: float = CONFIDENCE) -> float:
+    """The confidence of an interval that tests the next of `tests` hypotheses,
+    `rejected` of those tested before it rejected: Holm's level α / (tests −
+    rejected), α = 1 − `confidence`. Tested in turn, each only after the earlier
+    ones, the first rejection is judged at α / tests as Holm's smallest p-value is,
+    and every rejection made so is one Holm's procedure on all `tests` makes too
+    (those never tested counted as not rejected): the chance of any false
+    rejection stays under α. One test (`tests` = 1) keeps `confidence`."""
+    if not 0 <= rejected < tests:
+        raise ValueError(f"{rejected} rejected of {tests} tests: nothing is left to test")
+    return 1 - (1 - confidence) / (tests - rejected)
+
+
+def interval_text(result: ABResult) -> str:
+    """`[0.712, 0.771] (95%)`: the ratio's interval and its confidence (Holm's
+    levels in full: `(98.75%)`); `–` without one."""
+    if result.low is None or result.high is None:
+        return "–"
+    return f"[{result.low:.3f}, {result.high:.3f}] ({result.confidence * 100:.4g}%)"
 
 
 def second_text(other: ABResult | None) -> str:

@@ -36,6 +36,12 @@ from tfpgo.models import ModelCase
 
 RTOL = 1e-3
 ATOL = 1e-5
+# How `NumericsCheck.describe` starts: the check passed, failed, or could not decide.
+SAME_OUTPUTS, DIFFERENT_OUTPUTS, NOT_CHECKED = (
+    "same outputs",
+    "different outputs",
+    "numerics not checked",
+)
 
 # Stateful random ops: their kernel advances a hidden generator on every run, so
 # restoring the variables does not replay them. The rest of the random ops draw
@@ -88,14 +94,22 @@ class NumericsCheck:
     def describe(self) -> str:
         restored = f"; restored {self.restored}" if self.restored else ""
         if not self.checked:
-            return f"numerics not checked: {self.reason}{restored}"
-        verdict = "same outputs" if self.passed else "different outputs"
+            return f"{NOT_CHECKED}: {self.reason}{restored}"
+        verdict = SAME_OUTPUTS if self.passed else DIFFERENT_OUTPUTS
         exact = self.rtol == 0 and self.atol == 0
         tolerance = "exact" if exact else f"tolerance {self.rtol:g} relative + {self.atol:g}"
         return (
             f"{verdict}: max |Δ| {self.max_abs:.3g} over {self.outputs} output values "
             f"({tolerance}){restored}"
         )
+
+
+def allows_timing(described: str) -> bool:
+    """Whether a check, as `describe` wrote it, let its change be timed and
+    advised: it passed, or it could not decide (timed only with
+    --optimize-unchecked, and its text says so). An empty text (a document from
+    before rivals were checked) or different outputs do not."""
+    return described.startswith((SAME_OUTPUTS, NOT_CHECKED))
 
 
 def repeated_first_step(case: ModelCase) -> tuple[list[float], list[float], str]:

@@ -45,14 +45,29 @@ class Evidence:
 @dataclass(frozen=True)
 class Rival:
     """Another candidate a proposal must beat to be advised: timed against the
-    proposal's candidate in the same run, each in a worker process."""
+    proposal's candidate in the same run, each in a worker process, after its
+    outputs were compared with the baseline's (the same check as a proposal's).
+
+    A rival is a broader change than the proposal's: it changes all the proposal
+    changes and more (whole-program XLA compiles every op of a region set, and all
+    the others). So the proposal's change is the simpler of the two, and is advised
+    when their A/B cannot tell them apart (`tfpgo.proposer.trials.advised`)."""
 
     rule: str  # the rule whose change the rival is
     worker_flags: tuple[str, ...]
+    rtol: float = 1e-3  # its numerics check's tolerance, as `Proposal.rtol`/`atol`
+    atol: float = 1e-5
+    other_random_numbers: bool = False  # as `Proposal.other_random_numbers`
 
 
 # The suffix of a narrower proposal's rule (`Proposal.refine`): `xla_regions_kept`.
 NARROWED = "_kept"
+
+
+def family(rule: str) -> str:
+    """The rule a narrowed proposal's rule comes from: `x_kept_2` -> `x`. The
+    proposals of one family test one question in turn (`Proposal.tests`)."""
+    return rule.partition(NARROWED)[0]
 
 
 def narrowed(rule: str) -> str:
@@ -94,9 +109,13 @@ class Proposal:
     # The candidate draws other random numbers for the same seeds (XLA's generator):
     # on a step with random ops its numerics cannot be compared.
     other_random_numbers: bool = False
-    # Candidates it must also beat (`xla_regions` against whole-program XLA): the
-    # change is advised only when it is faster than each (tfpgo.proposer.optimize).
+    # Candidates it must also beat, each a broader change (`xla_regions` against
+    # whole-program XLA): a rival is advised instead only when measured faster
+    # (tfpgo.proposer.trials).
     rivals: tuple[Rival, ...] = ()
+    # How many proposals of its family (`family`: it and its narrowings) may be
+    # measured: each is judged at Holm's level for that many tests (ab.holm_confidence).
+    tests: int = 1
     # When the candidate is not advised: a narrower proposal made from the baseline's
     # and the candidate's op profiles (written into the given directory), or why
     # there is none (`xla_regions` keeps the regions that won, re-profiled).
@@ -107,6 +126,8 @@ class Proposal:
             raise ValueError(f"{self.rule}: a proposal needs exactly one of apply, worker_flags")
         if self.rivals and not self.worker_flags:
             raise ValueError(f"{self.rule}: rivals run in worker processes, as the candidate")
+        if self.tests < 1:
+            raise ValueError(f"{self.rule}: a proposal is at least one test")
 
     def to_json(self) -> dict[str, Any]:
         return advice_json(self.rule, self.change, self.reason, self.evidence)

@@ -31,12 +31,14 @@ trace is the step's first, so its node names are the profiled ones (a Keras
 optimizer's first trace builds its variables in its `sgd` scope and puts its
 updates in `sgd_1`; a later trace in the same process names them `sgd/...`),
 and auto-jit is off whatever the environment says. It is timed in the same run
-against the baseline and against whole-program XLA (the rival `--jit-compile`),
-and the rival against the baseline: it is advised only when it helps and beats
-both (`tfpgo.proposer.optimize.advised`); when whole-program XLA is at least as
-fast and helps, that is advised in its place (`advised_rival`), so the rule's
-advice is the best of the three. Numerics as the other XLA rules: 1e-3
-relative, and XLA draws other random numbers.
+against the baseline and against whole-program XLA (the rival `--jit-compile`,
+its outputs checked against the baseline's too), and the rival against the
+baseline: it is advised when it helps and the rival was not measured faster
+(`tfpgo.proposer.trials.advised`: when their interval holds 1, the regions, fewer
+ops under XLA, are the simpler change); whole-program XLA is advised in its place
+when it helps and was measured faster, or when the regions do not help
+(`advised_rival`). Numerics as the other XLA rules: 1e-3 relative, and XLA draws
+other random numbers.
 
 Iteration: a region set that is not advised is profiled in its worker, and
 each region's time before and after is read from the two profiles
@@ -45,7 +47,9 @@ did not, the winners alone are proposed again (`xla_regions_kept`) and
 measured the same three ways. A region is kept only if it won: a narrowed set
 not advised is narrowed again the same way (`xla_regions_kept_2`, ...), up to
 `ROUNDS` narrowings, until every region of a set wins (clusters left out
-change what the others cost, so a region that won beside them can lose).
+change what the others cost, so a region that won beside them can lose). The
+sets are `TESTS` tests of one question: each is judged at Holm's level
+(`tfpgo.proposer.ab.holm_confidence`).
 """
 
 from __future__ import annotations
@@ -74,6 +78,12 @@ RULE_KEPT = narrowed(RULE)
 KEPT_DOCUMENT = "xla_regions.kept.json"  # in each round's own directory
 # Narrowings at most: each costs a profile and three A/Bs.
 ROUNDS = 3
+# The region sets one run may measure, the first included: each is judged at
+# Holm's level for this many tests (`Proposal.tests`).
+TESTS = ROUNDS + 1
+# Whole-program XLA, which every region set must beat: its numerics checked as
+# `jit_compile`'s (1e-3 relative; XLA draws other random numbers).
+JIT_RIVAL = Rival(JIT_RULE, ("--jit-compile",), other_random_numbers=True)
 TOP_OPS = 3  # op types named per region in its evidence
 
 
@@ -95,7 +105,8 @@ def propose(analysis: Analysis) -> list[Proposal]:
             evidence=tuple(_region_evidence(regions)),
             worker_flags=("--xla-regions", str(regions.path)),
             other_random_numbers=True,
-            rivals=(Rival(JIT_RULE, ("--jit-compile",)),),
+            rivals=(JIT_RIVAL,),
+            tests=TESTS,
             refine=KeepWinners(regions, RULE_KEPT, ROUNDS),
         )
     ]
@@ -164,7 +175,8 @@ def keep_winners(
         evidence=evidence,
         worker_flags=("--xla-regions", str(path)),
         other_random_numbers=True,
-        rivals=(Rival(JIT_RULE, ("--jit-compile",)),),
+        rivals=(JIT_RIVAL,),
+        tests=TESTS,
         refine=KeepWinners(kept, narrowed(rule), rounds_left - 1) if rounds_left > 1 else None,
     )
 
