@@ -133,9 +133,18 @@ def _subject(args: Sequence[str]) -> str:
     """The file a run works on: its module, or its first argument that is a file."""
     for arg in args:
         value = arg.removeprefix("--module=")
-        if not value.startswith("-") and Path(value).is_file():
+        if not value.startswith("-") and _is_file(value):
             return value
     return ""
+
+
+def _is_file(text: str) -> bool:
+    """Whether `text` names a file (a flag's value may be no path at all: a list of
+    CPU features longer than a file name may be)."""
+    try:
+        return bool(text) and Path(text).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _executable(tool: str, what: str) -> str:
@@ -223,7 +232,7 @@ def _digest(tool: str, source: Path, flags: Sequence[str]) -> str | None:
     digest.update(source.read_bytes())
     for flag in flags:
         digest.update(b"\0" + flag.encode())
-        named = Path(flag.partition("=")[2])
-        if named.name and named.is_file():
-            digest.update(named.read_bytes())
+        named = flag.partition("=")[2]
+        if _is_file(named):
+            digest.update(Path(named).read_bytes())
     return digest.hexdigest()
