@@ -6,15 +6,18 @@ IREE's choice (real iree-compile; the timing of rounds injected)."""
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from iree_tile_oracle import Tiles, applied_matmul_tiles, spec_tiles, tiles_of
 
 from tfpgo.errors import UserError
 from tfpgo.iree import dispatch_benchmark
 from tfpgo.iree import run as iree_run
+from tfpgo.iree.tools import run_tool
 from tfpgo.tune import dispatch_tiles
 from tfpgo.tune.dispatch_tiles import RootConfig, neighbours, root_configs, spec_text
 
@@ -32,6 +35,8 @@ func.func @main(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>, %c: tensor<128
 """
 BIG = "main_dispatch_0_matmul_256x256x512_f32"
 SMALL = "main_dispatch_1_matmul_128x64x256_f32"
+# (M, N, K) of each product in TWO_MATMULS, read off its operand types.
+BIG_LOOPS, SMALL_LOOPS = (256, 256, 512), (128, 64, 256)
 
 
 def _configs(stablehlo: Path, out: Path, flags: tuple[str, ...] = ()) -> dict[str, RootConfig]:
@@ -45,6 +50,19 @@ def _configs(stablehlo: Path, out: Path, flags: tuple[str, ...] = ()) -> dict[st
         timeout_s=120,
     )
     return root_configs(dump)
+
+
+def _applied(stablehlo: Path, out: Path, spec: Path | None = None) -> dict[tuple[int, ...], Tiles]:
+    """The tiles IREE gives each matmul of `stablehlo` compiled with the tuning
+    spec `spec` (or none), read from the configurations it dumped into `out`
+    without `root_configs` (iree_tile_oracle)."""
+    out.mkdir()
+    dump = out / "configurations"
+    flags = [f"--iree-hal-dump-executable-configurations-to={dump}"]
+    if spec is not None:
+        flags.append(f"{dispatch_tiles.SPEC_FLAG}{spec}")
+    iree_run.compile_vmfb(stablehlo, out / "m.vmfb", flags, timeout_s=120)  # as _configs
+    return applied_matmul_tiles(dump)
 
 
 def test_a_spec_sets_the_tiles_of_the_dispatch_it_names_only(tmp_path):
@@ -216,8 +234,13 @@ def test_the_search_climbs_on_benchmarks_and_decides_in_place(tmp_path):
     assert SMALL not in found.chosen  # 2% on its benchmark, nothing in place
     assert {t.config for t in found.tried[SMALL]} <= set(neighbours(iree_choice[SMALL]))
     dispatch_tiles.write_search(found, tmp_path)
-    written = (tmp_path / dispatch_tiles.SPEC).read_text()
-    assert written == spec_text([chosen])
+    # The spec holds the chosen tiles for BIG's loop ranges alone, as IREE's parser
+    # reads it, and IREE applies them to BIG alone (its dumped configuration).
+    assert spec_tiles((tmp_path / dispatch_tiles.SPEC).read_text()) == {BIG_LOOPS: tiles_of(chosen)}
+    iree = applied_matmul_tiles(tmp_path / "iree" / "configurations")  # no spec
+    applied = _applied(stablehlo, tmp_path / "applied", tmp_path / dispatch_tiles.SPEC)
+    assert applied == {BIG_LOOPS: tiles_of(chosen), SMALL_LOOPS: iree[SMALL_LOOPS]}
+    assert applied[BIG_LOOPS] != iree[BIG_LOOPS]
     assert json.loads((tmp_path / dispatch_tiles.SEARCH).read_text())["dispatches"][BIG]["in_place"]
     # With the budget spent, nothing is tried and nothing is chosen.
     spent = dispatch_tiles.search(
@@ -255,15 +278,20 @@ def test_a_later_round_keeps_the_earlier_tiles_in_every_program_and_spec(tmp_pat
     assert found.chosen[BIG].config == wider
     # The program without this round's spec is the program with the earlier tiles.
     assert root_configs(tmp_path / "s" / "configurations")[SMALL] == earlier
-    assert [spec for spec in in_place_specs if spec] == [spec_text([earlier, wider])]
+    # Both tiles in the spec timed in place and in the spec written, as IREE's parser
+    # reads them, and IREE applies both (its dumped configuration).
+    both = {SMALL_LOOPS: tiles_of(earlier), BIG_LOOPS: tiles_of(wider)}
+    assert [spec_tiles(spec) for spec in in_place_specs if spec] == [both]
     dispatch_tiles.write_search(found, tmp_path, (earlier,))
-    assert (tmp_path / dispatch_tiles.SPEC).read_text() == spec_text([earlier, wider])
+    assert spec_tiles((tmp_path / dispatch_tiles.SPEC).read_text()) == both
+    assert _applied(stablehlo, tmp_path / "applied", tmp_path / dispatch_tiles.SPEC) == both
 
 
 def test_a_dispatch_benchmark_recompiles_with_the_spec_and_is_timed(tmp_path):
     """IREE's benchmark of one dispatch, its configuration cleared, takes a spec
     as the whole program does (the dumped configuration shows the spec's tiles),
-    and iree-benchmark-module times it."""
+    and iree-benchmark-module times it: about as IREE's own profile times its
+    invocations, and in proportion to its work."""
     stablehlo = tmp_path / "m.mlir"
     stablehlo.write_text(TWO_MATMULS)
     benchmarks = tmp_path / "benchmarks"
@@ -284,7 +312,34 @@ def test_a_dispatch_benchmark_recompiles_with_the_spec_and_is_timed(tmp_path):
     )
     dispatch_benchmark.compile_benchmark(unconfigured, vmfb, flags, 120)
     assert root_configs(dump) == {BIG: wanted}
-    assert dispatch_benchmark.time_dispatch(vmfb) > 0
+    timed_ps = dispatch_benchmark.time_dispatch(vmfb)
+    # IREE's own profile of the same module: an iteration of the benchmark is one
+    # invocation and its submission, so it takes about the invocation's time or
+    # more (1.4-3.6x here on a loaded 2-core machine); units or a wrong field are
+    # 1000x off.
+    assert 0.5 < timed_ps / _profiled_invocation_ps(vmfb, BIG, tmp_path) < 20
+    # And it times the module it is given: BIG does 16x SMALL's multiply-adds
+    # (256x256x512 against 128x64x256; about 16x the time here).
+    small = tmp_path / "small.vmfb"
+    dispatch_benchmark.compile_benchmark(sources[SMALL], small, (), 120)
+    assert timed_ps > 4 * dispatch_benchmark.time_dispatch(small)
+
+
+def _profiled_invocation_ps(vmfb: Path, function: str, scratch: Path) -> float:
+    """The median time (ps) of `function`'s invocations in IREE's own profile of
+    20 iterations of the benchmark module `vmfb`: each invocation's host execution
+    event, as `iree-profile` lists it (read here, not by tfpgo's profile reader)."""
+    bundle = scratch / f"{vmfb.stem}.ireeprof"
+    args = [f"--module={vmfb}", f"--device={iree_run.DEVICE}", "--batch_size=1"]
+    args += ["--benchmark_min_time=20x", "--benchmark_repetitions=1"]
+    args += ["--device_profiling_mode=host-execution,executable-metadata"]
+    run_tool("iree-benchmark-module", [*args, f"--device_profiling_output={bundle}"], "test")
+    listed = ["dispatch", "--dispatch_events", "--format=jsonl", str(bundle)]
+    events = [json.loads(line) for line in run_tool("iree-profile", listed, "test").splitlines()]
+    invocations = [e for e in events if e.get("type") == "host_dispatch_event" and e["valid"]]
+    durations_ns = [e["duration_ns"] for e in invocations if e["key"] == function]
+    assert len(durations_ns) >= 20
+    return statistics.median(durations_ns) * 1000
 
 
 def test_a_compile_that_does_not_finish_is_killed_and_said_in_one_line(tmp_path):

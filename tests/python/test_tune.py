@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from iree_tile_oracle import spec_tiles, tiles_of
 
 from tfpgo.errors import UserError
 from tfpgo.flow import pgo
@@ -285,7 +286,12 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
         (TILE, wanted),
         frozenset({"m_dispatch_1_matmul_16x8x8_f32", "m_dispatch_2_matmul_32x8x8_f32"}),
     )
-    assert (tmp_path / dispatch_tiles.SPEC).read_text() == dispatch_tiles.spec_text([TILE, wanted])
+    # The spec holds the kept tiles and the new ones, per their dispatches' loop ranges
+    # (8x8x8, 32x8x8), as IREE's parser reads it.
+    assert spec_tiles((tmp_path / dispatch_tiles.SPEC).read_text()) == {
+        (8, 8, 8): tiles_of(TILE),
+        (32, 8, 8): tiles_of(wanted),
+    }
     assert [d.dispatch for d in proposal.decisions] == ["m_dispatch_2_matmul_32x8x8_f32"]
     # Targets whose tiles the search cannot read (data tiling's root ops): said so.
     monkeypatch.setattr(dispatch_tiles, "search", lambda *_: dispatch_tiles.Search({}, {}, {}, {}))
