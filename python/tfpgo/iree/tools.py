@@ -27,8 +27,8 @@ from pathlib import Path
 from tfpgo.errors import UserError
 
 # A run's timeout when its caller gives none: the first compile of the whole model,
-# a run of it, its profile. Six times the longest such run measured here (ResNet50
-# batch 32: its compile ~5 min on 2 cores).
+# a run of it, its profile. Far above any of those measured here (a whole-model
+# compile takes minutes for ResNet50), and a hang still ends the flow with one line.
 TOOL_TIMEOUT_S = 1800.0
 TIMEOUT_VARIABLE = "TFPGO_IREE_TIMEOUT_S"
 TOOL_PATH_VARIABLE = "IREE_TOOL_PATH"  # iree.compiler's own
