@@ -49,7 +49,7 @@ class ToolTimeout(UserError):
 @contextmanager
 def tools_deadline(deadline: float | None, what: str) -> Iterator[None]:
     """No IREE tool run inside the block outlasts `deadline` (a time.monotonic()
-    value; None: no deadline), `what` (`--tune-budget`'s minutes and ...), which the
+    value; None: no deadline), `what` ("--tune-budget (600 s) and ..."), which the
     error line names. A deadline inside another never extends it."""
     outer = _DEADLINE.get()
     if deadline is None or (outer is not None and outer[0] <= deadline):
