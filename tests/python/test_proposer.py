@@ -15,6 +15,7 @@ import pytest
 from tfpgo.analysis import analyse
 from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.errors import UserError
+from tfpgo.flow.stages import read_candidate_profile
 from tfpgo.proposer import (
     EvidenceKind,
     NotApplicable,
@@ -732,7 +733,14 @@ def test_run_optimize_measures_records_and_diffs(tmp_path: Path, bfloat16_cpu: N
     baseline = trace_reader.run(run.logdir, build_graph=False).op_profile
     settings = ABSettings(repetitions=3, steps=2, warmup=1)
     result = run_optimize(
-        case, None, analysis_of("mlp"), baseline, tmp_path, settings, profile_steps=2
+        case,
+        None,
+        analysis_of("mlp"),
+        baseline,
+        tmp_path,
+        settings,
+        profile_steps=2,
+        read_profile=read_candidate_profile,
     )
     jit, clusters, dnn, thread, intra, mixed = result.trials
     assert mixed.rule == "mixed_precision" and mixed.result is None
@@ -848,7 +856,15 @@ def test_a_proposal_not_advised_is_refined_from_its_profile_and_the_narrower_one
     monkeypatch.setattr(measuring, "interleave", lambda *_args, **_kw: STRADDLING)
     assert not wants_second(STRADDLING) and judge(STRADDLING, 0.03).verdict is Verdict.NO_EFFECT
     settings = ABSettings(repetitions=3, steps=2, warmup=1)
-    result = run_optimize(case, None, analysis_of("mlp"), baseline, tmp_path, settings)
+    result = run_optimize(
+        case,
+        None,
+        analysis_of("mlp"),
+        baseline,
+        tmp_path,
+        settings,
+        read_profile=read_candidate_profile,
+    )
     assert [t.rule for t in result.trials] == ["same", "same_kept", "other", "other_kept"]
     assert narrowed("same_kept") == "same_kept_2" and narrowed("same_kept_2") == "same_kept_3"
     assert result.trials[1].result is not None  # the narrower one was measured
@@ -923,7 +939,14 @@ def budget_run(
     baseline = OpProfile.read(DATA / "mlp_train.op_profile.json")
     settings = ABSettings(repetitions=2, steps=2, warmup=1)
     result = run_optimize(
-        tiny_case(), None, analysis_of("mlp"), baseline, tmp_path, settings, budget=budget
+        tiny_case(),
+        None,
+        analysis_of("mlp"),
+        baseline,
+        tmp_path,
+        settings,
+        budget=budget,
+        read_profile=read_candidate_profile,
     )
     return result, clock, refined
 

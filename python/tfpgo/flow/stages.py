@@ -493,7 +493,31 @@ def _optimize(options: FlowOptions, case, profile: OpProfile, out: Path, note):
     regions = choose_regions(out / "model.annotated.mlir", out / DOCUMENT, options.min_share)
     note(f"{len(regions.regions)} XLA regions chosen, {len(regions.declined)} ops declined")
     analysis = dataclasses.replace(analyse(profile), xla_regions=out / DOCUMENT)
-    return run_optimize(case, spec, analysis, profile, out, settings, options.steps, note, budget)
+    return run_optimize(
+        case,
+        spec,
+        analysis,
+        profile,
+        out,
+        settings,
+        options.steps,
+        note,
+        budget,
+        read_profile=read_candidate_profile,
+    )
+
+
+def read_candidate_profile(logdir: Path, directory: Path) -> OpProfile:
+    """A candidate's profile read by the trace reader (--optimize), its op profile
+    and HLO profile written into `directory`."""
+    from tfpgo.flow import trace_reader
+
+    return trace_reader.run(
+        logdir,
+        op_profile_out=directory / "op_profile.json",
+        hlo_profile_out=directory / "hlo_profile.json",
+        build_graph=False,
+    ).op_profile
 
 
 def _carry_over_trace(trace: Path, final: Path, out: Path) -> Path:

@@ -38,6 +38,10 @@ from tfpgo.proposer.worker import ModelSpec, WorkerArm, profile_in_worker
 
 # Runs that many warmed-up steps of one arm, returns their wall times (ns).
 BlockRunner = Callable[[int], tuple[int, ...]]
+# Reads a profiled logdir into its op profile, writing op_profile.json (and
+# hlo_profile.json) into the directory: the flow's trace reader, handed down (the
+# trace stages come after the proposer's).
+ProfileReader = Callable[[Path, Path], OpProfile]
 
 
 @dataclass(frozen=True)
@@ -197,10 +201,10 @@ def profile_candidate(
     directory: Path,
     settings: ABSettings,
     steps: int,
+    read_profile: ProfileReader,
 ) -> OpProfile:
     """The candidate's op profile: profiled here, or in a worker process for a
-    change made there."""
-    from tfpgo.flow import trace_reader
+    change made there, into `directory`/profile, and read by `read_profile`."""
     from tfpgo.models import profiling
 
     logdir = directory / "profile"
@@ -209,9 +213,4 @@ def profile_candidate(
     else:
         assert spec is not None  # measured in workers, so a spec was given
         profile_in_worker(spec, proposal.worker_flags, logdir, steps, settings.warmup)
-    return trace_reader.run(
-        logdir,
-        op_profile_out=directory / "op_profile.json",
-        hlo_profile_out=directory / "hlo_profile.json",
-        build_graph=False,
-    ).op_profile
+    return read_profile(logdir, directory)

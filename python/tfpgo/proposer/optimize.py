@@ -44,7 +44,7 @@ from tfpgo.proposer.ab import (
     second_text,
 )
 from tfpgo.proposer.budget import Budget, profile_run_steps, promised, trial_steps
-from tfpgo.proposer.measure import ABSettings, measure, profile_candidate
+from tfpgo.proposer.measure import ABSettings, ProfileReader, measure, profile_candidate
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal, narrowed
 from tfpgo.proposer.trials import (
     BUDGET_SPENT,
@@ -209,15 +209,32 @@ def run_optimize(
     profile_steps: int = 0,
     progress: Callable[[str], None] | None = None,
     budget: Budget | None = None,
+    *,
+    read_profile: ProfileReader,
 ) -> OptimizeResult:
     """Measures every proposal for `analysis` on `case`, within `budget` if one is
     given (module docstring); writes `out/optimize.json` and, with
     `profile_steps`, profiles the best candidate and diffs it against
-    `baseline_profile` into `out/optimize/`."""
+    `baseline_profile` into `out/optimize/`. `read_profile` reads the candidates'
+    profiles (a refinement's, the best's)."""
     from tfpgo.diff import compare
     from tfpgo.diff.output import summary_rows, write_outputs
 
     note = progress or (lambda _message: None)
+
+    def room(steps: int) -> bool:
+        """Whether the budget, if any, has room for `steps` steps now."""
+        return budget is None or budget.has_room(steps)
+
+    def profiled(
+        proposal: Proposal, candidate: ModelCase | None, directory: Path, steps: int
+    ) -> OpProfile:
+        directory.mkdir(parents=True, exist_ok=True)
+        note(f"{proposal.rule}: profiling the candidate, {steps} steps")
+        return profile_candidate(
+            proposal, candidate, spec, directory, settings, steps, read_profile
+        )
+
     trials: list[Trial] = []
     arms = {}
     pending = list(propose(analysis))
@@ -227,7 +244,7 @@ def run_optimize(
         proposal = pending.pop(0)
         head = (proposal.rule, proposal.change, proposal.reason, proposal.evidence)
         steps = trial_steps(proposal, settings)
-        if budget is not None and not budget.has_room(steps):
+        if not room(steps):
             note(f"{proposal.rule}: not tried: {BUDGET_SPENT}")
             trials.append(Trial(*head, not_tried=BUDGET_SPENT))
             continue
@@ -256,10 +273,15 @@ def run_optimize(
             )
         arms[proposal.rule] = (proposal, measured.candidate)
         if proposal.refine is not None and not advised(trials[-1]):
-            narrower = _refine(
-                proposal, measured.candidate, spec, baseline_profile, out, settings,
-                max(profile_steps, REFINE_STEPS), note, budget,
-            )  # fmt: skip
+            refine_steps = max(profile_steps, REFINE_STEPS)
+            # Room for the profile and the narrowed proposal's trial, as long as this one.
+            if room(profile_run_steps(refine_steps, settings) + steps):
+                directory = out / DIFF_DIR / proposal.rule
+                profile = profiled(proposal, measured.candidate, directory, refine_steps)
+                narrower = _refine(proposal, baseline_profile, profile, directory, note)
+            else:
+                note(f"{proposal.rule}: not narrowed: {BUDGET_SPENT}")
+                narrower = Trial(*_narrowed_head(proposal), not_tried=BUDGET_SPENT)
             if isinstance(narrower, Proposal):
                 pending.insert(0, narrower)
             else:
@@ -278,17 +300,13 @@ def run_optimize(
     files: tuple[str, ...] = ()
     not_made = ""
     if best is not None and profile_steps > 0:
-        if budget is not None and not budget.has_room(profile_run_steps(profile_steps, settings)):
+        if not room(profile_run_steps(profile_steps, settings)):
             not_made = BUDGET_SPENT
             note(f"the best candidate ({best.rule}) is not profiled: {BUDGET_SPENT}")
         else:
             directory = out / DIFF_DIR
-            directory.mkdir(parents=True, exist_ok=True)
-            note(f"profiling the best candidate ({best.rule}), {profile_steps} steps")
-            proposal, candidate = arms[best.rule]
-            profile = profile_candidate(
-                proposal, candidate, spec, directory, settings, profile_steps
-            )
+            note(f"the best candidate: {best.rule}")
+            profile = profiled(*arms[best.rule], directory, profile_steps)
             diff = compare(baseline_profile, profile, "baseline", best.rule)
             written = write_outputs(diff, directory)
             summary = tuple(summary_rows(diff))
@@ -316,34 +334,25 @@ def _note_rival(rule: str, rival: RivalTrial, note: Callable[[str], None]) -> No
     note(f"{rival.rule} against the baseline: {describe(rival.own_result)}")
 
 
+def _narrowed_head(proposal: Proposal) -> tuple[str, str, str, tuple[Evidence, ...]]:
+    """What a trial of the narrowing of `proposal` that was not made says."""
+    return narrowed(proposal.rule), "a narrower change, from the candidate re-profiled", "", ()
+
+
 def _refine(
     proposal: Proposal,
-    candidate: ModelCase | None,
-    spec: ModelSpec | None,
     baseline_profile: OpProfile,
-    out: Path,
-    settings: ABSettings,
-    steps: int,
+    profile: OpProfile,
+    directory: Path,
     note: Callable[[str], None],
-    budget: Budget | None,
 ) -> Proposal | Trial:
-    """The narrower proposal `proposal.refine` makes from the candidate profiled
-    over `steps` steps; or a trial saying why there is none (nothing narrower, or
-    no room in the budget for the profile and the narrowed trial)."""
+    """The narrower proposal `proposal.refine` makes from the baseline's and the
+    candidate's profiles; or a trial saying why there is none."""
     assert proposal.refine is not None  # only proposals that refine
-    head = (narrowed(proposal.rule), "a narrower change, from the candidate re-profiled", "", ())
-    needed = profile_run_steps(steps, settings) + trial_steps(proposal, settings)
-    if budget is not None and not budget.has_room(needed):
-        note(f"{proposal.rule}: not narrowed: {BUDGET_SPENT}")
-        return Trial(*head, not_tried=BUDGET_SPENT)
-    directory = out / DIFF_DIR / proposal.rule
-    directory.mkdir(parents=True, exist_ok=True)
-    note(f"{proposal.rule}: not advised; profiling the candidate, {steps} steps")
-    profile = profile_candidate(proposal, candidate, spec, directory, settings, steps)
     narrower = proposal.refine(baseline_profile, profile, directory)
     if isinstance(narrower, str):
         note(f"{proposal.rule}: nothing narrower to try: {narrower}")
-        return Trial(*head, not_applicable=narrower)
+        return Trial(*_narrowed_head(proposal), not_applicable=narrower)
     return narrower
 
 
