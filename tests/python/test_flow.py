@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tfpgo.flow.conservation import check_output
 from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.cli import run_main
 from tfpgo.flow import pgo
+from tfpgo.flow.conservation import check_output
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tfpgo.flow.conservation import check_output
 from tfpgo.errors import UserError
+from tfpgo.flow.conservation import check_output
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.run import BY_EXECUTABLE, BY_PROGRAM, IreeProfile, Site, Timing

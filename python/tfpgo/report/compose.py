@@ -27,6 +27,7 @@ from tfpgo.mlir.lowering import LevelCoverage
 from tfpgo.render import RenderGraph, RenderNode
 from tfpgo.render.metrics import format_ps
 from tfpgo.render.model import Timing
+from tfpgo.render.tables import PAGE_STYLE, figure, html_table, markdown_table
 from tfpgo.report.analysis_tables import analysis_tables
 from tfpgo.report.device_tables import device_summary, device_tables
 from tfpgo.report.iree_tables import (
@@ -36,7 +37,6 @@ from tfpgo.report.iree_tables import (
     iree_summary,
     scope_rows,
 )
-from tfpgo.render.tables import PAGE_STYLE, figure, html_table, markdown_table
 from tfpgo.report.tune_tables import (
     DECISION_HEADER,
     OP_HEADER,
