@@ -107,7 +107,7 @@ def scaled(ratio: float) -> ABSamples:
     return samples(TIGHT, [ms * ratio for ms in reversed(TIGHT)])
 
 
-# whole-program XLA, applied in this process: the in-process arm of `_measure`.
+# whole-program XLA, applied in this process: the in-process arm of `measure`.
 JIT_PROPOSAL = jit_compile.Proposal(
     rule=jit_compile.RULE,
     change="jit",
