@@ -44,10 +44,10 @@ def test_an_import_for_types_counts(tree):
     _append(
         tree / "models" / "case.py",
         "\nfrom typing import TYPE_CHECKING\n\n"
-        "if TYPE_CHECKING:\n    from tfpgo.flow import stages\n",
+        "if TYPE_CHECKING:\n    from tfpgo.render import tables\n",
     )
     (problem,) = check_imports.check(tree)
-    assert "models/case.py" in problem and "stage 'flow' comes after 'models'" in problem
+    assert "models/case.py" in problem and "stage 'render' comes after 'models'" in problem
 
 
 def test_a_shared_module_importing_a_stage_is_refused(tree):
