@@ -573,7 +573,7 @@ def test_the_report_section_states_what_was_kept_and_what_it_sped_up():
     )
     summary = tune_summary(document)
     assert summary.startswith("2 candidates, 1 measured, budget 10 min: kept conv-to-dot.")
-    assert "takes 10 ms a run against 40 ms, ratio 0.250 (95% interval 0.200–0.300)" in summary
+    assert "takes 10 ms a run against 40 ms, ratio 0.250 [0.200, 0.300] (95%)" in summary
     unconfirmed = replace(
         document, tuned=None, end_to_end=replace(whole, verdict="no measurable effect", ratio=0.97)
     )

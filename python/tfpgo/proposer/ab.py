@@ -205,9 +205,21 @@ def holm_confidence(tests: int, rejected: int, confidence: float = CONFIDENCE) -
 def interval_text(result: ABResult) -> str:
     """`[0.712, 0.771] (95%)`: the ratio's interval and its confidence (Holm's
     levels in full: `(98.75%)`); `–` without one."""
-    if result.low is None or result.high is None:
-        return "–"
-    return f"[{result.low:.3f}, {result.high:.3f}] ({result.confidence * 100:.4g}%)"
+    return bounds_text(result.low, result.high, result.confidence) or "–"
+
+
+def bounds_text(low: float | None, high: float | None, confidence: float = CONFIDENCE) -> str:
+    """`[0.712, 0.771] (95%)`, or "" without an interval: the one way tfpgo writes
+    an A/B's interval (the Proposer, the tuning loop, their report tables)."""
+    if low is None or high is None:
+        return ""
+    return f"[{low:.3f}, {high:.3f}] ({confidence * 100:.4g}%)"
+
+
+def ratio_text(result: ABResult) -> str:
+    """`0.742 [0.712, 0.771] (95%)`: the ratio, then its interval when it has one."""
+    interval = bounds_text(result.low, result.high, result.confidence)
+    return f"{result.ratio:.3f} {interval}" if interval else f"{result.ratio:.3f}"
 
 
 def second_text(other: ABResult | None) -> str:

@@ -4,12 +4,12 @@ tf ops and times, and the TensorFlow ops the kept changes sped up."""
 
 from __future__ import annotations
 
-from tfpgo.proposer.ab import ABResult
+from tfpgo.proposer.ab import bounds_text, ratio_text
 from tfpgo.render.metrics import format_ps
 from tfpgo.tune.document import TuneDocument
 
 TUNE_TITLE = "Tuning (--tune)"
-TRIAL_HEADER = ["candidate", "change", "outcome", "ratio (95% interval)", "why"]
+TRIAL_HEADER = ["candidate", "change", "outcome", "ratio [interval]", "why"]
 OP_HEADER = ["tf op", "TF a step", "IREE before", "IREE after", "after / before"]
 DECISION_HEADER = ["candidate", "dispatch", "tf ops", "change", "before", "after", "kept"]
 SHOWN_OPS = 2
@@ -35,11 +35,8 @@ def tune_summary(document: TuneDocument) -> str:
             f"not confirmed against the original ({whole.verdict}, ratio {whole.ratio:.3f}); "
             "the program --lower iree compiled stays."
         )
-    interval = (
-        f" (95% interval {whole.ci_low:.3f}–{whole.ci_high:.3f})"
-        if whole.ci_low is not None and whole.ci_high is not None
-        else ""
-    )
+    interval = bounds_text(whole.ci_low, whole.ci_high)
+    interval = f" {interval}" if interval else ""
     return (
         f"{budget}: kept {', '.join(document.kept)}. The tuned program ({tuned.vmfb}) takes "
         f"{format_ps(whole.tuned_ps)} a run against {format_ps(whole.baseline_ps)}, ratio "
@@ -56,7 +53,7 @@ def trial_rows(document: TuneDocument) -> list[list[str]]:
             trial.name,
             trial.change or "–",
             trial.outcome,
-            _ratio(trial.result) if trial.result else "–",
+            ratio_text(trial.result) if trial.result else "–",
             trial.reason,
         ]
         for trial in document.trials
@@ -106,9 +103,3 @@ def op_rows(document: TuneDocument, tf_steps: int, top: int) -> list[list[str]]:
             ]
         )
     return rows
-
-
-def _ratio(result: ABResult) -> str:
-    if result.low is None or result.high is None:
-        return f"{result.ratio:.3f}"
-    return f"{result.ratio:.3f} ({result.low:.3f}–{result.high:.3f})"

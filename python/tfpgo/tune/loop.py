@@ -395,14 +395,9 @@ def _ab(baseline: Path, candidate: Path, workload: Workload, tuning: Tuning) -> 
 
 
 def _interval(result: ab.ABResult) -> str:
-    interval = (
-        f", 95% interval {result.low:.3f}-{result.high:.3f}"
-        if result.low is not None and result.high is not None
-        else ""
-    )
     return (
         f"{result.candidate_ms:.1f} ms against {result.baseline_ms:.1f} ms a run, "
-        f"ratio {result.ratio:.3f}{interval}"
+        f"ratio {ab.ratio_text(result)}"
     )
 
 
