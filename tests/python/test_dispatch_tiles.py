@@ -83,6 +83,25 @@ def test_a_spec_sets_the_tiles_of_the_dispatch_it_names_only(tmp_path):
     assert tuned[SMALL] == chosen[SMALL]  # same rank, other loop ranges: untouched
 
 
+def test_a_spec_leaves_a_root_op_of_another_kind_with_the_same_ranges(tmp_path):
+    """The matcher checks the root op's name with its loop ranges: tiles recorded
+    for a batch matmul of the same ranges leave the matmul at IREE's own, and the
+    same tiles named for the matmul reach it (read back from IREE's dump)."""
+    stablehlo = tmp_path / "m.mlir"
+    stablehlo.write_text(TWO_MATMULS)
+    (tmp_path / "iree").mkdir()
+    big = _configs(stablehlo, tmp_path / "iree")[BIG]
+    assert big.op == "linalg.matmul"  # read from the dumped configuration
+    wanted = next(n for n in neighbours(big) if n.distribution != big.distribution)
+    for op, applied in (("linalg.batch_matmul", big), ("linalg.matmul", wanted)):
+        spec = tmp_path / f"{op}.spec.mlir"
+        spec.write_text(spec_text([replace(wanted, op=op)]))
+        dump = tmp_path / f"{op}.dump"
+        dump.mkdir()
+        tuned = _configs(stablehlo, dump, (f"{dispatch_tiles.SPEC_FLAG}{spec}",))
+        assert tuned[BIG] == applied, op
+
+
 def test_neighbours_change_one_tile_and_keep_the_tiling_valid():
     config = RootConfig((8, 14, 14, 256, 3, 3, 256), (2, 14, 14, 64, 0, 0, 0),
                         (1, 1, 7, 16, 0, 0, 0), (0, 0, 0, 0, 1, 1, 8), "Conv")  # fmt: skip

@@ -79,17 +79,23 @@ _CONFIG = re.compile(
     r"vector_common_parallel = \[([\d, ]*)\], vector_reduction = \[([\d, ]*)\]>"
 )
 _PIPELINE = re.compile(r"pipeline = #iree_cpu\.pipeline<(\w+)>")
+# The op a line's lowering_config belongs to: `%12 = linalg.matmul {lowering_config`.
+_ROOT_OP = re.compile(r"= ([a-z_]+\.[\w.]+)[ {(]")
 
 
 @dataclass(frozen=True)
 class RootConfig:
-    """The tile sizes of a dispatch's root op, one per loop, and its pipeline."""
+    """The tile sizes of a dispatch's root op, one per loop, its pipeline, and the
+    root op's name (`linalg.matmul`): a spec's matcher checks the name with the
+    loop ranges, so a root op of another kind with the same ranges (a batch
+    matmul, a convolution of that shape) keeps IREE's own tiles."""
 
     loops: tuple[int, ...]
     distribution: tuple[int, ...]
     vector_parallel: tuple[int, ...]
     vector_reduction: tuple[int, ...]
     pipeline: str
+    op: str = ""  # "" matches any op: a configuration read without its op
 
     def text(self) -> str:
         def listed(values: tuple[int, ...]) -> str:
@@ -121,8 +127,15 @@ def root_configs(directory: Path) -> dict[str, RootConfig]:
         if ranges is None or len({len(t) for t in tiles}) != 1 or len(ranges) != len(tiles[0]):
             continue
         distribution, vector_parallel, vector_reduction = tiles
+        line = text[text.rfind("\n", 0, config.start()) + 1 : config.start()]
+        root = _ROOT_OP.search(line)
         configs[function[1]] = RootConfig(
-            ranges, distribution, vector_parallel, vector_reduction, pipeline[1]
+            ranges,
+            distribution,
+            vector_parallel,
+            vector_reduction,
+            pipeline[1],
+            root[1] if root else "",
         )
     return configs
 
@@ -197,10 +210,15 @@ def _valid(config: RootConfig, start: RootConfig) -> bool:
 
 
 def spec_text(configs: Sequence[RootConfig]) -> str:
-    """A tuning spec giving each root op whose loop ranges are `config.loops` that
-    config (transform dialect; IREE's tuning-spec form)."""
+    """A tuning spec giving each root op named `config.op` whose loop ranges are
+    `config.loops` that config (transform dialect; IREE's tuning-spec form)."""
     matchers = []
     for index, config in enumerate(configs):
+        named = (
+            f'  transform.match.operation_name %op ["{config.op}"] : !transform.any_op\n'
+            if config.op
+            else ""
+        )
         checks = "".join(
             f"    %d{k} = transform.match.structured.dim %s[{k}] : (!transform.any_op) -> "
             "!transform.param<i64>\n"
@@ -211,6 +229,7 @@ def spec_text(configs: Sequence[RootConfig]) -> str:
         matchers.append(
             f"transform.named_sequence @match_{index}(%op: !transform.any_op "
             "{transform.readonly}) -> (!transform.any_op, !transform.any_param) {\n"
+            f"{named}"
             "  %m = transform.match.structured failures(propagate) %op : (!transform.any_op) "
             "-> !transform.any_op {\n"
             "  ^bb0(%s: !transform.any_op):\n"
