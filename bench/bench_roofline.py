@@ -127,8 +127,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="2048,3072,4096", help="sgemm sizes n (n x n)")
     parser.add_argument("--runs", type=int, default=3, help="timed sgemm / copy runs (best)")
-    parser.add_argument("--repeat", type=int, default=5, help="kernel repetitions (best)")
-    parser.add_argument("--seconds", type=float, default=0.2, help="kernel seconds a repetition")
+    parser.add_argument("--repeat", type=int, default=10, help="kernel repetitions (best)")
+    parser.add_argument("--seconds", type=float, default=0.1, help="kernel seconds a repetition")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.sizes.split(",")]
@@ -168,7 +168,11 @@ def main(argv: list[str]) -> int:
         for n, rate in sgemm.items()
     ]
     rows += [
-        ["kernel: f32 peak, 1 thread", f"{f32_one:.1f} GFLOP/s", ""],
+        [
+            f"kernel: f32 peak, 1 thread (its core share {peak_one.cpu_share['f32']:.2f})",
+            f"{f32_one:.1f} GFLOP/s",
+            "",
+        ],
         [
             "numpy sgemm, 1 thread (best size)",
             f"{sgemm_one:.1f} GFLOP/s",
@@ -193,6 +197,10 @@ def main(argv: list[str]) -> int:
         [f"kernel: {kind} not native", reason, ""] for kind, reason in limit.not_native.items()
     ]
     print(harness.markdown_table(["measured", "rate", "ratio"], rows))
+    shares = ", ".join(f"{name} {share:.2f}" for name, share in limit.cpu_share.items())
+    print(f"kernel's share of its cores in its best repetitions: {shares}")
+    if contended := limit.contended():
+        print(f"measured on busy cores (below {roofline.FULL_CORES}): {', '.join(contended)}")
     if args.json:
         harness.write_json(
             args.json,

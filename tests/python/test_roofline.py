@@ -76,6 +76,9 @@ def test_the_kernel_gives_positive_numbers_that_agree_with_each_other(measured):
     # a core does at most 2 x 16 f32 FMAs a cycle, at most 6 GHz; memory < 1 TB/s
     assert measured.peak_gflops["f32"] <= measured.threads * 64 * 6
     assert measured.bandwidth_bytes_s < 1e12
+    # each figure with the share of the cores its threads had (busy: below 1)
+    assert set(measured.cpu_share) == {*measured.peak_gflops, "copy", "triad"}
+    assert all(0 < share <= 1.2 for share in measured.cpu_share.values())
 
 
 def test_the_native_types_are_those_of_the_cpu(measured):
@@ -127,6 +130,7 @@ def test_the_json_round_trips_into_a_machine_limit(measured):
         ({"bandwidth_gbs": {"copy": -1, "triad": 2}}, r"malformed .*not a positive rate"),
         ({"peak_gflops": {"f64": 1.0}}, r"without an f32 peak"),
         ({"peak_gflops": {"f32": "fast"}}, r"malformed .*not a number"),
+        ({"cpu_share": {"f32": -0.5}}, r"malformed .*not a share of the cores"),
         ({"target": {"cpu": "x"}}, r"no 'target' with a 'cpu' and 'features'"),
     ],
 )
@@ -146,7 +150,13 @@ def _limit(bf16_gflops: float | None = None) -> MachineLimit:
         not_native["bf16"] = "no AVX512-BF16"
     else:
         peaks["bf16"] = bf16_gflops
-    return MachineLimit(TARGET, "test", "avx2", 2, peaks, 10.0, 20.0, not_native)
+    shares = {"f32": 0.99, "f64": 0.5, "copy": 0.95, "triad": 0.89}
+    return MachineLimit(TARGET, "test", "avx2", 2, peaks, 10.0, 20.0, not_native, shares)
+
+
+def test_figures_measured_on_busy_cores_are_named():
+    assert _limit().contended() == ["f64", "triad"]
+    assert _limit().contended(below=0.4) == []
 
 
 def test_the_bound_is_the_compute_term_when_flops_dominate():

@@ -17,7 +17,8 @@
 // `__AVX512FP16__` under -march=native), else the JSON names them in
 // `not_native` with the reason. Each repetition runs every thread for about
 // --seconds (the iterations calibrated on one thread first); the best
-// repetition is reported.
+// repetition is reported. Many short repetitions: on a shared machine, some
+// catch the cores free.
 //
 // Bandwidth: STREAM's copy (c = a) and triad (a = b + s * c) on arrays of
 // doubles, each max(4 x the last-level cache, 256 MiB) unless --array-mib
@@ -28,6 +29,9 @@
 //
 // Threads are started per repetition and released together; the time is the
 // wall time from the release to the last thread's end, on the main thread.
+// With each best figure comes its repetition's `cpu_share`: the process's CPU
+// time over wall time x threads. Below 1, other processes ran on the cores and
+// the figure is below the machine's.
 //
 // Output, one JSON object on stdout (docs/formats.md, format tfpgo.roofline):
 //   {"format": "tfpgo.roofline", "version": 1, "cpu": "<cpuid brand>",
@@ -35,6 +39,7 @@
 //    "peak_gflops": {"f32": .., "f64": .., "bf16": ..},
 //    "not_native": {"f16": "<why>"},
 //    "bandwidth_gbs": {"copy": .., "triad": ..},
+//    "cpu_share": {"f32": .., "f64": .., "bf16": .., "copy": .., "triad": ..},
 //    "array_bytes": .., "llc_bytes": ..}
 // Bad flags: usage on stderr, exit status 2; no memory: one line, status 1.
 //
@@ -49,6 +54,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <immintrin.h>
 #include <string>
@@ -69,17 +75,43 @@ using Clock = std::chrono::steady_clock;
 /// What the command line asks for.
 struct Options {
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  int repeat = 5;
-  double seconds = 0.2;
+  int repeat = 10;
+  double seconds = 0.1;
   size_t arrayBytes = 0; // 0: from the last-level cache
 };
 
 /// Keeps results alive so that the compiler cannot drop the work.
 volatile double gSink;
 
-/// Runs `work(thread)` on `threads` threads released together; returns the
-/// wall seconds from the release to the end of the last one.
-template <typename Work> double runTogether(unsigned threads, Work work) {
+/// Seconds of CPU time this process has used, all threads.
+double processCpuSeconds() {
+  timespec now;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
+}
+
+/// One run of every thread: its wall seconds, and the share of `threads`
+/// cores its threads had meanwhile (below 1: others ran on them too).
+struct Run {
+  double wall;
+  double cpuShare;
+};
+
+/// The best rate of several runs, and the CPU share of the run that gave it.
+struct Best {
+  double rate = 0;
+  double cpuShare = 0;
+  void offer(double runRate, const Run &run) {
+    if (runRate <= rate)
+      return;
+    rate = runRate;
+    cpuShare = run.cpuShare;
+  }
+};
+
+/// Runs `work(thread)` on `threads` threads released together; times it from
+/// the release to the end of the last one.
+template <typename Work> Run runTogether(unsigned threads, Work work) {
   std::atomic<unsigned> ready{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> pool;
@@ -93,11 +125,13 @@ template <typename Work> double runTogether(unsigned threads, Work work) {
     });
   while (ready.load() < threads)
     std::this_thread::yield();
+  double cpuStart = processCpuSeconds();
   auto start = Clock::now();
   go.store(true, std::memory_order_release);
   for (std::thread &thread : pool)
     thread.join();
-  return std::chrono::duration<double>(Clock::now() - start).count();
+  double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  return {wall, (processCpuSeconds() - cpuStart) / (wall * threads)};
 }
 
 /// kChains chains of `step` over `iterations` rounds, chain j started at
@@ -130,8 +164,8 @@ double runChains(Seed seed, long iterations, Step step, Lane lane) {
 /// Best GFLOP/s of `options.repeat` repetitions of the chains on every
 /// thread; `flopsPerStep` is what one `step` of one chain computes.
 template <typename Seed, typename Step, typename Lane>
-double peakGflops(const Options &options, Seed seed, Step step, Lane lane,
-                  double flopsPerStep) {
+Best peakGflops(const Options &options, Seed seed, Step step, Lane lane,
+                double flopsPerStep) {
   long iterations = 1 << 14;
   for (;;) { // calibrate: one thread, about a tenth of the target time
     auto start = Clock::now();
@@ -144,17 +178,17 @@ double peakGflops(const Options &options, Seed seed, Step step, Lane lane,
     }
     iterations *= 4;
   }
-  double best = 0;
+  Best best;
   for (int r = 0; r < options.repeat; ++r) {
     std::vector<double> sums(options.threads);
-    double wall = runTogether(options.threads, [&](unsigned t) {
+    Run run = runTogether(options.threads, [&](unsigned t) {
       sums[t] = runChains(seed, iterations, step, lane);
     });
     for (double sum : sums)
       gSink = gSink + sum;
     double flops =
         double(options.threads) * double(iterations) * kChains * flopsPerStep;
-    best = std::max(best, flops / wall / 1e9);
+    best.offer(flops / run.wall / 1e9, run);
   }
   return best;
 }
@@ -169,7 +203,7 @@ constexpr const char *kIsa = "sse2";
 
 /// Peak GFLOP/s per element type measured, and why the others are not.
 struct Peaks {
-  std::vector<std::pair<std::string, double>> gflops;
+  std::vector<std::pair<std::string, Best>> gflops;
   std::vector<std::pair<std::string, std::string>> notNative;
 };
 
@@ -276,8 +310,7 @@ std::pair<size_t, size_t> part(size_t count, unsigned t, unsigned threads) {
 typedef double Doubles __attribute__((vector_size(64)));
 
 /// STREAM's copy and triad: best GB/s of 2 x `repeat` passes each.
-std::pair<double, double> measureBandwidth(const Options &options,
-                                           size_t count) {
+std::pair<Best, Best> measureBandwidth(const Options &options, size_t count) {
   double *a = allocateDoubles(count), *b = allocateDoubles(count),
          *c = allocateDoubles(count);
   if (!a || !b || !c) {
@@ -299,22 +332,23 @@ std::pair<double, double> measureBandwidth(const Options &options,
     return std::make_pair(reinterpret_cast<Doubles *>(array + begin),
                           (end - begin) / 8);
   };
-  double copy = 0, triad = 0, scalar = 3.0;
+  Best copy, triad;
+  double scalar = 3.0, bytes = sizeof(double) * double(count);
   for (int r = 0; r < 2 * options.repeat; ++r) {
-    double wall = runTogether(threads, [&](unsigned t) {
+    Run run = runTogether(threads, [&](unsigned t) {
       auto [from, n] = vectors(a, t);
       Doubles *to = vectors(c, t).first;
       for (size_t i = 0; i < n; ++i)
         to[i] = from[i];
     });
-    copy = std::max(copy, 2.0 * sizeof(double) * double(count) / wall / 1e9);
-    wall = runTogether(threads, [&](unsigned t) {
+    copy.offer(2 * bytes / run.wall / 1e9, run);
+    run = runTogether(threads, [&](unsigned t) {
       auto [out, n] = vectors(a, t);
       Doubles *x = vectors(b, t).first, *y = vectors(c, t).first;
       for (size_t i = 0; i < n; ++i)
         out[i] = x[i] + scalar * y[i];
     });
-    triad = std::max(triad, 3.0 * sizeof(double) * double(count) / wall / 1e9);
+    triad.offer(3 * bytes / run.wall / 1e9, run);
   }
   gSink = a[count / 2] + c[count / 3];
   std::free(a), std::free(b), std::free(c);
@@ -420,19 +454,27 @@ int main(int argc, char **argv) {
   Peaks peaks = measurePeaks(options);
   auto [copy, triad] = measureBandwidth(options, count);
 
+  std::vector<std::pair<std::string, Best>> all = peaks.gflops;
+  all.emplace_back("copy", copy);
+  all.emplace_back("triad", triad);
   std::printf("{\"format\": \"tfpgo.roofline\", \"version\": 1, \"cpu\": %s, "
               "\"isa\": \"%s\", \"threads\": %u, \"repeat\": %d, "
               "\"peak_gflops\": {",
               quoted(cpuName()).c_str(), kIsa, options.threads, options.repeat);
   for (size_t i = 0; i < peaks.gflops.size(); ++i)
     std::printf("%s\"%s\": %.3f", i ? ", " : "", peaks.gflops[i].first.c_str(),
-                peaks.gflops[i].second);
+                peaks.gflops[i].second.rate);
   std::printf("}, \"not_native\": {");
   for (size_t i = 0; i < peaks.notNative.size(); ++i)
     std::printf("%s\"%s\": %s", i ? ", " : "", peaks.notNative[i].first.c_str(),
                 quoted(peaks.notNative[i].second).c_str());
   std::printf("}, \"bandwidth_gbs\": {\"copy\": %.3f, \"triad\": %.3f}, "
-              "\"array_bytes\": %zu, \"llc_bytes\": %zu}\n",
-              copy, triad, count * sizeof(double), llc);
+              "\"cpu_share\": {",
+              copy.rate, triad.rate);
+  for (size_t i = 0; i < all.size(); ++i)
+    std::printf("%s\"%s\": %.3f", i ? ", " : "", all[i].first.c_str(),
+                all[i].second.cpuShare);
+  std::printf("}, \"array_bytes\": %zu, \"llc_bytes\": %zu}\n",
+              count * sizeof(double), llc);
   return 0;
 }

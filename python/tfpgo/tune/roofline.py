@@ -37,10 +37,13 @@ from tfpgo.tune import dispatch_tiles
 
 FORMAT = "tfpgo.roofline"
 VERSION = 1
-# The kernel runs 3 element types x 5 repetitions of 0.2 s plus 10 passes over
-# 3 x 256 MiB: 4-6 s on the 2-core development machine, 2-3x that when other
+# The kernel runs 3 element types x 10 repetitions of 0.1 s plus 20 passes over
+# 3 x 256 MiB: 5.3 s on the 2-core development machine, 2-3x that when other
 # work shares its cores; the limit is ten times the loaded figure.
 MEASURE_TIMEOUT_S = 180.0
+# A figure whose best repetition had less of its cores than this was measured
+# while other processes ran on them: below the machine's (`MachineLimit.contended`).
+FULL_CORES = 0.9
 # A dispatch at this fraction of its bound or above is within 15% of it: the
 # tuning loop spends no budget on it (issue 39).
 AT_LIMIT = 0.85
@@ -55,7 +58,9 @@ class MachineLimit:
     """The ceilings of one target: peak GFLOP/s per element type measured on all
     `threads` cores, and STREAM's copy and triad bandwidth in GB/s (10^9 bytes
     read plus written a second). `not_native` names the element types with no
-    arithmetic of their own on this CPU, and why (they run widened to f32)."""
+    arithmetic of their own on this CPU, and why (they run widened to f32).
+    `cpu_share`: per figure (element type, `copy`, `triad`), the share of the
+    cores the kernel's threads had in the repetition that gave it."""
 
     target: HostTarget
     cpu: str  # the CPU's brand string, for people; `target` is the key
@@ -65,6 +70,7 @@ class MachineLimit:
     copy_gbs: float
     triad_gbs: float
     not_native: Mapping[str, str] = field(default_factory=dict)
+    cpu_share: Mapping[str, float] = field(default_factory=dict)
 
     def peak_flops(self, element_type: str) -> float | None:
         """FLOP/s of `element_type` (`f32`, `bf16`, ...): as measured; f32's for
@@ -75,6 +81,12 @@ class MachineLimit:
         if element_type in _WIDENED_TO_F32 and element_type in self.not_native:
             return self.peak_gflops["f32"] * 1e9
         return None
+
+    def contended(self, below: float = FULL_CORES) -> list[str]:
+        """The figures measured with less than `below` of their cores: other
+        processes shared them, so the figure is low and its bounds too high (a
+        dispatch would look nearer its limit than it is); measure again."""
+        return sorted(name for name, share in self.cpu_share.items() if share < below)
 
     @property
     def bandwidth_bytes_s(self) -> float:
@@ -94,6 +106,7 @@ class MachineLimit:
             "peak_gflops": dict(self.peak_gflops),
             "not_native": dict(self.not_native),
             "bandwidth_gbs": {"copy": self.copy_gbs, "triad": self.triad_gbs},
+            "cpu_share": dict(self.cpu_share),
         }
 
     @classmethod
@@ -124,6 +137,7 @@ class MachineLimit:
                 _positive(bandwidth["copy"]),
                 _positive(bandwidth["triad"]),
                 {str(k): str(v) for k, v in document.get("not_native", {}).items()},
+                {str(k): _share(v) for k, v in document.get("cpu_share", {}).items()},
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise UserError(f"{where}: malformed {FORMAT} document ({error!r})") from None
@@ -137,6 +151,14 @@ def _positive(value: Any) -> float:
         raise TypeError(f"{value!r} is not a number")
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{value!r} is not a positive rate")
+    return float(value)
+
+
+def _share(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{value!r} is not a number")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{value!r} is not a share of the cores")
     return float(value)
 
 
@@ -164,8 +186,9 @@ def measure(
 ) -> MachineLimit:
     """Runs the kernel on all cores (or `threads`) and returns this machine's
     limit, for `target` (default: what `host` resolves to, from iree-compile).
-    The other arguments pass to the kernel's flags (its defaults: 5
-    repetitions of 0.2 s, arrays of max(4 x last-level cache, 256 MiB))."""
+    The other arguments pass to the kernel's flags (its defaults: 10
+    repetitions of 0.1 s, arrays of max(4 x last-level cache, 256 MiB)). On a
+    shared machine, check `contended()` before keeping the limit."""
     command = [str(roofline_binary())]
     flags = (("--threads", threads), ("--repeat", repeat), ("--seconds", seconds))
     for flag, value in (*flags, ("--array-mib", array_mib)):
