@@ -248,7 +248,8 @@ def test_the_flow_compiles_on_the_scheduler_it_was_given(program, profiled, tmp_
     stablehlo, _ = program
     workload, baseline = profiled
     reading = HostReading(scheduler="tcp://127.0.0.1:1", connect_timeout_s=1)
-    tune_program = stages._tuner(tmp_path, 60, reading, lambda _: None)
+    options = stages.FlowOptions(tune_budget_s=60, host_reading=reading)
+    tune_program = stages._tuner(tmp_path, options, lambda _: None)
     with pytest.raises(UserError) as error:
         tune_program(stablehlo, workload, baseline)
     assert str(error.value).startswith(

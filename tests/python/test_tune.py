@@ -5,6 +5,7 @@ compiler and runtime, real tfpgo-opt; small StableHLO programs)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -26,9 +27,11 @@ from tfpgo.proposer.ab import ABResult, ABSamples, Verdict
 from tfpgo.report.tune_tables import decision_rows, op_rows, trial_rows, tune_summary
 from tfpgo.tune import dispatch_tiles, loop
 from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
+from tfpgo.tune.db import default_path
 from tfpgo.tune.dispatch_tiles import RootConfig
 from tfpgo.tune.document import Decision, EndToEnd, OpChange, Trial, Tuned, TuneDocument
 from tfpgo.tune.loop import TUNED_PROFILE, TUNED_VMFB, Tuning, tune
+from tfpgo.tune.records import Records, RunSummary
 
 BY_NAME = {candidate.name: candidate for candidate in CANDIDATES}
 
@@ -597,7 +600,7 @@ def test_tune_needs_the_compiled_program_and_a_positive_budget(tmp_path, capsys)
         run_flow(FlowOptions(output_dir=tmp_path / "out", tune_budget_s=60))
     assert str(error.value) == "--tune tunes the program IREE compiles: add --lower iree"
     assert not (tmp_path / "out").exists()
-    for bad in ("0", "-1", "inf", "soon"):
+    for bad in ("-1", "inf", "soon"):
         with pytest.raises(SystemExit):
             pgo.build_parser().parse_args(["--tune", "--tune-budget", bad])
         assert "argument --tune-budget: " in capsys.readouterr().err
@@ -661,3 +664,121 @@ def test_identical_convolutions_are_one_decision_with_their_shared_time(tmp_path
         ("s/first", None, pytest.approx(2000 / 45)),
         ("s/second", "s/first", pytest.approx(2000 / 45)),
     ]
+
+
+def _records(path: Path, stablehlo: Path, retune: bool = False) -> Records:
+    notes: list[str] = []
+    records = Records.open(path, stablehlo, retune, notes.append)
+    assert records is not None and not notes
+    return records
+
+
+def _never(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
+    raise AssertionError("a candidate the records settled was proposed again")
+
+
+def test_a_finished_run_is_built_again_from_its_record(program, tmp_path):
+    """Tune once, build many: the second run of the same program measures no
+    candidate; with a budget it confirms the recorded program by one A/B, with
+    --tune-budget 0 it writes the very same bytes without one."""
+    original, workload, baseline = program
+    stablehlo = _own_copy(original, tmp_path)
+    db = tmp_path / "tuning.db"
+    first = tmp_path / "first"
+    first.mkdir()
+    tried = (Candidate("wrong", _module(WRONG)), Candidate("lean", _module(LEAN)))
+    with _records(db, stablehlo).db:
+        pass  # created empty: the first run finds nothing
+    records = _records(db, stablehlo)
+    document = tune(stablehlo, workload, baseline, first, Tuning(600, 3), candidates=tried,
+                    records=records)  # fmt: skip
+    assert [t.outcome for t in document.trials] == ["rejected", "kept"]
+    (run,) = records.db.runs(records.target, records.original)
+    assert document.end_to_end is not None
+    assert run.finished and run.ratio == document.end_to_end.ratio and run.stablehlo
+    names = {d.name: d for d in records.db.decisions(records.target, records.original)}
+    assert names["wrong"].verdict == "" and not names["wrong"].kept
+    assert names["lean"].verdict == "helps" and names["lean"].kept
+    never = (Candidate("wrong", _never), Candidate("lean", _never))
+    again = tmp_path / "again"
+    again.mkdir()
+    confirmed = tune(stablehlo, workload, baseline, again, Tuning(600, 3), candidates=never,
+                     records=records)  # fmt: skip
+    ((name, outcome),) = [(t.name, t.outcome) for t in confirmed.trials]
+    assert (name, outcome) == ("tuning record", "kept") and confirmed.tuned is not None
+    assert confirmed.end_to_end is not None and confirmed.end_to_end.ratio < 0.5
+    built = tmp_path / "built"
+    built.mkdir()
+    rebuilt = tune(stablehlo, workload, baseline, built, Tuning(0), candidates=never,
+                   records=records)  # fmt: skip
+    assert rebuilt.trials[0].result is None and rebuilt.trials[0].max_abs == 0
+    assert (built / TUNED_VMFB).read_bytes() == (first / TUNED_VMFB).read_bytes()
+    records.db.close()
+
+
+def test_a_run_cut_short_goes_on_where_it_stopped(program, tmp_path):
+    """A recorded run that did not finish: what it measured on this program is
+    not measured again (`--retune` measures it all again)."""
+    original, workload, baseline = program
+    stablehlo = _own_copy(original, tmp_path)
+    records = _records(tmp_path / "tuning.db", stablehlo)
+    wrong = Trial("wrong", "the program of 9 characters", "rejected", "differs")
+    records.record([(wrong, Variant(stablehlo), (), False)], Variant(stablehlo), stablehlo,
+                   RunSummary("m", False, None, 1.0, ("lean",)))  # fmt: skip
+    tried = (Candidate("wrong", _never), Candidate("lean", _module(LEAN)))
+    document = tune(stablehlo, workload, baseline, tmp_path, Tuning(600, 3), candidates=tried,
+                    records=records)  # fmt: skip
+    skipped, lean = document.trials
+    assert skipped.outcome == "skipped" and "--retune measures again" in skipped.reason
+    assert skipped.reason.endswith(": differs") and lean.outcome == "kept"
+    retuned = _records(tmp_path / "tuning.db", stablehlo, retune=True)
+    assert retuned.last_run() is None and retuned.decided(Variant(stablehlo)) == {}
+    records.db.close()
+    retuned.db.close()
+
+
+def test_a_build_from_records_without_one_keeps_the_program(program, tmp_path):
+    original, workload, baseline = program
+    stablehlo = _own_copy(original, tmp_path)
+    notes: list[str] = []
+    records = _records(tmp_path / "tuning.db", stablehlo)
+    document = tune(stablehlo, workload, baseline, tmp_path, Tuning(0), notes.append,
+                    candidates=(Candidate("lean", _never),), records=records)  # fmt: skip
+    assert document.tuned is None and document.trials == ()
+    assert "holds no run of this program on this target" in document.unconfirmed
+    assert notes == [f"tune: {document.unconfirmed}"]
+    records.db.close()
+
+
+def test_a_file_that_is_no_tuning_database_is_one_line_and_the_run_goes_on(tmp_path):
+    stablehlo = tmp_path / "m.mlir"
+    stablehlo.write_text(LEAN)
+    corrupt = tmp_path / "tuning.db"
+    corrupt.write_bytes(b"not a database at all" * 10)
+    notes: list[str] = []
+    assert Records.open(corrupt, stablehlo, False, notes.append) is None
+    (line,) = notes
+    assert line.startswith(f"tuning database {corrupt}: not a tfpgo tuning database")
+    assert line.endswith("; going on without one")
+    assert corrupt.read_bytes() == b"not a database at all" * 10
+
+
+def test_the_tuning_database_flags(capsys):
+    def options(*args: str) -> FlowOptions:
+        return pgo.options_from_args(pgo.build_parser().parse_args(list(args)))
+
+    built = options("--lower", "iree", "--tune", "--tune-budget", "0", "--tuning-db", "t.db")
+    assert built.tune_budget_s == 0 and built.tuning_db == Path("t.db") and not built.retune
+    assert options("--lower", "iree", "--tune", "--no-tuning-db").tuning_db is None
+    assert options("--lower", "iree", "--tune").tuning_db == default_path()
+    assert options().tuning_db == default_path()  # unused without --tune
+    for args, message in [
+        (("--retune",), "--retune is for --tune: add --tune (and --lower iree)"),
+        (("--tune", "--tune-budget", "0", "--no-tuning-db"), "--tune-budget 0 builds from"),
+        (("--tune", "--tune-budget", "0", "--retune"), "which --retune leaves aside"),
+    ]:
+        with pytest.raises(UserError, match=re.escape(message)):
+            options(*args)
+    with pytest.raises(SystemExit):
+        pgo.build_parser().parse_args(["--tune", "--tuning-db", "a", "--no-tuning-db"])
+    assert "not allowed with argument" in capsys.readouterr().err

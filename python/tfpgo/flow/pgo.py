@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from tfpgo import HOT_OPS
 from tfpgo.cli import (
@@ -30,6 +31,7 @@ from tfpgo.mlir.lowering import LEVELS
 from tfpgo.models import BUILTIN_MODELS, DEFAULT_MODEL
 from tfpgo.models.profiling import ProfilerLevels
 from tfpgo.trace.hosts import add_host_reading_arguments, host_reading_from_args
+from tfpgo.tune.db import default_path
 
 
 def _level(top: int) -> Callable[[str], int]:
@@ -43,6 +45,14 @@ def _level(top: int) -> Callable[[str], int]:
 
 
 DEFAULT_TUNE_BUDGET_S = 600.0
+
+
+def budget_minutes(text: str) -> float:  # argparse names it: "invalid budget_minutes value"
+    """argparse type: a number of minutes, 0 or more, returned in seconds."""
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be 0 or a positive number of minutes")
+    return value * 60
 
 
 def minutes(text: str) -> float:  # argparse names it: "invalid minutes value"
@@ -153,9 +163,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add(
         "--tune-budget",
-        type=minutes,
+        type=budget_minutes,
         metavar="MINUTES",
-        help="--tune: the time the tuning loop may take, in minutes (default 10)",
+        help="--tune: the time the tuning loop may take, in minutes (default 10); 0 builds "
+        "the program the tuning database recorded for this program and target, measuring "
+        "nothing (one compile and one numerics check)",
+    )
+    records = parser.add_mutually_exclusive_group()
+    records.add_argument(
+        "--tuning-db",
+        type=Path,
+        metavar="PATH",
+        help="--tune: the tuning database (SQLite) to read what earlier runs measured from and "
+        "record this run's in (default $XDG_CACHE_HOME/tfpgo/tuning.db, else "
+        "~/.cache/tfpgo/tuning.db)",
+    )
+    records.add_argument(
+        "--no-tuning-db",
+        action="store_true",
+        help="--tune: read and record nothing: every run starts from zero",
+    )
+    add(
+        "--retune",
+        action="store_true",
+        help="--tune: measure every candidate again, whatever the tuning database recorded "
+        "(and record the new measurements)",
     )
     add(
         "--min-coverage",
@@ -227,6 +259,8 @@ def options_from_args(args: argparse.Namespace) -> FlowOptions:
         min_coverage=args.min_coverage,
         lower=_levels_up_to(args.lower),
         tune_budget_s=_tune_budget(args),
+        tuning_db=_tuning_db(args),
+        retune=args.retune,
         optimize=args.optimize,
         ab_repetitions=args.ab_repetitions,
         ab_steps=args.ab_steps,
@@ -246,6 +280,24 @@ def _tune_budget(args: argparse.Namespace) -> float | None:
             raise UserError("--tune-budget bounds --tune: add --tune (and --lower iree)")
         return None
     return args.tune_budget if args.tune_budget is not None else DEFAULT_TUNE_BUDGET_S
+
+
+def _tuning_db(args: argparse.Namespace) -> Path | None:
+    """The tuning database's path for --tune (None: --no-tuning-db); its flags
+    without --tune, or a build from records without one, are one line each."""
+    given = [flag for flag, on in (("--tuning-db", args.tuning_db is not None),
+             ("--no-tuning-db", args.no_tuning_db), ("--retune", args.retune)) if on]  # fmt: skip
+    if given and not args.tune:
+        raise UserError(f"{given[0]} is for --tune: add --tune (and --lower iree)")
+    if args.tune_budget == 0 and (args.no_tuning_db or args.retune):
+        flag = "--no-tuning-db" if args.no_tuning_db else "--retune"
+        raise UserError(
+            f"--tune-budget 0 builds from the tuning database's records, which {flag} "
+            "leaves aside: drop one of the two"
+        )
+    if args.no_tuning_db:
+        return None
+    return args.tuning_db if args.tuning_db is not None else default_path()
 
 
 def _levels_up_to(level: str | None) -> tuple[str, ...]:

@@ -151,8 +151,13 @@ class FlowOptions:
     min_coverage: float = 0.9
     # Lower the profiled function to these levels (lowering.LEVELS, in order).
     lower: tuple[str, ...] = ()
-    # --tune: seconds the tuning loop may start candidates in (None: no tuning).
+    # --tune: seconds the tuning loop may start candidates in (None: no tuning; 0:
+    # build from the tuning database's records).
     tune_budget_s: float | None = None
+    # --tune: the tuning database (None: none, every run starts from zero), and
+    # whether to measure again what it recorded.
+    tuning_db: Path | None = None
+    retune: bool = False
     # Measure the proposer's advice (tfpgo.proposer): A/B blocks an arm, steps a block.
     optimize: bool = False
     ab_repetitions: int = 10
@@ -626,9 +631,7 @@ def _lower(
         _iree_run(case, options.steps, options.warmup) if "iree" in options.lower and case else None
     )
     if iree is not None and options.tune_budget_s is not None:
-        iree = dataclasses.replace(
-            iree, then=_tuner(out, options.tune_budget_s, options.host_reading, note)
-        )
+        iree = dataclasses.replace(iree, then=_tuner(out, options, note))
     levels = lowering.lower(
         tf_module, out / "op_profile.json", options.lower, out, profile_self_ps, iree
     )
@@ -651,24 +654,37 @@ def _lower(
 
 
 def _tuner(
-    out: Path, budget_s: float, reading: HostReading, note: Callable[[str], None]
+    out: Path, options: FlowOptions, note: Callable[[str], None]
 ) -> Callable[[Path, Workload, ProfiledProgram], None]:
-    """--tune: the loop run on the profiled program inside the lowering; with
-    --scheduler its candidates compile on that Dask cluster."""
+    """--tune: the loop run on the profiled program inside the lowering, with the
+    tuning database's records of it; with --scheduler its candidates compile on
+    that Dask cluster."""
     from tfpgo.tune import loop
+    from tfpgo.tune.records import Records
+
+    assert options.tune_budget_s is not None  # --tune
+    budget_s, reading = options.tune_budget_s, options.host_reading
 
     def tune(stablehlo: Path, workload: Workload, program: ProfiledProgram) -> None:
         tuning = loop.Tuning(budget_s)
-        if reading.scheduler is None:
-            loop.tune(stablehlo, workload, program, out, tuning, note)
-            return
-        from tfpgo.iree.remote_compile import ClusterCompiler
+        records = None
+        if options.tuning_db is not None:
+            records = Records.open(options.tuning_db, stablehlo, options.retune, note)
+        try:
+            if reading.scheduler is None:
+                loop.tune(stablehlo, workload, program, out, tuning, note, records=records)
+                return
+            from tfpgo.iree.remote_compile import ClusterCompiler
 
-        with ClusterCompiler(reading.scheduler, reading.connect_timeout_s) as cluster:
-            note(f"tune: candidates compile on the Dask cluster at {cluster.address}")
-            loop.tune(
-                stablehlo, workload, program, out, tuning, note, compile_vmfb=cluster.compile_vmfb
-            )
+            with ClusterCompiler(reading.scheduler, reading.connect_timeout_s) as cluster:
+                note(f"tune: candidates compile on the Dask cluster at {cluster.address}")
+                loop.tune(
+                    stablehlo, workload, program, out, tuning, note,
+                    compile_vmfb=cluster.compile_vmfb, records=records,
+                )  # fmt: skip
+        finally:
+            if records is not None:
+                records.db.close()
 
     return tune
 

@@ -415,7 +415,7 @@ def open_or_none(path: Path, note: Callable[[str], None]) -> TuningDb | None:
     try:
         return TuningDb.open(path)
     except TuningDbError as error:
-        note(f"tuning database: {error}; going on without one")
+        note(f"{error}; going on without one")
         return None
 
 

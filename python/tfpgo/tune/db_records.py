@@ -453,3 +453,6 @@ class ProgramRun:
     untried: tuple[str, ...]
     unsearched: tuple[str, ...]
     when: float
+    # The digest of the program kept when a pass rewrote it (its bytes stored
+    # beside the database: tfpgo.tune.records); "" when it is the original.
+    stablehlo: str = ""

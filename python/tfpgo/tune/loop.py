@@ -52,6 +52,7 @@ from tfpgo.iree.tools import ToolTimeout, tool_timeout_s, tools_deadline
 from tfpgo.mlir import annotate
 from tfpgo.proposer import ab
 from tfpgo.tune.candidates import CANDIDATES, EVIDENCE, Candidate, Evidence, Proposal, Variant
+from tfpgo.tune.db_records import ProgramRun
 from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, RootConfig, without_spec
 from tfpgo.tune.document import (
     TUNE_DOCUMENT,
@@ -62,6 +63,7 @@ from tfpgo.tune.document import (
     Tuned,
     TuneDocument,
 )
+from tfpgo.tune.records import Records, RunSummary, from_record
 
 TUNED_PROFILE = "iree_profile.tuned.json"
 TUNED_VMFB = "model.tuned.vmfb"
@@ -99,7 +101,7 @@ class Tuning:
     """What `--tune` may spend: wall-clock seconds (candidates start only before
     the budget is spent) and A/B blocks per arm."""
 
-    budget_s: float
+    budget_s: float  # 0: build from the tuning database's records, measuring nothing
     repetitions: int = 5  # the least; fast programs get more (_blocks)
     iterations: int = MIN_ITERATIONS  # a block's; set from the profile (_blocks)
 
@@ -113,11 +115,14 @@ def tune(
     note: Callable[[str], None] = lambda _: None,
     candidates: tuple[Candidate, ...] = CANDIDATES,
     compile_vmfb: CompileVmfb = iree_run.compile_vmfb,
+    records: Records | None = None,
 ) -> TuneDocument:
     """Runs the loop (module docstring) from `baseline`, the profiled program of
     `stablehlo`, writing tune.json and, when a candidate was kept, the tuned
     program and its profile into `out`; `compile_vmfb` compiles each candidate.
-    Returns what tune.json records."""
+    With `records` (the tuning database) it starts from what is recorded of this
+    program and records what it measures (`tfpgo.tune.records`). Returns what
+    tune.json records."""
     deadline = time.monotonic() + tuning.budget_s
     tuning = _blocks(baseline.profile, tuning)
     timeout_s = max(MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR * baseline.compile_s)
@@ -128,7 +133,7 @@ def tune(
     with tools_deadline(deadline + overrun_s, what):
         return _tune(
             stablehlo, workload, baseline, out, tuning, note, candidates, compile_vmfb,
-            deadline, timeout_s,
+            deadline, timeout_s, records,
         )  # fmt: skip
 
 
@@ -143,15 +148,40 @@ def _tune(
     compile_vmfb: CompileVmfb,
     deadline: float,
     timeout_s: float,
+    records: Records | None,
 ) -> TuneDocument:
     """`tune` within its tools' deadline: the loop, then the final A/B."""
+    started_s = time.monotonic()
     scratch = stablehlo.parent / "tune"
     scratch.mkdir(exist_ok=True)
+    last = records.last_run() if records is not None else None
+    if last is not None and records is not None and (last.finished or tuning.budget_s == 0):
+        rebuilt = _rebuilt(last, records, stablehlo, workload, baseline, out, tuning, note,
+                           compile_vmfb, timeout_s)  # fmt: skip
+        if rebuilt is not None:
+            return rebuilt
+    if tuning.budget_s == 0 and records is not None:
+        return _written(
+            TuneDocument(0, baseline.profile.runs, (), (), (), None, None, _NO_RECORD), out, note
+        )
     current, program = Variant(stablehlo), baseline
     evidence = Evidence(out / "iree_profile.json", baseline.profile, workload, deadline, timeout_s)
     trials: list[Trial] = []
     # Each decision, the flags its change added (a tuning spec aside) and the tiles.
     decisions: list[tuple[Decision, frozenset[str], frozenset[RootConfig]]] = []
+    # Each trial measured this run, the program it was measured on and its flags.
+    measured: list[tuple[Trial, Variant, tuple[str, ...]]] = []
+    if last is not None and records is not None:
+        resumed = _resumed(last, records, stablehlo, scratch / "resumed", workload, note)
+        if resumed is not None:
+            (current, program), trial = resumed
+            trials.append(trial)
+            program.profile.write(scratch / "resumed" / "iree_profile.json")
+            evidence = replace(
+                evidence,
+                profile_path=scratch / "resumed" / "iree_profile.json",
+                profile=program.profile,
+            )
     measuring_s = 0.0  # the longest compile, check and A/B of a candidate so far
     # The candidates in order, then again those that repeat, while they are kept
     # (appended to the queue as it is walked).
@@ -164,12 +194,18 @@ def _tune(
         if time.monotonic() >= cutoff:
             trials.append(Trial(name, "", "not tried", "the --tune-budget was spent"))
             continue
+        recorded = records.decided(current).get(name) if records is not None else None
+        if recorded is not None and recorded.verdict != ab.Verdict.HELPS.value:
+            trials.append(Trial(name, recorded.change, "skipped", from_record(recorded)))
+            note(f"tune: {name}: skipped: {trials[-1].reason}")
+            continue
         directory = scratch / f"candidate_{index}"
         directory.mkdir()
         proposal = _proposed(candidate, current, replace(evidence, deadline=cutoff), directory)
         _keep_evidence(directory, out, round_)
         if not isinstance(proposal, Proposal):
             trials.append(Trial(name, "", *proposal))
+            measured.append((trials[-1], current, ()))
             note(f"tune: {name}: {proposal[0]}: {proposal[1]}")
             continue
         started = time.monotonic()
@@ -187,6 +223,7 @@ def _tune(
         measuring_s = max(measuring_s, time.monotonic() - started)
         note(f"tune: {trial.name}: {trial.outcome}: {trial.reason}")
         trials.append(trial)
+        measured.append((trial, current, tuple(without_spec(proposal.variant.flags))))
         made = [
             replace(decision, candidate=name, kept=trial.outcome == "kept")
             for decision in proposal.decisions
@@ -246,8 +283,140 @@ def _tune(
         end_to_end,
         unconfirmed,
     )
+    if records is not None:
+        untried = tuple(trial.name for trial in trials if trial.outcome == "not tried")
+        ratio = end_to_end.ratio if tuned is not None and end_to_end is not None else None
+        summary = RunSummary(out.name, not untried, ratio, time.monotonic() - started_s, untried)
+        records.record(
+            [(trial, on, added, trial.outcome == "kept" and tuned is not None)
+             for trial, on, added in measured],
+            current if tuned is not None else Variant(stablehlo),
+            stablehlo,
+            summary,
+        )  # fmt: skip
+    return _written(document, out, note)
+
+
+_NO_RECORD = (
+    "--tune-budget 0 builds from the tuning database, which holds no run of this program on "
+    "this target: the program --lower iree compiled stays"
+)
+
+
+def _written(document: TuneDocument, out: Path, note: Callable[[str], None]) -> TuneDocument:
     document.write(out / TUNE_DOCUMENT)
+    if document.unconfirmed and not document.trials:
+        note(f"tune: {document.unconfirmed}")
     return document
+
+
+def _resumed(
+    last: ProgramRun,
+    records: Records,
+    stablehlo: Path,
+    directory: Path,
+    workload: Workload,
+    note: Callable[[str], None],
+) -> tuple[tuple[Variant, ProfiledProgram], Trial] | None:
+    """The program a run cut short by its budget had kept, compiled and profiled to
+    go on from, with the trial that says so; None when it kept nothing or cannot
+    be built again (then the loop starts from the original)."""
+    if not (last.flags or last.tiles or last.stablehlo):
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    variant = records.variant_of(last, stablehlo, directory)
+    if variant is None:
+        note("tune: the program a recorded run kept is no longer stored; starting over")
+        return None
+    try:
+        program = profile_program(variant.stablehlo, variant.flags, directory, workload, TUNED_VMFB)
+    except UserError as error:
+        note(f"tune: the recorded program could not be built again ({error}); starting over")
+        return None
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last.when))
+    reason = f"resumed: what the run of {when} kept before its budget ran out"
+    note(f"tune: {reason}")
+    return (variant, program), Trial("tuning record", _change_of(last), "kept", reason)
+
+
+def _change_of(run: ProgramRun) -> str:
+    parts = [*(flag for flag in without_spec(run.flags)), *(["a tuning spec"] if run.spec else [])]
+    return ", ".join(parts + (["a rewritten program"] if run.stablehlo else [])) or "nothing"
+
+
+def _rebuilt(
+    last: ProgramRun,
+    records: Records,
+    stablehlo: Path,
+    workload: Workload,
+    baseline: ProfiledProgram,
+    out: Path,
+    tuning: Tuning,
+    note: Callable[[str], None],
+    compile_vmfb: CompileVmfb,
+    timeout_s: float,
+) -> TuneDocument | None:
+    """The program a finished run kept (or, with `--tune-budget 0`, the last run
+    of any kind), built from its record: compiled and checked, then confirmed
+    against the original by one A/B, or with a budget of 0 written as it is. None
+    when it can no longer be built (its rewritten program is not stored)."""
+    directory = stablehlo.parent / "tune" / "recorded"
+    directory.mkdir(parents=True, exist_ok=True)
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last.when))
+    runs = baseline.profile.runs
+    if not (last.flags or last.tiles or last.stablehlo):
+        why = (
+            f"the run of {when} finished and kept nothing: the program --lower iree compiled stays"
+        )
+        trial = Trial("tuning record", "nothing", "skipped", why)
+        return _written(
+            TuneDocument(tuning.budget_s, runs, (trial,), (), (), None, None), out, note
+        )
+    variant = records.variant_of(last, stablehlo, directory)
+    if variant is None:
+        note("tune: the program a recorded run kept is no longer stored; tuning again")
+        return None
+    change = _change_of(last)
+    then = "" if last.ratio is None else f" (ratio {last.ratio:.3f} then)"
+    if tuning.budget_s == 0:
+        vmfb = directory / "model.iree.vmfb"
+        try:
+            compile_vmfb(variant.stablehlo, vmfb, variant.flags, timeout_s)
+            max_abs = check_outputs(vmfb, workload, directory)
+        except UserError as error:
+            trial = Trial("tuning record", change, "rejected", str(error))
+            document = TuneDocument(0, runs, (trial,), (), (), None, None, str(error))
+            return _written(document, out, note)
+        (out / TUNED_VMFB).write_bytes(vmfb.read_bytes())
+        if last.spec:
+            (out / SPEC).write_text(last.spec)
+        reason = f"built from the run of {when}{then}, not timed (--tune-budget 0)"
+        trial = Trial("tuning record", change, "kept", reason, None, max_abs)
+        note(f"tune: {reason}: {TUNED_VMFB}")
+        built = Tuned(TUNED_VMFB, "", ())
+        document = TuneDocument(0, runs, (trial,), (), last.flags, built, None)
+        return _written(document, out, note)
+    try:
+        program = profile_program(variant.stablehlo, variant.flags, directory, workload, TUNED_VMFB)
+    except UserError as error:
+        note(f"tune: the recorded program could not be built again ({error}); tuning again")
+        return None
+    overall, unconfirmed = _confirmed(baseline.vmfb, program.vmfb, workload, tuning)
+    reason = f"built from the run of {when}{then}"
+    trial = Trial("tuning record", change, "kept", reason, None, program.profile.outputs_max_abs)
+    end_to_end = None if overall is None else EndToEnd.of(overall, program.profile.outputs_max_abs)
+    tuned = None
+    if overall is not None and overall.verdict is ab.Verdict.HELPS:
+        _write_tuned(program, baseline.profile, variant, stablehlo, workload, out)
+        tuned = Tuned(TUNED_VMFB, TUNED_PROFILE, _op_changes(baseline.profile, program.profile))
+        note(f"tune: {reason}: {_interval(overall)}")
+    else:
+        note(f"tune: {reason}, not confirmed against the original; the original stays")
+    document = TuneDocument(
+        tuning.budget_s, runs, (trial,), (), last.flags if tuned else (), tuned, end_to_end,
+        unconfirmed,
+    )  # fmt: skip
+    return _written(document, out, note)
 
 
 def _proposed(
