@@ -17,9 +17,13 @@ from iree_tile_oracle import Tiles, applied_matmul_tiles, spec_tiles, tiles_of
 from tfpgo.errors import UserError
 from tfpgo.iree import dispatch_benchmark
 from tfpgo.iree import run as iree_run
+from tfpgo.iree.remote_compile import HostTarget
 from tfpgo.iree.tools import run_tool
+from tfpgo.report.tune_tables import limit_text
 from tfpgo.tune import dispatch_tiles
 from tfpgo.tune.dispatch_tiles import RootConfig, neighbours, root_configs, spec_text
+from tfpgo.tune.document import TuneDocument
+from tfpgo.tune.roofline import MachineLimit, hot_fractions
 
 TWO_MATMULS = """
 func.func @main(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>, %c: tensor<128x256xf32>,
@@ -185,6 +189,37 @@ def test_targets_rank_by_headroom_over_the_measured_bound():
         beaten.name,
         small.name,
     ]
+
+
+def test_a_dispatch_at_this_machines_limit_is_no_target(tmp_path):
+    """With the machine's limit (a constructed one: 1 FLOP/ps f32, 1 byte/ps), an
+    elementwise dispatch over 2^18 f32 moves 2^20 bytes: at 1,150,000 ps it runs
+    within 15% of that roofline and is left out, though TensorFlow ran its ops in
+    500,000 ps; a matmul 64^3 at 2,000,000 ps is a target whose bound is its
+    roofline (524,288 ps of FLOPs at peak), not the 100,000 ps TensorFlow took."""
+    limit = MachineLimit(HostTarget("c", "+f"), "c", "avx2", 1, {"f32": 1000.0}, 1000.0, 1000.0)
+    near = _dispatch("f_dispatch_0_elementwise_262144_f32", 1_150_000, 500_000)
+    far = _dispatch("f_dispatch_1_matmul_64x64x64_f32", 2_000_000, 100_000)
+    profile = iree_run.IreeProfile("s", "main", 1, 0, 0.0, 1e-3, 1e-5, (near, far))
+    assert [(t.name, t.bound_ps) for t in dispatch_tiles.targets(profile)] == [
+        (far.name, 100_000),
+        (near.name, 500_000),
+    ]
+    found = dispatch_tiles.targets(profile, limit=limit)
+    assert [(t.name, t.bound_ps) for t in found] == [(far.name, 524_288)]
+    fractions = dict(hot_fractions([(d.name, 1, d.total_ps) for d in (near, far)], limit, 0.01))
+    assert fractions == pytest.approx(
+        {far.name: 524_288 / 2_000_000, near.name: 1_048_576 / 1_150_000}
+    )
+    document = TuneDocument(60, 1, (), (), (), None, None, "", tuple(fractions.items()))
+    assert limit_text(document) == (
+        "Fraction of this machine's limit (roofline) per hot dispatch: 1_matmul_64x64x64_f32 "
+        "26%, 0_elementwise_262144_f32 91%; 1 of 2 within 15% of it."
+    )
+    document.write(tmp_path / "tune.json")
+    assert TuneDocument.read(tmp_path / "tune.json") == document
+    only_near = replace(document, at_limit=(document.at_limit[1],))
+    assert limit_text(only_near).endswith("nothing left to gain here.")
 
 
 def test_the_search_climbs_on_benchmarks_and_decides_in_place(tmp_path):

@@ -17,7 +17,7 @@ import pytest
 from tfpgo import toolpaths
 from tfpgo.errors import UserError
 from tfpgo.iree.remote_compile import HostTarget
-from tfpgo.tune import dispatch_tiles
+from tfpgo.tune.dispatch_names import dispatch_flops, dispatch_kind
 from tfpgo.tune.roofline import (
     AT_LIMIT,
     DispatchWork,
@@ -25,8 +25,6 @@ from tfpgo.tune.roofline import (
     achieved_fraction,
     at_limit,
     dispatch_bound,
-    dispatch_flops,
-    dispatch_kind,
     dispatch_work,
     element_bytes,
     measure,
@@ -200,9 +198,10 @@ def test_dispatch_work_from_iree_names():
     assert dispatch_work("main_dispatch_9_slow_memcpy") is None
 
 
-def test_the_wrappers_are_dispatch_tiles_own_readings():
+def test_dispatch_names_are_read_once_for_the_search_and_the_limit():
     name = "main_dispatch_1_matmul_128x64x256_f32"
-    assert dispatch_flops(name) == dispatch_tiles._flops(name) == 2 * 128 * 64 * 256
+    assert dispatch_flops(name) == 2 * 128 * 64 * 256
+    assert dispatch_flops("main_dispatch_3_elementwise_1024_f32") == 0  # no contraction
     assert dispatch_kind(name) == "matmul"
     assert dispatch_kind("main_dispatch_1_batch_matmul_2x8x8x8_f32") == "batch_matmul"
     assert dispatch_kind("not a dispatch") is None

@@ -43,6 +43,7 @@ from tfpgo.report.tune_tables import (
     TRIAL_HEADER,
     TUNE_TITLE,
     decision_rows,
+    limit_text,
     op_rows,
     trial_rows,
     tune_summary,
@@ -426,6 +427,8 @@ def to_markdown(inputs: ReportInputs) -> str:
         parts += [markdown_table(SCOPE_HEADER, scope_rows(inputs.iree, steps, inputs.top_n))]
     if inputs.tune is not None:
         parts += ["", f"## {TUNE_TITLE}", "", tune_summary(inputs.tune), ""]
+        if limit := limit_text(inputs.tune):
+            parts += [limit, ""]
         parts += [markdown_table(TRIAL_HEADER, trial_rows(inputs.tune))]
         if inputs.tune.decisions:
             parts += ["", "### What changed where", ""]
@@ -543,6 +546,8 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         parts.append(html_table(SCOPE_HEADER, scope_rows(inputs.iree, steps, inputs.top_n)))
     if inputs.tune is not None:
         parts.append(f"<h2>{esc(TUNE_TITLE)}</h2><p>{esc(tune_summary(inputs.tune))}</p>")
+        if limit := limit_text(inputs.tune):
+            parts.append(f"<p>{esc(limit)}</p>")
         parts.append(html_table(TRIAL_HEADER, trial_rows(inputs.tune)))
         if inputs.tune.decisions:
             parts.append("<h3>What changed where</h3>")

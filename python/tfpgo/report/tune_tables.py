@@ -7,12 +7,30 @@ from __future__ import annotations
 from tfpgo.proposer.ab import bounds_text, ratio_text
 from tfpgo.render.metrics import format_ps
 from tfpgo.tune.document import TuneDocument
+from tfpgo.tune.roofline import AT_LIMIT
 
 TUNE_TITLE = "Tuning (--tune)"
 TRIAL_HEADER = ["candidate", "change", "outcome", "ratio [interval]", "why"]
 OP_HEADER = ["tf op", "TF a step", "IREE before", "IREE after", "after / before"]
 DECISION_HEADER = ["candidate", "dispatch", "tf ops", "change", "before", "after", "kept"]
 SHOWN_OPS = 2
+
+
+def limit_text(document: TuneDocument) -> str:
+    """One line: how far each hot dispatch of the original program ran from this
+    machine's limit, and whether anything is left to gain here ("" unknown)."""
+    if not document.at_limit:
+        return ""
+    near = [name for name, fraction in document.at_limit if fraction >= AT_LIMIT]
+    shown = ", ".join(
+        f"{name.rsplit('_dispatch_', 1)[-1]} {fraction:.0%}" for name, fraction in document.at_limit
+    )
+    verdict = (
+        "every hot dispatch runs within 15% of this machine's limit: nothing left to gain here"
+        if len(near) == len(document.at_limit)
+        else f"{len(near)} of {len(document.at_limit)} within 15% of it"
+    )
+    return f"Fraction of this machine's limit (roofline) per hot dispatch: {shown}; {verdict}."
 
 
 def tune_summary(document: TuneDocument) -> str:

@@ -45,8 +45,10 @@ from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir import annotate
 from tfpgo.proposer.ab import NOISE
 from tfpgo.tune import dispatch_tiles, rewrite_screen
+from tfpgo.tune.dispatch_names import loop_ranges
 from tfpgo.tune.document import Decision
 from tfpgo.tune.rewrite_screen import CONV_TO_DOT, FormTiming
+from tfpgo.tune.roofline import MachineLimit
 
 REWRITES_FORMAT = "tfpgo.rewrites"
 # Files a candidate may leave in its scratch directory for the user.
@@ -87,14 +89,15 @@ class Proposal:
 class Evidence:
     """What a candidate decides from: the current program's dispatch profile (and
     its file), what it runs on, when the tuning budget ends (a time.monotonic()
-    value), and how long a compile of the whole program may take before it is
-    taken for hung."""
+    value), how long a compile of the whole program may take before it is
+    taken for hung, and this machine's limit when it is known (the roofline)."""
 
     profile_path: Path
     profile: IreeProfile
     workload: Workload
     deadline: float
     compile_timeout_s: float
+    limit: MachineLimit | None = None
 
 
 @dataclass(frozen=True)
@@ -217,16 +220,17 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
     spec matches by loop ranges), and keeps its tiles in the new spec."""
     tuned = {config.loops for config in current.tiles}
     skip = current.searched | {
-        d.name for d in evidence.profile.dispatches if dispatch_tiles.loop_ranges(d.name) in tuned
+        d.name for d in evidence.profile.dispatches if loop_ranges(d.name) in tuned
     }
     later = bool(current.tiles)
-    wanted = dispatch_tiles.targets(evidence.profile, skip, later)
+    wanted = dispatch_tiles.targets(evidence.profile, skip, later, evidence.limit)
     if not wanted:
         share = dispatch_tiles.LATER_MIN_SHARE if later else dispatch_tiles.MIN_SHARE
         return (
             f"no dispatch with {share:.0%} of the dispatch time"
             f"{' and not searched before' if skip else ''} runs above its bound (its ops' "
-            "TensorFlow time, or the program's best contraction rate)"
+            "TensorFlow time, or the program's best contraction rate"
+            f"{', or within 15% of this machine' + chr(39) + 's limit' if evidence.limit else ''})"
         )
     workload = evidence.workload
 

@@ -41,7 +41,6 @@ kept tiles in every compile and in the new spec (`base`).
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -52,6 +51,8 @@ from tfpgo.errors import UserError
 from tfpgo.iree import dispatch_benchmark
 from tfpgo.iree import run as iree_run
 from tfpgo.proposer.ab import NOISE
+from tfpgo.tune.dispatch_names import dispatch_flops, loop_ranges
+from tfpgo.tune.roofline import MachineLimit, at_limit, dispatch_bound_ps
 
 MIN_SHARE = 0.03
 MAX_DISPATCHES = 8
@@ -71,8 +72,6 @@ COMPILE_TIMEOUT_MIN_S, COMPILE_TIMEOUT_FACTOR = 60.0, 5.0
 SPEC = "tuning_spec.mlir"
 SEARCH = "tiles.json"
 SPEC_FLAG = "--iree-codegen-tuning-spec-path="
-# The loop ranges IREE writes into a dispatch's name: `..._conv_8x14x14x256x3x3x256_f32`.
-_LOOPS = re.compile(r"_(\d+(?:x\d+)*)_[a-z]+\d+$")
 _FUNCTION = re.compile(r"func\.func @([\w$.-]+)\(")
 _CONFIG = re.compile(
     r"lowering_config = #iree_cpu\.lowering_config<distribution = \[([\d, ]*)\], "
@@ -143,12 +142,6 @@ def root_configs(directory: Path) -> dict[str, RootConfig]:
 def without_spec(flags: Sequence[str]) -> tuple[str, ...]:
     """`flags` less the tuning spec they name, if any."""
     return tuple(flag for flag in flags if not flag.startswith(SPEC_FLAG))
-
-
-def loop_ranges(name: str) -> tuple[int, ...] | None:
-    """The loop ranges IREE writes into a dispatch's name, or None."""
-    loops = _LOOPS.search(name)
-    return None if loops is None else tuple(int(v) for v in loops[1].split("x"))
 
 
 def neighbours(config: RootConfig) -> list[RootConfig]:
@@ -315,12 +308,6 @@ class Search:
         return {"dispatches": dispatches, "failed": failed}
 
 
-# Dispatch kinds whose loops are one multiply-add each (IREE names a dispatch by
-# its root op's kind and loop ranges): 2 x the product of the ranges is their FLOPs.
-_CONTRACTIONS = ("conv", "matmul", "matmul_like", "batch_matmul", "contract")
-_KIND = re.compile(r"_dispatch_\d+_([a-z_]+?)_\d+(?:x\d+)*_[a-z]+\d+$")
-
-
 @dataclass(frozen=True)
 class Target:
     """A dispatch worth tuning and what the profile says it could gain: its time
@@ -336,7 +323,10 @@ class Target:
 
 
 def targets(
-    profile: iree_run.IreeProfile, skip: Collection[str] = frozenset(), later: bool = False
+    profile: iree_run.IreeProfile,
+    skip: Collection[str] = frozenset(),
+    later: bool = False,
+    limit: MachineLimit | None = None,
 ) -> list[Target]:
     """The dispatches worth tuning, most headroom first: each at least MIN_SHARE
     of the dispatch time, with a bound it runs above, at most MAX_DISPATCHES,
@@ -346,11 +336,14 @@ def targets(
     A dispatch's bound is the lower of two measured figures: the TensorFlow time
     of the ops it runs (TensorFlow ran them that fast on this machine), and for a
     contraction its FLOPs at the best rate a hot contraction of this program reached
-    (the program's own roofline: what IREE already achieves on this CPU). A
+    (the program's own roofline: what IREE already achieves on this CPU). With
+    this machine's `limit`, no bound is below the dispatch's roofline (its FLOPs
+    at peak, its bytes at the bandwidth: `tfpgo.tune.roofline`), and a dispatch
+    within 15% of its roofline is left out: nothing is left to gain there. A
     dispatch with no bound, or at it, has nothing the profile says it can gain."""
     total = max(profile.dispatch_ps, 1)
     hot = [d for d in profile.dispatches if d.total_ps >= MIN_SHARE * total and d.count]
-    flops = {d.name: _flops(d.name) for d in profile.dispatches}
+    flops = {d.name: dispatch_flops(d.name) for d in profile.dispatches}
     # The rate of hot contractions only: a dispatch of a few microseconds is
     # timed too coarsely to set a bound for the others.
     rates = [flops[d.name] * d.count / d.total_ps for d in hot if flops[d.name]]
@@ -366,18 +359,14 @@ def targets(
         bounds = [dispatch.tf_self_ps] if dispatch.tf_self_ps > 0 else []
         if flops[dispatch.name] and best_rate:
             bounds.append(round(flops[dispatch.name] * dispatch.count / best_rate))
+        roof = None if limit is None else dispatch_bound_ps(dispatch.name, dispatch.count, limit)
+        if roof is not None and at_limit(roof, dispatch.total_ps):
+            continue
         if bounds:
-            found.append(Target(dispatch.name, dispatch.total_ps, min(bounds)))
+            found.append(Target(dispatch.name, dispatch.total_ps, max(min(bounds), roof or 0)))
     found = [t for t in found if t.headroom_ps > 0]
     found.sort(key=lambda t: (-t.headroom_ps, t.name))
     return found[: LATER_MAX_DISPATCHES if later else MAX_DISPATCHES]
-
-
-def _flops(name: str) -> int:
-    kind, loops = _KIND.search(name), loop_ranges(name)
-    if kind is None or loops is None or kind[1] not in _CONTRACTIONS:
-        return 0
-    return 2 * math.prod(loops)
 
 
 def search(

@@ -130,6 +130,9 @@ class TuneDocument:
     # Why the kept changes could not be timed against the original (an IREE tool
     # killed: a hang, or the stage's deadline); "" when they were, or none was kept.
     unconfirmed: str = ""
+    # Each hot dispatch of the original program and the fraction of this machine's
+    # limit (its roofline bound over its time) it reached; () when not known.
+    at_limit: tuple[tuple[str, float], ...] = ()
 
     @property
     def kept(self) -> tuple[str, ...]:
@@ -154,6 +157,7 @@ class TuneDocument:
             },
             "end_to_end": vars(self.end_to_end) if self.end_to_end else None,
             "unconfirmed": self.unconfirmed,
+            "at_limit": [{"dispatch": name, "fraction": f} for name, f in self.at_limit],
         }
 
     def write(self, path: Path) -> None:
@@ -179,4 +183,7 @@ class TuneDocument:
             ),
             EndToEnd(**document["end_to_end"]) if document["end_to_end"] else None,
             document.get("unconfirmed", ""),
+            tuple(
+                (item["dispatch"], float(item["fraction"])) for item in document.get("at_limit", ())
+            ),
         )

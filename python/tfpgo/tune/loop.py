@@ -53,7 +53,7 @@ from tfpgo.mlir import annotate
 from tfpgo.proposer import ab
 from tfpgo.tune.candidates import CANDIDATES, EVIDENCE, Candidate, Evidence, Proposal, Variant
 from tfpgo.tune.db_records import ProgramRun
-from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, RootConfig, without_spec
+from tfpgo.tune.dispatch_tiles import MIN_SHARE, SPEC, SPEC_FLAG, RootConfig, without_spec
 from tfpgo.tune.document import (
     TUNE_DOCUMENT,
     Decision,
@@ -64,6 +64,7 @@ from tfpgo.tune.document import (
     TuneDocument,
 )
 from tfpgo.tune.records import Records, RunSummary, from_record
+from tfpgo.tune.roofline import MachineLimit, hot_fractions
 
 TUNED_PROFILE = "iree_profile.tuned.json"
 TUNED_VMFB = "model.tuned.vmfb"
@@ -165,7 +166,10 @@ def _tune(
             TuneDocument(0, baseline.profile.runs, (), (), (), None, None, _NO_RECORD), out, note
         )
     current, program = Variant(stablehlo), baseline
-    evidence = Evidence(out / "iree_profile.json", baseline.profile, workload, deadline, timeout_s)
+    limit = records.limit(note) if records is not None else None
+    evidence = Evidence(
+        out / "iree_profile.json", baseline.profile, workload, deadline, timeout_s, limit
+    )
     trials: list[Trial] = []
     # Each decision, the flags its change added (a tuning spec aside) and the tiles.
     decisions: list[tuple[Decision, frozenset[str], frozenset[RootConfig]]] = []
@@ -282,6 +286,7 @@ def _tune(
         tuned,
         end_to_end,
         unconfirmed,
+        _at_limit(baseline.profile, limit),
     )
     if records is not None:
         untried = tuple(trial.name for trial in trials if trial.outcome == "not tried")
@@ -295,6 +300,17 @@ def _tune(
             summary,
         )  # fmt: skip
     return _written(document, out, note)
+
+
+def _at_limit(
+    profile: iree_run.IreeProfile, limit: MachineLimit | None
+) -> tuple[tuple[str, float], ...]:
+    """Each hot dispatch of the original program and the fraction of this
+    machine's limit it reached (none without the limit)."""
+    if limit is None:
+        return ()
+    timed = [(d.name, d.count, d.total_ps) for d in profile.dispatches]
+    return hot_fractions(timed, limit, MIN_SHARE)
 
 
 _NO_RECORD = (

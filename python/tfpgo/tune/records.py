@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo.atomic import atomic_output_file
+from tfpgo.errors import UserError
 from tfpgo.tune.candidates import Variant
 from tfpgo.tune.db import TuningDb, open_or_none
 from tfpgo.tune.db_records import Decision, ProgramRun, Target, program_key
 from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, without_spec
 from tfpgo.tune.document import Trial
+from tfpgo.tune.roofline import MachineLimit, measure
 
 PROGRAMS = ".programs"  # suffix of the directory beside the database: rewritten programs
 
@@ -58,6 +60,25 @@ class Records:
         """The last recorded run of the original program on this target (None with
         `--retune`)."""
         return None if self.retune else self.db.last_run(self.target, self.original)
+
+    def limit(self, note: Callable[[str], None]) -> MachineLimit | None:
+        """This machine's limit: recorded for its CPU, else measured once now and
+        recorded (`tfpgo.tune.roofline`); None, after one note line, when the
+        roofline kernel cannot run."""
+        found = self.db.limit(self.target)
+        if found is not None:
+            return found
+        try:
+            found = measure()
+        except UserError as error:
+            note(f"tune: this machine's limit is not known ({error}); bounds without it")
+            return None
+        self.db.put_limit(self.target, found)
+        note(
+            f"tune: this machine's limit, measured once: {found.peak_gflops.get('f32', 0):.0f} "
+            f"GFLOP/s f32, {found.bandwidth_bytes_s / 1e9:.0f} GB/s"
+        )
+        return found
 
     def decided(self, variant: Variant) -> dict[str, Decision]:
         """Per candidate name, what was recorded of it on this exact program ({}

@@ -24,7 +24,7 @@ import json
 import math
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from tfpgo import toolpaths
 from tfpgo.documents import expect_format
 from tfpgo.errors import UserError
 from tfpgo.iree.remote_compile import HostTarget, host_target
-from tfpgo.tune import dispatch_tiles
+from tfpgo.tune.dispatch_names import dispatch_flops, dispatch_kind, loop_ranges
 
 FORMAT = "tfpgo.roofline"
 VERSION = 1
@@ -221,19 +221,6 @@ class DispatchWork:
     element_type: str
 
 
-def dispatch_kind(name: str) -> str | None:
-    """The root op's kind IREE writes into a dispatch's name (`matmul`, `conv`,
-    `elementwise`, ...), as `tune.dispatch_tiles` reads it; None if none."""
-    found = dispatch_tiles._KIND.search(name)
-    return None if found is None else found[1]
-
-
-def dispatch_flops(name: str) -> int:
-    """FLOPs of one run of a contraction dispatch (2 x the product of its loop
-    ranges, `tune.dispatch_tiles`' count); 0 for other kinds."""
-    return dispatch_tiles._flops(name)
-
-
 def element_bytes(element_type: str) -> int | None:
     """Bytes of one element of `element_type` (`f32`: 4, `i1`: 1), or None."""
     bits = _BITS.search(element_type)
@@ -268,7 +255,7 @@ def _operand_elements(kind: str, loops: tuple[int, ...]) -> int:
 def dispatch_work(name: str) -> DispatchWork | None:
     """FLOPs and bytes of one run of the dispatch IREE named `name`, or None if
     its name gives neither (no loop ranges, or a kind they say nothing about)."""
-    loops = dispatch_tiles.loop_ranges(name)
+    loops = loop_ranges(name)
     kind = dispatch_kind(name)
     if loops is None or kind is None:
         return None
@@ -298,3 +285,27 @@ def achieved_fraction(bound_s: float, measured_s: float) -> float:
 def at_limit(bound_s: float, measured_s: float) -> bool:
     """Whether a dispatch runs within 15% of its bound (nothing to gain here)."""
     return achieved_fraction(bound_s, measured_s) >= AT_LIMIT
+
+
+def dispatch_bound_ps(name: str, invocations: int, limit: MachineLimit) -> int | None:
+    """The roofline bound (ps) of `invocations` runs of the dispatch IREE named
+    `name` on `limit`'s machine, or None when its name says too little."""
+    work = dispatch_work(name)
+    if work is None:
+        return None
+    return round(dispatch_bound(work, limit) * 1e12 * invocations)
+
+
+def hot_fractions(
+    dispatches: Sequence[tuple[str, int, int]], limit: MachineLimit, min_share: float
+) -> tuple[tuple[str, float], ...]:
+    """Per dispatch (name, invocations, ps) of at least `min_share` of their whole
+    time with a roofline bound, the fraction of this machine's limit it reached,
+    hottest first."""
+    total = max(sum(ps for _, _, ps in dispatches), 1)
+    found = []
+    for name, count, ps in sorted(dispatches, key=lambda d: -d[2]):
+        bound = dispatch_bound_ps(name, count, limit) if ps >= min_share * total else None
+        if bound is not None and ps > 0:
+            found.append((name, achieved_fraction(bound, ps)))
+    return tuple(found)
