@@ -38,6 +38,7 @@ from tfpgo.tune.db_records import (
     codegen_flags,
     from_json,
     program_key,
+    program_values,
     root_ops,
     to_json,
 )
@@ -535,3 +536,33 @@ def test_tool_errors_are_one_line(tmp_path, here_is_host, capsys, argv, message)
     assert len(err.strip().splitlines()) == 1 and message in err and "Traceback" not in err
     assert path.read_bytes() == before and not (tmp_path / "s.mlir").exists()
     assert not (tmp_path / "missing.db").exists() and not (tmp_path / "new").exists()
+
+
+def test_a_program_is_its_structure_not_its_profile_or_weights(tmp_path):
+    """Two runs of one model (new random weights, a new profile) are one program to
+    tune; another op is another program; the weights have a digest of their own."""
+    base = (
+        '"func.func"() ({\n'
+        '  %0 = "stablehlo.constant"() <{value = dense<"0x0000803F"> : tensor<1xf32>}> '
+        '{profiler_data = {count = 5 : i64, fused_sources = ["a", "b"], self = 7 : i64}} '
+        ": () -> tensor<1xf32> loc(#loc3)\n"
+        '  %1 = "stablehlo.add"(%0, %0) {profiler_hot = true} : (tensor<1xf32>, tensor<1xf32>) '
+        "-> tensor<1xf32> loc(#loc4)\n"
+        "}) : () -> ()\n"
+        '#loc3 = loc(fused<{profiler_data = {self = 7 : i64}}>["a"])\n'
+    )
+    variants = {
+        "base": base,
+        "profile": base.replace("self = 7", "self = 9").replace("count = 5", "count = 6"),
+        "weights": base.replace("0x0000803F", "0x00000040"),
+        "located": base.replace("loc(#loc4)", "loc(unknown)"),
+        "other op": base.replace("stablehlo.add", "stablehlo.multiply"),
+    }
+    keys, values = {}, {}
+    for name, text in variants.items():
+        path = tmp_path / f"{name}.mlir"
+        path.write_text(text)
+        keys[name], values[name] = program_key(path, ()), program_values(path)
+    assert keys["base"] == keys["profile"] == keys["weights"] == keys["located"]
+    assert keys["other op"] != keys["base"]
+    assert values["base"] == values["profile"] != values["weights"]

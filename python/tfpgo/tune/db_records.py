@@ -285,10 +285,22 @@ def root_config(tiles: str, loops: Sequence[int], pipeline: str, op: str = "") -
     return RootConfig(tuple(loops), distribution, parallel, reduction, pipeline, op)
 
 
+# What a program's text holds that is not the program: the profile it carries
+# (`profiler_*` attributes, locations) and its weights' values (hex blobs and the
+# contents of dense literals). Two runs of one model (new random weights, a new
+# profile) are one program to tune: its flags, spec and tiles do not depend on them.
+_PROFILE_ATTRIBUTE = re.compile(rb"profiler_\w+ = (?:\{[^{}]*\}|[^,{}]*)(?:, )?")
+_LOCATION = re.compile(rb" ?loc\((?:#loc\d*|unknown)\)|^#loc\d* = .*$", re.MULTILINE)
+_VALUES = re.compile(rb'"0x[0-9A-Fa-f]*"|(?<=dense<)[^<>]*(?=>)')
+
+
 def program_key(stablehlo: Path, flags: Sequence[str]) -> str:
-    """A program's digest: its StableHLO's bytes and its iree-compile flags, a
-    flag naming a file (a tuning spec) by the file's bytes, not its path."""
-    parts: list[str] = [hashlib.sha256(stablehlo.read_bytes()).hexdigest()]
+    """A program's digest: its StableHLO's structure (the text without the profile it
+    carries and without its weights' values: `program_values` covers those) and
+    its iree-compile flags, a flag naming a file (a tuning spec) by the file's
+    bytes, not its path."""
+    text = _LOCATION.sub(b"", _PROFILE_ATTRIBUTE.sub(b"", stablehlo.read_bytes()))
+    parts: list[str] = [hashlib.sha256(_VALUES.sub(b"", text)).hexdigest()]
     for flag in flags:
         option, _, value = flag.partition("=")
         named = Path(value) if value else None
@@ -297,6 +309,15 @@ def program_key(stablehlo: Path, flags: Sequence[str]) -> str:
         else:
             parts.append(flag)
     return digest(parts)
+
+
+def program_values(stablehlo: Path) -> str:
+    """The digest of a program's weights (its constants' values, in order): a
+    program a pass rewrote holds them, so it is reused only for the same ones."""
+    found = hashlib.sha256()
+    for value in _VALUES.finditer(stablehlo.read_bytes()):
+        found.update(value[0] + b"\0")
+    return found.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -456,3 +477,5 @@ class ProgramRun:
     # The digest of the program kept when a pass rewrote it (its bytes stored
     # beside the database: tfpgo.tune.records); "" when it is the original.
     stablehlo: str = ""
+    # The original's `program_values`: a rewritten program holds those weights.
+    values: str = ""

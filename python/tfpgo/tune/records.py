@@ -27,7 +27,7 @@ from tfpgo.atomic import atomic_output_file
 from tfpgo.errors import UserError
 from tfpgo.tune.candidates import Variant
 from tfpgo.tune.db import TuningDb, open_or_none
-from tfpgo.tune.db_records import Decision, ProgramRun, Target, program_key
+from tfpgo.tune.db_records import Decision, ProgramRun, Target, program_key, program_values
 from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, without_spec
 from tfpgo.tune.document import Trial
 from tfpgo.tune.roofline import MachineLimit, measure
@@ -43,6 +43,7 @@ class Records:
     db: TuningDb
     target: Target
     original: str
+    values: str  # the original's weights (program_values)
     retune: bool
 
     @classmethod
@@ -54,7 +55,7 @@ class Records:
         db = open_or_none(path, note)
         if db is None:
             return None
-        return cls(db, Target.host(), program_key(original, ()), retune)
+        return cls(db, Target.host(), program_key(original, ()), program_values(original), retune)
 
     def last_run(self) -> ProgramRun | None:
         """The last recorded run of the original program on this target (None with
@@ -112,13 +113,17 @@ class Records:
                 tuple(f"{SPEC_FLAG}{SPEC}" if f == spec else f for f in final.flags),
                 Path(spec.removeprefix(SPEC_FLAG)).read_text() if spec else "",
                 final.tiles, run.ratio, run.tune_s, run.untried, (), now, rewritten,
+                self.values,
             ),
         )  # fmt: skip
 
     def variant_of(self, run: ProgramRun, original: Path, directory: Path) -> Variant | None:
         """The program `run` ended with, ready to compile in `directory` (its spec
-        written there); None when its rewritten program is no longer stored."""
+        written there); None when its rewritten program is no longer stored, or
+        holds other weights than `original` (a model with new random weights)."""
         stablehlo = original
+        if run.stablehlo and run.values != self.values:
+            return None
         if run.stablehlo:
             stablehlo = self._programs() / f"{run.stablehlo}.mlir"
             if not stablehlo.is_file():
