@@ -695,7 +695,7 @@ def test_a_finished_run_is_built_again_from_its_record(program, tmp_path):
     assert [t.outcome for t in document.trials] == ["rejected", "kept"]
     (run,) = records.db.runs(records.target, records.original)
     assert document.end_to_end is not None
-    assert run.finished and run.ratio == document.end_to_end.ratio and run.stablehlo
+    assert run.finished and run.ratio == document.end_to_end.ratio and run.rewritten
     names = {d.name: d for d in records.db.decisions(records.target, records.original)}
     assert names["wrong"].verdict == "" and not names["wrong"].kept
     assert names["lean"].verdict == "helps" and names["lean"].kept
@@ -782,3 +782,35 @@ def test_the_tuning_database_flags(capsys):
     with pytest.raises(SystemExit):
         pgo.build_parser().parse_args(["--tune", "--tuning-db", "a", "--no-tuning-db"])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_a_record_for_other_weights_gives_its_flags_not_its_program(tmp_path):
+    """The stored program is compiled again only for the same weights (the same
+    bytes, the same vmfb); for new weights a run that kept flags, a spec and tiles
+    applies them to the new program, and one whose program a pass rewrote gives
+    nothing (the rewritten program holds the old weights)."""
+    old, new = tmp_path / "old.mlir", tmp_path / "new.mlir"
+    old.write_text(WASTEFUL)
+    new.write_text(WASTEFUL.replace("dense<0.0>", "dense<1.0>"))  # other weights
+    records = _records(tmp_path / "tuning.db", old)
+    spec = tmp_path / "spec.mlir"
+    spec.write_text(dispatch_tiles.spec_text([TILE]))
+    variant = Variant(old, ("--iree-opt-level=O2", f"{dispatch_tiles.SPEC_FLAG}{spec}"), (TILE,))
+    records.record([], variant, old, RunSummary("m", True, 0.5, 1.0, ()))
+    (run,) = records.db.runs(records.target, records.original)
+    same = records.variant_of(run, old, tmp_path)
+    assert same is not None and same.stablehlo.read_bytes() == old.read_bytes()
+    assert same.stablehlo != old and same.tiles == (TILE,)  # the stored copy
+    assert same.flags[0] == "--iree-opt-level=O2"
+    assert (
+        Path(same.flags[1].removeprefix(dispatch_tiles.SPEC_FLAG)).read_text() == spec.read_text()
+    )
+    renewed = _records(tmp_path / "tuning.db", new)
+    assert renewed.original == records.original and renewed.values != records.values
+    other = renewed.variant_of(run, new, tmp_path)
+    assert other is not None and other.stablehlo == new and other.flags == same.flags
+    rewritten = replace(run, rewritten=True)
+    assert renewed.variant_of(rewritten, new, tmp_path) is None
+    assert records.variant_of(rewritten, old, tmp_path) is not None
+    records.db.close()
+    renewed.db.close()

@@ -474,8 +474,9 @@ class ProgramRun:
     untried: tuple[str, ...]
     unsearched: tuple[str, ...]
     when: float
-    # The digest of the program kept when a pass rewrote it (its bytes stored
-    # beside the database: tfpgo.tune.records); "" when it is the original.
+    # The sha256 of the program it compiled last (its bytes stored beside the
+    # database: tfpgo.tune.records); "" when it kept nothing.
     stablehlo: str = ""
-    # The original's `program_values`: a rewritten program holds those weights.
+    # The original's `program_values`: the stored program holds those weights.
     values: str = ""
+    rewritten: bool = False  # a pass rewrote the program (not only flags, spec, tiles)

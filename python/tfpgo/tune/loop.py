@@ -357,7 +357,7 @@ def _resumed(
 
 def _change_of(run: ProgramRun) -> str:
     parts = [*(flag for flag in without_spec(run.flags)), *(["a tuning spec"] if run.spec else [])]
-    return ", ".join(parts + (["a rewritten program"] if run.stablehlo else [])) or "nothing"
+    return ", ".join(parts + (["a rewritten program"] if run.rewritten else [])) or "nothing"
 
 
 def _rebuilt(

@@ -8,7 +8,9 @@ program itself when a pass rewrote it, stored by digest beside the database
 under `<db>.programs/`). A later run of the same program on the same target:
 
 - after a run that finished within its budget, builds the recorded program
-  (one compile, one numerics check) and, with a budget, confirms it against
+  (one compile of the very program it compiled, stored beside the database by
+  digest: the same vmfb, byte for byte; one numerics check) and, with a budget,
+  confirms it against
   the original end to end; `--tune-budget 0` builds it with no A/B at all;
 - after a run the budget cut short, starts from the program it had kept and
   measures only what it had not: a candidate already measured on this exact
@@ -32,7 +34,7 @@ from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, without_spec
 from tfpgo.tune.document import Trial
 from tfpgo.tune.roofline import MachineLimit, measure
 
-PROGRAMS = ".programs"  # suffix of the directory beside the database: rewritten programs
+PROGRAMS = ".programs"  # suffix of the directory beside the database: the programs kept
 
 
 @dataclass(frozen=True)
@@ -102,9 +104,8 @@ class Records:
         for trial, on, added, kept in measured:
             key = program_key(on.stablehlo, on.flags)
             self.db.add_decision(self.target, Decision.of_trial(trial, key, added, kept, now))
-        rewritten = ""
-        if final.stablehlo != original:
-            rewritten = self._store(final.stablehlo)
+        kept = bool(final.flags or final.tiles or final.stablehlo != original)
+        stored = self._store(final.stablehlo) if kept else ""
         spec = next((f for f in final.flags if f.startswith(SPEC_FLAG)), "")
         self.db.add_run(
             self.target,
@@ -112,22 +113,23 @@ class Records:
                 self.original, run.model, run.finished,
                 tuple(f"{SPEC_FLAG}{SPEC}" if f == spec else f for f in final.flags),
                 Path(spec.removeprefix(SPEC_FLAG)).read_text() if spec else "",
-                final.tiles, run.ratio, run.tune_s, run.untried, (), now, rewritten,
-                self.values,
+                final.tiles, run.ratio, run.tune_s, run.untried, (), now, stored,
+                self.values, final.stablehlo != original,
             ),
         )  # fmt: skip
 
     def variant_of(self, run: ProgramRun, original: Path, directory: Path) -> Variant | None:
         """The program `run` ended with, ready to compile in `directory` (its spec
-        written there); None when its rewritten program is no longer stored, or
-        holds other weights than `original` (a model with new random weights)."""
+        written there). For the same weights, the very program it compiled (stored:
+        the same bytes, so the same vmfb); for other weights (a model retrained),
+        this `original` with its flags, spec and tiles, unless a pass had rewritten
+        the program (then None, as when the stored program is gone)."""
         stablehlo = original
-        if run.stablehlo and run.values != self.values:
+        stored = self._programs() / f"{run.stablehlo}.mlir"
+        if run.stablehlo and run.values == self.values and stored.is_file():
+            stablehlo = stored
+        elif run.rewritten:
             return None
-        if run.stablehlo:
-            stablehlo = self._programs() / f"{run.stablehlo}.mlir"
-            if not stablehlo.is_file():
-                return None
         flags = without_spec(run.flags)
         if run.spec:
             spec = directory / SPEC
@@ -136,7 +138,7 @@ class Records:
         return Variant(stablehlo, tuple(flags), run.tiles)
 
     def _store(self, stablehlo: Path) -> str:
-        """Keeps a rewritten program beside the database, by the digest of its bytes."""
+        """Keeps a program beside the database, by the digest of its bytes."""
         data = stablehlo.read_bytes()
         name = hashlib.sha256(data).hexdigest()
         path = self._programs() / f"{name}.mlir"
