@@ -23,6 +23,7 @@ from tfpgo.report.tune_tables import limit_text
 from tfpgo.tune import dispatch_tiles
 from tfpgo.tune.dispatch_tiles import RootConfig, neighbours, root_configs, spec_text
 from tfpgo.tune.document import TuneDocument
+from tfpgo.tune.records import Records
 from tfpgo.tune.roofline import MachineLimit, hot_fractions
 
 TWO_MATMULS = """
@@ -405,3 +406,56 @@ def test_a_compile_that_does_not_finish_is_killed_and_said_in_one_line(tmp_path)
         f"iree level: iree-compile on {stablehlo} did not finish in 0.01 s, killed both times"
     )
     assert not (tmp_path / "m.vmfb").exists()
+
+
+def test_a_dispatch_with_a_tile_record_is_not_searched_again(tmp_path):
+    """The first search records each dispatch it climbed on, by root op; a second
+    search of a program with the same root op on this target takes the recorded
+    winner with no climb (its benchmark never timed); --retune searches again."""
+    stablehlo = tmp_path / "m.mlir"
+    stablehlo.write_text(TWO_MATMULS)
+    (tmp_path / "iree").mkdir()
+    wider = _configs(stablehlo, tmp_path / "iree")[BIG]
+    wider = replace(wider, distribution=(wider.distribution[0], 2 * wider.distribution[1], 0))
+    timed: list[str] = []
+
+    def time_dispatch(vmfb: Path) -> float:
+        timed.append(vmfb.parent.name)
+        spec = vmfb.with_suffix(".spec.mlir")
+        text = spec.read_text() if spec.exists() else ""
+        return 60.0 if "dispatch_0" in str(vmfb.parent) and wider.text() in text else 100.0
+
+    def time_in_place(vmfb: Path) -> dict[str, float]:
+        spec = vmfb.with_suffix(".spec.mlir")
+        text = spec.read_text() if spec.exists() else ""
+        return {BIG: 70.0 if wider.text() in text else 100.0, SMALL: 50.0}
+
+    notes: list[str] = []
+    records = Records.open(tmp_path / "tuning.db", stablehlo, False, notes.append, "first")
+    assert records is not None
+    wanted = [dispatch_tiles.Target(BIG, 300, 100)]
+
+    def searched(scratch: Path, reuse: Records) -> dispatch_tiles.Search:
+        found = dispatch_tiles.search(
+            stablehlo, (), wanted, time_dispatch, time_in_place, scratch,
+            time.monotonic() + 600, 120, (), reuse.recorded_tiles,
+        )  # fmt: skip
+        reuse.record_search(found, scratch / "configurations", (), stablehlo)
+        return found
+
+    first = searched(tmp_path / "first", records)
+    assert first.chosen[BIG].config == wider and not first.reused and timed
+    (record,) = records.db.tile_records(records.target)
+    assert record.model == "first" and record.winner_config() == wider
+    timed.clear()
+    second = searched(tmp_path / "second", records)
+    assert not [name for name in timed if name.startswith("dispatch_")]  # no climb
+    assert second.chosen[BIG].config == wider and second.tried == {}
+    assert second.reused[BIG].startswith("from a record of first (")
+    assert len(records.db.tile_records(records.target)) == 1  # nothing new to record
+    again = Records.open(tmp_path / "tuning.db", stablehlo, True, notes.append)
+    dump = tmp_path / "second" / "configurations"
+    assert again is not None and again.recorded_tiles(BIG, dump, ()) is None
+    assert notes == []
+    records.db.close()
+    again.db.close()

@@ -266,7 +266,8 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
     wanted = replace(TILE, loops=(32, 8, 8))
     asked: dict[str, object] = {}
 
-    def search(stablehlo, flags, targets, *rest):
+    def search(stablehlo, flags, targets, *rest, recorded=None):
+        assert recorded is None  # no tuning database in this test
         asked.update(targets=[t.name for t in targets], flags=flags, base=rest[-1])
         trial = dispatch_tiles.Trial(wanted, 1.0, 2.0)
         names = {t.name: wanted for t in targets}
@@ -297,7 +298,9 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
     }
     assert [d.dispatch for d in proposal.decisions] == ["m_dispatch_2_matmul_32x8x8_f32"]
     # Targets whose tiles the search cannot read (data tiling's root ops): said so.
-    monkeypatch.setattr(dispatch_tiles, "search", lambda *_: dispatch_tiles.Search({}, {}, {}, {}))
+    monkeypatch.setattr(
+        dispatch_tiles, "search", lambda *_, **__: dispatch_tiles.Search({}, {}, {}, {})
+    )
     reason = BY_NAME["dispatch-tiles"].propose(current, _evidence(profile), tmp_path)
     assert reason == (
         "none of the 1 dispatches with most headroom has root-op tiles this search can read in "

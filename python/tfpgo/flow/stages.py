@@ -669,7 +669,8 @@ def _tuner(
         tuning = loop.Tuning(budget_s)
         records = None
         if options.tuning_db is not None:
-            records = Records.open(options.tuning_db, stablehlo, options.retune, note)
+            model = Path(options.model).name if options.model else ""
+            records = Records.open(options.tuning_db, stablehlo, options.retune, note, model)
         try:
             if reading.scheduler is None:
                 loop.tune(stablehlo, workload, program, out, tuning, note, records=records)

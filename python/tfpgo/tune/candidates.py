@@ -36,6 +36,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 from tfpgo.documents import expect_format, read_json
 from tfpgo.iree import dispatch_benchmark
@@ -85,6 +86,23 @@ class Proposal:
     decisions: tuple[Decision, ...] = ()
 
 
+class TileRecords(Protocol):
+    """What the tile search takes from and gives to the tuning database
+    (`tfpgo.tune.records.Records`)."""
+
+    def recorded_tiles(
+        self, dispatch: str, configurations: Path, flags: tuple[str, ...]
+    ) -> tuple[dispatch_tiles.Trial, str] | None: ...
+
+    def record_search(
+        self,
+        found: dispatch_tiles.Search,
+        configurations: Path,
+        flags: tuple[str, ...],
+        program: Path,
+    ) -> None: ...
+
+
 @dataclass(frozen=True)
 class Evidence:
     """What a candidate decides from: the current program's dispatch profile (and
@@ -98,6 +116,7 @@ class Evidence:
     deadline: float
     compile_timeout_s: float
     limit: MachineLimit | None = None
+    tile_records: TileRecords | None = None  # the tuning database's, with one
 
 
 @dataclass(frozen=True)
@@ -251,8 +270,13 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         evidence.deadline,
         evidence.compile_timeout_s,
         current.tiles,
+        recorded=evidence.tile_records.recorded_tiles if evidence.tile_records else None,
     )
     dispatch_tiles.write_search(found, scratch, current.tiles)
+    if evidence.tile_records is not None:
+        evidence.tile_records.record_search(
+            found, scratch / "configurations", flags, current.stablehlo
+        )
     if not found.dispatches:
         return (
             f"none of the {len(wanted)} dispatches with most headroom has root-op tiles this "
@@ -279,13 +303,13 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
                 "",
                 name,
                 dispatches[name].sources,
-                best.config.text(),
+                best.config.text() + (f" ({found.reused[name]})" if name in found.reused else ""),
                 round(best.iree_ps * count),
                 round(best.ps * count),
                 False,
             )
         )
-    searched = frozenset(name for name, tried in found.tried.items() if tried)
+    searched = frozenset(name for name, tried in found.tried.items() if tried) | set(found.reused)
     return Proposal(
         f"tuning spec for {len(found.chosen)} dispatches ({changes})",
         Variant(

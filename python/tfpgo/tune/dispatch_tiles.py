@@ -261,6 +261,11 @@ def spec_text(configs: Sequence[RootConfig]) -> str:
     )
 
 
+# The tuning database's answer for one dispatch (its name, the dumped
+# configurations, the program's flags): the recorded winner and whence, or None.
+Recorded = Callable[[str, Path, tuple[str, ...]], "tuple[Trial, str] | None"]
+
+
 @dataclass(frozen=True)
 class Trial:
     """One variant of one dispatch, timed beside IREE's choice in the same round:
@@ -286,6 +291,8 @@ class Search:
     failed: dict[str, str]  # "dispatch config" IREE could not compile, and its error
     # The benchmark's best variants timed again in the whole program, round by round.
     in_place: dict[str, list[Trial]] = field(default_factory=dict)
+    # Per dispatch whose tiles came from the tuning database with no search: whence.
+    reused: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         dispatches = {
@@ -301,6 +308,7 @@ class Search:
                     for t in self.in_place.get(name, [])
                 ],
                 "chosen": self.chosen[name].config.text() if name in self.chosen else None,
+                "reused": self.reused.get(name),
             }
             for name, config in self.dispatches.items()
         }
@@ -379,6 +387,7 @@ def search(
     deadline: float,
     compile_timeout_s: float,
     base: Sequence[RootConfig] = (),
+    recorded: Recorded | None = None,
 ) -> Search:
     """Tunes each target on its own dispatch benchmark (dispatch_benchmark), in
     `wanted`'s order, each given a share of the climbs' time (CLIMB_SHARE of the
@@ -408,7 +417,12 @@ def search(
 
     `base` are the tiles an earlier round kept (`flags` has no spec): the
     program is compiled with them throughout, so the targets are timed in the
-    program as it is now and every spec written keeps them."""
+    program as it is now and every spec written keeps them.
+
+    `recorded` (the tuning database's tile records) gives, from the dispatch's
+    name and the dumped configurations, a recorded winner for the same root op
+    and loop ranges on this target: that dispatch is not searched, its winner is
+    chosen as recorded (`reused` says whence) and kept in every in-place round."""
     scratch.mkdir(parents=True, exist_ok=True)
     configurations, benchmarks = scratch / "configurations", scratch / "benchmarks"
     started = time.monotonic()
@@ -434,6 +448,12 @@ def search(
     sources = dispatch_benchmark.unconfigured_benchmarks(benchmarks, scratch / "unconfigured")
     chosen_targets = [t for t in wanted if t.name in known and t.name in sources]
     found = Search({t.name: known[t.name] for t in chosen_targets}, {}, {}, {})
+    for target in list(chosen_targets):
+        reuse = recorded(target.name, configurations, flags) if recorded else None
+        if reuse is not None:
+            found.chosen[target.name], found.reused[target.name] = reuse
+            chosen_targets.remove(target)
+    base = (*base, *(found.chosen[name].config for name in found.reused))
     climbs_end = time.monotonic() + max(deadline - time.monotonic(), 0.0) * CLIMB_SHARE
     for index, target in enumerate(chosen_targets):
         headroom_left = sum(t.headroom_ps for t in chosen_targets[index:])

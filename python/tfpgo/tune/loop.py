@@ -168,7 +168,7 @@ def _tune(
     current, program = Variant(stablehlo), baseline
     limit = records.limit(note) if records is not None else None
     evidence = Evidence(
-        out / "iree_profile.json", baseline.profile, workload, deadline, timeout_s, limit
+        out / "iree_profile.json", baseline.profile, workload, deadline, timeout_s, limit, records
     )
     trials: list[Trial] = []
     # Each decision, the flags its change added (a tuning spec aside) and the tiles.

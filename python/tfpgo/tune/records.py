@@ -19,6 +19,7 @@ under `<db>.programs/`). A later run of the same program on the same target:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -29,8 +30,18 @@ from tfpgo.atomic import atomic_output_file
 from tfpgo.errors import UserError
 from tfpgo.tune.candidates import Variant
 from tfpgo.tune.db import TuningDb, open_or_none
-from tfpgo.tune.db_records import Decision, ProgramRun, Target, program_key, program_values
-from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, without_spec
+from tfpgo.tune.db_records import (
+    Decision,
+    ProgramRun,
+    RootOp,
+    Target,
+    TileRecord,
+    program_key,
+    program_values,
+    root_ops,
+)
+from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, Search, without_spec
+from tfpgo.tune.dispatch_tiles import Trial as TileTrial
 from tfpgo.tune.document import Trial
 from tfpgo.tune.roofline import MachineLimit, measure
 
@@ -47,17 +58,24 @@ class Records:
     original: str
     values: str  # the original's weights (program_values)
     retune: bool
+    model: str = ""  # what tile records name their model by (the output directory)
 
     @classmethod
     def open(
-        cls, path: Path, original: Path, retune: bool, note: Callable[[str], None]
+        cls,
+        path: Path,
+        original: Path,
+        retune: bool,
+        note: Callable[[str], None],
+        model: str = "",
     ) -> Records | None:
         """The records of `path` (one note line and None when the file cannot be a
         tuning database: the run goes on without one)."""
         db = open_or_none(path, note)
         if db is None:
             return None
-        return cls(db, Target.host(), program_key(original, ()), program_values(original), retune)
+        key, values = program_key(original, ()), program_values(original)
+        return cls(db, Target.host(), key, values, retune, model)
 
     def last_run(self) -> ProgramRun | None:
         """The last recorded run of the original program on this target (None with
@@ -82,6 +100,41 @@ class Records:
             f"GFLOP/s f32, {found.bandwidth_bytes_s / 1e9:.0f} GB/s"
         )
         return found
+
+    def recorded_tiles(
+        self, dispatch: str, configurations: Path, flags: tuple[str, ...]
+    ) -> tuple[TileTrial, str] | None:
+        """A dispatch's tiles as recorded for the same root op (op, indexing maps,
+        element types, loop ranges) on this target and flags, any model: the
+        newest record with a winner (`dispatch_tiles.Recorded`); None with
+        `--retune`, or when none holds one."""
+        if self.retune:
+            return None
+        root = _root_ops(configurations).get(dispatch)
+        if root is None:
+            return None
+        for record in self.db.exact_records(Target.host(flags), root):
+            config, timing = record.winner_config(), record.winner_in_place or record.winner_alone
+            if config is not None and timing is not None:
+                when = time.strftime("%Y-%m-%d", time.localtime(record.when))
+                whence = (
+                    f"from a record of {record.model or 'a model'} ({when}, {timing.ratio:.3f})"
+                )
+                return TileTrial(config, timing.ps, timing.iree_ps), whence
+        return None
+
+    def record_search(
+        self, found: Search, configurations: Path, flags: tuple[str, ...], program: Path
+    ) -> None:
+        """One tile record per dispatch the search climbed on, for its root op."""
+        roots, now = _root_ops(configurations), time.time()
+        key = program_key(program, flags)
+        for dispatch in found.tried:
+            if dispatch in roots and dispatch not in found.reused:
+                record = TileRecord.of_search(
+                    found, dispatch, roots[dispatch], self.model, key, now
+                )
+                self.db.add_tiles(Target.host(flags), record)
 
     def decided(self, variant: Variant) -> dict[str, Decision]:
         """Per candidate name, what was recorded of it on this exact program ({}
@@ -167,3 +220,9 @@ def from_record(decision: Decision) -> str:
     """A trial's reason when its outcome was taken from the database."""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(decision.when))
     return f"as recorded on {when} for this program (--retune measures again): {decision.reason}"
+
+
+@functools.cache
+def _root_ops(configurations: Path) -> dict[str, RootOp]:
+    """The root ops of one search's dumped configurations, read once."""
+    return root_ops(configurations)
