@@ -242,7 +242,10 @@ def _roots(ir: Any, module: Any) -> list[Any]:
 def _root_op(ir: Any, root: Any) -> RootOp | None:
     from iree.compiler.dialects import linalg
 
-    maps = [ir.AffineMapAttr(m).value for m in linalg.get_indexing_maps(root)]
+    indexing_maps = linalg.get_indexing_maps(root)
+    if indexing_maps is None:  # no linalg structure (data tiling's pack ops): no record
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in indexing_maps]
     operands = list(root.operands)
     shapes = [v.type if isinstance(v.type, ir.ShapedType) else None for v in operands]
     loops = _loop_ranges(ir, maps, shapes)
