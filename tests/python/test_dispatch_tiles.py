@@ -452,6 +452,13 @@ def test_a_dispatch_with_a_tile_record_is_not_searched_again(tmp_path):
     assert not [name for name in timed if name.startswith("dispatch_")]  # no climb
     assert second.chosen[BIG].config == wider and second.tried == {}
     assert second.reused[BIG].startswith("from a record of first (")
+    dispatch_tiles.write_search(second, tmp_path / "second")  # tiles.json says so
+    written = json.loads((tmp_path / "second" / dispatch_tiles.SEARCH).read_text())
+    assert written["dispatches"][BIG]["tried"] == []
+    assert written["dispatches"][BIG]["reused"] == second.reused[BIG]
+    assert spec_tiles((tmp_path / "second" / dispatch_tiles.SPEC).read_text()) == {
+        BIG_LOOPS: tiles_of(wider)
+    }
     assert len(records.db.tile_records(records.target)) == 1  # nothing new to record
     again = Records.open(tmp_path / "tuning.db", stablehlo, True, notes.append)
     dump = tmp_path / "second" / "configurations"

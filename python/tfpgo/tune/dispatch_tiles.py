@@ -301,7 +301,7 @@ class Search:
                 "iree": config.text(),
                 "tried": [
                     {"config": t.config.text(), "ps": t.ps, "iree_ps": t.iree_ps}
-                    for t in self.tried[name]
+                    for t in self.tried.get(name, [])
                 ],
                 "in_place": [
                     {"config": t.config.text(), "ps": t.ps, "iree_ps": t.iree_ps}
