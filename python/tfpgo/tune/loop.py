@@ -25,6 +25,11 @@ When something was kept, the tuned program is timed against the original in
 the same run (the headline ratio) and profiled like the original
 (`iree_profile.tuned.json`), so the report can say which TensorFlow ops each
 change sped up. `tune.json` records every candidate, measured or not, and why.
+
+With the tuning database (`tfpgo.tune.records`) the loop starts from what
+earlier runs recorded of this program on this target (built again, resumed, or
+candidates already measured left out), gives the tile search the records of
+root ops it meets and this machine's limit, and records what it measured.
 """
 
 from __future__ import annotations
@@ -320,6 +325,7 @@ _NO_RECORD = (
 
 
 def _written(document: TuneDocument, out: Path, note: Callable[[str], None]) -> TuneDocument:
+    """Writes tune.json; a stage that tried nothing says why in the run's output."""
     document.write(out / TUNE_DOCUMENT)
     if document.unconfirmed and not document.trials:
         note(f"tune: {document.unconfirmed}")

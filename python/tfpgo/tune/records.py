@@ -1,20 +1,22 @@
 """What `--tune` takes from the tuning database and gives back (`tfpgo.tune.db`).
 
-Tune once, build many (LLVM's `-fprofile-use`, MIOpen's databases): a run
-records, per program and target, every candidate it measured (a `Decision`,
-keyed by the program it was measured on) and what it ended with (a
-`ProgramRun`: the final flags, the tuning spec's text, the tiles, and the
-program itself when a pass rewrote it, stored by digest beside the database
-under `<db>.programs/`). A later run of the same program on the same target:
+Tune once, build many (LLVM's `-fprofile-use`, MIOpen's databases). A run
+records, per program (its structure: `db_records.program_key`) and target:
+every candidate it measured (a `Decision`, keyed by the program it was
+measured on); what it ended with (a `ProgramRun`: the final flags, the tuning
+spec's text, the tiles, and the program it compiled, stored by digest beside
+the database under `<db>.programs/`); each dispatch its tile search climbed on
+(a `TileRecord`, by root op); and this machine's limit, once per CPU. A later
+run on the same target:
 
-- after a run that finished within its budget, builds the recorded program
-  (one compile of the very program it compiled, stored beside the database by
-  digest: the same vmfb, byte for byte; one numerics check) and, with a budget,
-  confirms it against
-  the original end to end; `--tune-budget 0` builds it with no A/B at all;
-- after a run the budget cut short, starts from the program it had kept and
-  measures only what it had not: a candidate already measured on this exact
-  program is not measured again (`--retune` forces it all).
+- after a finished run of the same program, compiles the stored program again
+  (for the same weights the same bytes: the same vmfb) and checks it, then
+  confirms it against the original by one A/B; `--tune-budget 0` writes it with
+  no A/B at all;
+- after a run of it the budget cut short, starts from the program it had kept,
+  and no candidate already measured on this exact program is measured again;
+- in any program, gives a dispatch whose root op has a tile record its recorded
+  winner with no search. `--retune` ignores every record.
 """
 
 from __future__ import annotations
