@@ -42,25 +42,13 @@ COPY_MIB = 256
 WITHIN = 0.15  # issue 39: the peak within 15% of sgemm's rate
 
 
-def sgemm_gflops(n: int, runs: int) -> float:
-    """numpy float32 n x n matmul on all cores: best GFLOP/s of `runs` after a warm-up."""
-    rng = np.random.default_rng(0)
-    a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
-    out = np.empty_like(a)
-    np.matmul(a, b, out=out)
-    best = 0.0
-    for _ in range(runs):
-        start = time.perf_counter()
-        np.matmul(a, b, out=out)
-        best = max(best, 2 * n**3 / (time.perf_counter() - start) / 1e9)
-    return best
-
-
 def sgemm_one_core_gflops(n: int, runs: int) -> float:
     """`sgemm_gflops` in a fresh process whose OpenBLAS has one thread."""
-    code = "import sys, bench_roofline as b; print(b.sgemm_gflops(*map(int, sys.argv[1:])))"
+    code = (
+        "import sys; from tfpgo.tune.roofline import sgemm_gflops; "
+        "print(sgemm_gflops(*map(int, sys.argv[1:])))"
+    )
     env = {**harness.python_env(), "OPENBLAS_NUM_THREADS": "1"}
-    env["PYTHONPATH"] += os.pathsep + str(Path(__file__).resolve().parent)
     command = harness.python_command(code, n, runs)
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -135,13 +123,13 @@ def main(argv: list[str]) -> int:
     machine = harness.machine()
     key = target()
     with OthersShare() as all_cores:
-        sgemm = {n: sgemm_gflops(n, args.runs) for n in sizes}
+        sgemm = {n: roofline.sgemm_gflops(n, args.runs) for n in sizes}
         try:
             limit = roofline.measure(key, repeat=args.repeat, seconds=args.seconds)
         except UserError as error:
             raise harness.BenchError(str(error)) from None
         for n in sizes:
-            sgemm[n] = max(sgemm[n], sgemm_gflops(n, args.runs))
+            sgemm[n] = max(sgemm[n], roofline.sgemm_gflops(n, args.runs))
     with OthersShare() as one_core:
         sgemm_one = max(sgemm_one_core_gflops(n, args.runs) for n in sizes)
         peak_one = roofline.measure(key, threads=1, repeat=args.repeat, seconds=args.seconds)

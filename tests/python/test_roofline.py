@@ -8,10 +8,8 @@ wide, and compares figures taken in the same test."""
 
 import json
 import os
-import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tfpgo import toolpaths
@@ -28,6 +26,7 @@ from tfpgo.tune.roofline import (
     dispatch_work,
     element_bytes,
     measure,
+    sgemm_gflops,
 )
 
 TARGET = HostTarget("test-cpu", "+fma")
@@ -48,20 +47,6 @@ def _measure_quickly() -> MachineLimit:
 @pytest.fixture(scope="module")
 def measured() -> MachineLimit:
     return _measure_quickly()
-
-
-def _sgemm_gflops(n: int, runs: int) -> float:
-    """numpy's (OpenBLAS) float32 matmul on all cores: best GFLOP/s of `runs`."""
-    rng = np.random.default_rng(0)
-    a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
-    out = np.empty_like(a)
-    np.matmul(a, b, out=out)  # warms up the threads
-    best = 0.0
-    for _ in range(runs):
-        start = time.perf_counter()
-        np.matmul(a, b, out=out)
-        best = max(best, 2 * n**3 / (time.perf_counter() - start) / 1e9)
-    return best
 
 
 def test_the_kernel_gives_positive_numbers_that_agree_with_each_other(measured):
@@ -97,9 +82,9 @@ def test_the_peak_is_about_what_sgemm_reaches_on_all_cores(measured):
     the kernel's peak is neither far below it (FMAs not in flight) nor far above
     it (FLOPs counted that were not computed). The sgemm is timed before and after
     a second measurement, best of all, so that both see the same load."""
-    before = _sgemm_gflops(1024, 5)
+    before = sgemm_gflops(1024, 5)
     peak = _measure_quickly().peak_gflops["f32"]
-    sgemm = max(before, _sgemm_gflops(1024, 5))
+    sgemm = max(before, sgemm_gflops(1024, 5))
     assert sgemm / 2 <= max(peak, measured.peak_gflops["f32"])
     assert min(peak, measured.peak_gflops["f32"]) <= 5 * sgemm
 

@@ -24,6 +24,7 @@ import json
 import math
 import re
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -309,3 +310,20 @@ def hot_fractions(
         if bound is not None and ps > 0:
             found.append((name, achieved_fraction(bound, ps)))
     return tuple(found)
+
+
+def sgemm_gflops(n: int, runs: int) -> float:
+    """The reference the measured peak is held against: numpy's (OpenBLAS) float32
+    n x n matmul on all cores, the best GFLOP/s of `runs` after a warm-up."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+    out = np.empty_like(a)
+    np.matmul(a, b, out=out)  # warms up the threads
+    best = 0.0
+    for _ in range(runs):
+        start = time.perf_counter()
+        np.matmul(a, b, out=out)
+        best = max(best, 2 * n**3 / (time.perf_counter() - start) / 1e9)
+    return best
