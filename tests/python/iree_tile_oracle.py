@@ -18,6 +18,21 @@ _LISTS = re.compile(r"(\w+) = \[([\d, ]*)\]")
 _PIPELINE = re.compile(r"#iree_cpu\.pipeline<(\w+)>")
 _EQ = 0  # arith's CmpIPredicate eq, the predicate of transform.match.param.cmpi
 
+# Two matmuls of one rank and other loop ranges (256x256x512 and 128x64x256): the
+# program the tile tests compile, search and record.
+TWO_MATMULS = """
+func.func @main(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>, %c: tensor<128x256xf32>,
+                %d: tensor<256x64xf32>) -> (tensor<256x256xf32>, tensor<128x64xf32>) {
+  %0 = "stablehlo.dot_general"(%a, %b) <{dot_dimension_numbers = #stablehlo.dot<
+      lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}>
+      : (tensor<256x512xf32>, tensor<512x256xf32>) -> tensor<256x256xf32>
+  %1 = "stablehlo.dot_general"(%c, %d) <{dot_dimension_numbers = #stablehlo.dot<
+      lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}>
+      : (tensor<128x256xf32>, tensor<256x64xf32>) -> tensor<128x64xf32>
+  return %0, %1 : tensor<256x256xf32>, tensor<128x64xf32>
+}
+"""
+
 
 def tiles_of(config: RootConfig) -> Tiles:
     """What a spec or a compile should hold for `config`, from its fields."""

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from iree_tile_oracle import Tiles, applied_matmul_tiles, spec_tiles, tiles_of
+from iree_tile_oracle import TWO_MATMULS, Tiles, applied_matmul_tiles, spec_tiles, tiles_of
 
 from tfpgo.errors import UserError
 from tfpgo.iree import dispatch_benchmark
@@ -26,18 +26,6 @@ from tfpgo.tune.document import TuneDocument
 from tfpgo.tune.records import Records
 from tfpgo.tune.roofline import MachineLimit, hot_fractions
 
-TWO_MATMULS = """
-func.func @main(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>, %c: tensor<128x256xf32>,
-                %d: tensor<256x64xf32>) -> (tensor<256x256xf32>, tensor<128x64xf32>) {
-  %0 = "stablehlo.dot_general"(%a, %b) <{dot_dimension_numbers = #stablehlo.dot<
-      lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}>
-      : (tensor<256x512xf32>, tensor<512x256xf32>) -> tensor<256x256xf32>
-  %1 = "stablehlo.dot_general"(%c, %d) <{dot_dimension_numbers = #stablehlo.dot<
-      lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}>
-      : (tensor<128x256xf32>, tensor<256x64xf32>) -> tensor<128x64xf32>
-  return %0, %1 : tensor<256x256xf32>, tensor<128x64xf32>
-}
-"""
 BIG = "main_dispatch_0_matmul_256x256x512_f32"
 SMALL = "main_dispatch_1_matmul_128x64x256_f32"
 # (M, N, K) of each product in TWO_MATMULS, read off its operand types.

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from iree_tile_oracle import applied_matmul_tiles, spec_tiles, tiles_of
+from iree_tile_oracle import TWO_MATMULS, applied_matmul_tiles, spec_tiles, tiles_of
 
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.tools import run_tool
@@ -59,18 +59,6 @@ MATMUL_BT = replace(
 )
 IREE_TILES = RootConfig((256, 256, 512), (64, 64, 0), (8, 16, 0), (0, 0, 16), "DoubleTilingExpert")
 WIDER = replace(IREE_TILES, distribution=(64, 128, 0))
-TWO_MATMULS = """
-func.func @main(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>, %c: tensor<128x256xf32>,
-                %d: tensor<256x64xf32>) -> (tensor<256x256xf32>, tensor<128x64xf32>) {
-  %0 = "stablehlo.dot_general"(%a, %b) <{dot_dimension_numbers = #stablehlo.dot<
-      lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}>
-      : (tensor<256x512xf32>, tensor<512x256xf32>) -> tensor<256x256xf32>
-  %1 = "stablehlo.dot_general"(%c, %d) <{dot_dimension_numbers = #stablehlo.dot<
-      lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}>
-      : (tensor<128x256xf32>, tensor<256x64xf32>) -> tensor<128x64xf32>
-  return %0, %1 : tensor<256x256xf32>, tensor<128x64xf32>
-}
-"""
 
 
 def _record(
