@@ -25,7 +25,7 @@ import functools
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfpgo.atomic import atomic_output_file
@@ -61,6 +61,12 @@ class Records:
     values: str  # the original's weights (program_values)
     retune: bool
     model: str = ""  # what tile records name their model by (the output directory)
+    # Each program's key once a run: reading a large program (ResNet50's weights)
+    # for every candidate it meets would cost seconds each time. A run's program
+    # files are written once, before they are keyed.
+    _keys: dict[tuple[Path, tuple[str, ...]], str] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def open(
@@ -130,7 +136,7 @@ class Records:
     ) -> None:
         """One tile record per dispatch the search climbed on, for its root op."""
         roots, now = _root_ops(configurations), time.time()
-        key = program_key(program, flags)
+        key = self._key(program, flags)
         for dispatch in found.tried:
             if dispatch in roots and dispatch not in found.reused:
                 record = TileRecord.of_search(
@@ -143,7 +149,7 @@ class Records:
         with `--retune`)."""
         if self.retune:
             return {}
-        key = program_key(variant.stablehlo, variant.flags)
+        key = self._key(variant.stablehlo, variant.flags)
         return {d.name: d for d in self.db.decisions(self.target, key)}
 
     def record(
@@ -157,7 +163,7 @@ class Records:
         added, whether the final program kept it), and the run."""
         now = time.time()
         for trial, on, added, kept in measured:
-            key = program_key(on.stablehlo, on.flags)
+            key = self._key(on.stablehlo, on.flags)
             self.db.add_decision(self.target, Decision.of_trial(trial, key, added, kept, now))
         kept = bool(final.flags or final.tiles or final.stablehlo != original)
         stored = self._store(final.stablehlo) if kept else ""
@@ -191,6 +197,12 @@ class Records:
             spec.write_text(run.spec)
             flags = (*flags, f"{SPEC_FLAG}{spec}")
         return Variant(stablehlo, tuple(flags), run.tiles)
+
+    def _key(self, stablehlo: Path, flags: tuple[str, ...]) -> str:
+        """`program_key`, computed once a program and flags this run."""
+        if (stablehlo, flags) not in self._keys:
+            self._keys[stablehlo, flags] = program_key(stablehlo, flags)
+        return self._keys[stablehlo, flags]
 
     def _store(self, stablehlo: Path) -> str:
         """Keeps a program beside the database, by the digest of its bytes."""
