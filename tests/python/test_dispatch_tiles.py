@@ -21,6 +21,7 @@ from tfpgo.iree.remote_compile import HostTarget
 from tfpgo.iree.tools import run_tool
 from tfpgo.report.tune_tables import limit_text
 from tfpgo.tune import dispatch_tiles
+from tfpgo.tune.db_records import Timing, VariantTimes
 from tfpgo.tune.dispatch_tiles import RootConfig, neighbours, root_configs, spec_text
 from tfpgo.tune.document import TuneDocument
 from tfpgo.tune.records import Records
@@ -291,6 +292,7 @@ def test_the_search_climbs_on_benchmarks_and_decides_in_place(tmp_path):
         time.monotonic(), 120,
     )  # fmt: skip
     assert spent.tried == {BIG: []} and spent.chosen == {} and spent.in_place == {}
+    assert spent.cut == [BIG] and found.cut == []  # the time ended it, not its rule
 
 
 def test_a_later_round_keeps_the_earlier_tiles_in_every_program_and_spec(tmp_path):
@@ -426,7 +428,7 @@ def test_a_dispatch_with_a_tile_record_is_not_searched_again(tmp_path):
     def searched(scratch: Path, reuse: Records) -> dispatch_tiles.Search:
         found = dispatch_tiles.search(
             stablehlo, (), wanted, time_dispatch, time_in_place, scratch,
-            time.monotonic() + 600, 120, (), reuse.recorded_tiles,
+            time.monotonic() + 600, 120, (), reuse.prior,
         )  # fmt: skip
         reuse.record_search(found, scratch / "configurations", (), stablehlo)
         return found
@@ -434,7 +436,7 @@ def test_a_dispatch_with_a_tile_record_is_not_searched_again(tmp_path):
     first = searched(tmp_path / "first", records)
     assert first.chosen[BIG].config == wider and not first.reused and timed
     (record,) = records.db.tile_records(records.target)
-    assert record.model == "first" and record.winner_config() == wider
+    assert record.model == "first" and record.winner_config() == wider and record.finished
     timed.clear()
     second = searched(tmp_path / "second", records)
     assert not [name for name in timed if name.startswith("dispatch_")]  # no climb
@@ -450,7 +452,146 @@ def test_a_dispatch_with_a_tile_record_is_not_searched_again(tmp_path):
     assert len(records.db.tile_records(records.target)) == 1  # nothing new to record
     again = Records.open(tmp_path / "tuning.db", stablehlo, True, notes.append)
     dump = tmp_path / "second" / "configurations"
-    assert again is not None and again.recorded_tiles(BIG, dump, ()) is None
+    assert again is not None and again.prior(BIG, dump, ()) is None
     assert notes == []
     records.db.close()
     again.db.close()
+
+
+# One matmul of BIG's form (the same op, maps and types) at a quarter of its rows:
+# BIG's program at batch 8 where it was tuned at batch 32.
+QUARTER = "main_dispatch_0_matmul_64x256x512_f32"
+QUARTER_MATMUL = """
+func.func @main(%a: tensor<64x512xf32>, %b: tensor<512x256xf32>) -> tensor<64x256xf32> {
+  %0 = "stablehlo.dot_general"(%a, %b) <{dot_dimension_numbers = #stablehlo.dot<
+      lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}>
+      : (tensor<64x512xf32>, tensor<512x256xf32>) -> tensor<64x256xf32>
+  return %0 : tensor<64x256xf32>
+}
+"""
+
+
+def _spec_text(vmfb: Path) -> str:
+    spec = vmfb.with_suffix(".spec.mlir")
+    return spec.read_text() if spec.exists() else ""
+
+
+def test_a_record_at_another_size_seeds_the_climb(tmp_path):
+    """BIG searched and recorded: its climb went two steps (innermost workgroup
+    tile doubled, then the outer one too). The same matmul at 64 rows has no
+    record of its own, so its climb starts from that winner applied to IREE's
+    tiles at 64 rows (the oracle: IREE's choice for it, read from its own
+    compile, with both tiles doubled: no neighbour of IREE's choice), and keeps
+    it; tiles.json says whence."""
+    big, quarter = tmp_path / "big.mlir", tmp_path / "quarter.mlir"
+    big.write_text(TWO_MATMULS)
+    quarter.write_text(QUARTER_MATMUL)
+    (tmp_path / "iree").mkdir()
+    (tmp_path / "iree_quarter").mkdir()
+    big_iree = _configs(big, tmp_path / "iree")[BIG]
+    quarter_iree = _configs(quarter, tmp_path / "iree_quarter")[QUARTER]
+
+    def doubled(config: RootConfig, dims: tuple[int, ...]) -> RootConfig:
+        tiles = tuple(2 * t if d in dims else t for d, t in enumerate(config.distribution))
+        return replace(config, distribution=tiles)
+
+    step, winner = doubled(big_iree, (1,)), doubled(big_iree, (0, 1))
+    expected = doubled(quarter_iree, (0, 1))
+    assert all(t <= size for t, size in zip(expected.distribution, expected.loops, strict=True))
+    assert expected not in neighbours(quarter_iree)
+    alone = {step.text(): 80.0, winner.text(): 60.0, expected.text(): 60.0}
+    timed: list[str] = []
+
+    def time_dispatch(vmfb: Path) -> float:
+        text = _spec_text(vmfb)
+        timed.append(text)
+        return next((ps for config, ps in alone.items() if config in text), 100.0)
+
+    def time_in_place(vmfb: Path) -> dict[str, float]:
+        text = _spec_text(vmfb)
+        fast = any(config in text for config in (winner.text(), expected.text()))
+        return {BIG: 70.0 if fast else 100.0, QUARTER: 70.0 if fast else 100.0}
+
+    notes: list[str] = []
+    records = Records.open(tmp_path / "tuning.db", big, False, notes.append, "batch32")
+    assert records is not None
+    first = dispatch_tiles.search(
+        big, (), [dispatch_tiles.Target(BIG, 300, 100)], time_dispatch, time_in_place,
+        tmp_path / "first", time.monotonic() + 600, 120, (), records.prior,
+    )  # fmt: skip
+    records.record_search(first, tmp_path / "first" / "configurations", (), big)
+    assert first.chosen[BIG].config == winner and first.seeded == {}
+    timed.clear()
+    second = dispatch_tiles.search(
+        quarter, (), [dispatch_tiles.Target(QUARTER, 300, 100)], time_dispatch, time_in_place,
+        tmp_path / "second", time.monotonic() + 600, 120, (), records.prior,
+    )  # fmt: skip
+    assert second.reused == {}
+    assert second.seeded[QUARTER].startswith("seeded from records of the op at 256x256x512 (")
+    assert timed[0] == "" and expected.text() in timed[1]  # IREE's own, then the seed
+    assert second.tried[QUARTER][0].config == expected
+    assert second.chosen[QUARTER].config == expected
+    dispatch_tiles.write_search(second, tmp_path / "second")
+    written = json.loads((tmp_path / "second" / dispatch_tiles.SEARCH).read_text())
+    assert written["dispatches"][QUARTER]["seeded"] == second.seeded[QUARTER]
+    assert notes == []
+    records.db.close()
+
+
+def test_a_search_the_time_cut_short_is_resumed_from_its_best(tmp_path):
+    """A first search of BIG gets no time for its climb: its record says it did
+    not finish. A record of a climb that got further is then made up (its best, a
+    variant 20% faster, and the variants it timed), as a run cut mid-climb
+    writes it. The next search neither reuses it as final nor starts over: the
+    climb starts from that best, times none of the variants already timed, and
+    keeps climbing from there."""
+    stablehlo = tmp_path / "m.mlir"
+    stablehlo.write_text(TWO_MATMULS)
+    notes: list[str] = []
+    records = Records.open(tmp_path / "tuning.db", stablehlo, False, notes.append, "cut")
+    assert records is not None
+    wanted = [dispatch_tiles.Target(BIG, 300, 100)]
+
+    def nothing_faster(vmfb: Path) -> float:
+        return 100.0
+
+    first = dispatch_tiles.search(
+        stablehlo, (), wanted, nothing_faster, lambda vmfb: {}, tmp_path / "first",
+        time.monotonic(), 120, (), records.prior,
+    )  # fmt: skip
+    assert first.cut == [BIG]
+    records.record_search(first, tmp_path / "first" / "configurations", (), stablehlo)
+    (cut,) = records.db.tile_records(records.target)
+    assert not cut.finished and cut.winner is None
+    iree = cut.iree_config()
+    step, *others = neighbours(iree)
+    further = replace(
+        cut,
+        variants=tuple(
+            VariantTimes(c.text(), (Timing(80.0 if c == step else 100.0, 100.0),))
+            for c in (step, *others)
+        ),
+        winner=step.text(),
+        winner_alone=Timing(80.0, 100.0),
+        when=cut.when + 1,
+    )
+    assert records.db.add_tiles(records.target, further)
+    timed: list[str] = []
+    two_steps = neighbours(step)[0]
+
+    def time_dispatch(vmfb: Path) -> float:
+        text = _spec_text(vmfb)
+        timed.append(text)
+        return 60.0 if two_steps.text() in text else 100.0
+
+    second = dispatch_tiles.search(
+        stablehlo, (), wanted, time_dispatch, lambda vmfb: {}, tmp_path / "second",
+        time.monotonic() + 600, 120, (), records.prior,
+    )  # fmt: skip
+    assert second.reused == {} and second.seeded[BIG].startswith("resumed from 2 search(es)")
+    assert second.tried[BIG][0].config == step  # its best, as timed then
+    variants = [t.config for t in second.tried[BIG][1:]]
+    assert variants and not set(variants) & {step, *others}  # nothing timed twice
+    assert set(variants) <= set(neighbours(step)) | set(neighbours(two_steps))
+    assert second.chosen[BIG].config == two_steps and second.cut == []
+    records.db.close()

@@ -90,9 +90,9 @@ class TileRecords(Protocol):
     """What the tile search takes from and gives to the tuning database
     (`tfpgo.tune.records.Records`)."""
 
-    def recorded_tiles(
+    def prior(
         self, dispatch: str, configurations: Path, flags: tuple[str, ...]
-    ) -> tuple[dispatch_tiles.Trial, str] | None: ...
+    ) -> dispatch_tiles.Prior | None: ...
 
     def record_search(
         self,
@@ -270,7 +270,7 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         evidence.deadline,
         evidence.compile_timeout_s,
         current.tiles,
-        recorded=evidence.tile_records.recorded_tiles if evidence.tile_records else None,
+        recorded=evidence.tile_records.prior if evidence.tile_records else None,
     )
     dispatch_tiles.write_search(found, scratch, current.tiles)
     if evidence.tile_records is not None:
@@ -303,7 +303,7 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
                 "",
                 name,
                 dispatches[name].sources,
-                best.config.text() + (f" ({found.reused[name]})" if name in found.reused else ""),
+                f"{best.config.text()} ({_whence(found, name)})",
                 round(best.iree_ps * count),
                 round(best.ps * count),
                 False,
@@ -320,6 +320,12 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         ),
         tuple(decisions),
     )
+
+
+def _whence(found: dispatch_tiles.Search, name: str) -> str:
+    """Where a dispatch's tiles came from: a record, a climb seeded or resumed from
+    records, or a search from IREE's choice."""
+    return found.reused.get(name) or found.seeded.get(name) or "searched"
 
 
 def _compiler_flags(

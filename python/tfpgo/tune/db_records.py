@@ -352,7 +352,8 @@ class TileRecord:
     pipeline, every variant tried, and the winner (None: none beat IREE's) with
     its time alone (the worst of its timings there, as a climb counts it) and in
     place (the best, as the search keeps it), when measured; the model and the
-    program (`program_key`) it was searched in, and when (Unix seconds)."""
+    program (`program_key`) it was searched in, and when (Unix seconds); whether
+    the search ended by its own rule (`finished`) or the time cut it short."""
 
     root: RootOp
     dispatch: str
@@ -365,6 +366,7 @@ class TileRecord:
     model: str
     program: str
     when: float
+    finished: bool = True  # records written before the field were of ended searches
 
     @classmethod
     def of_search(
@@ -392,6 +394,7 @@ class TileRecord:
             model,
             program,
             when,
+            dispatch not in found.cut,
         )
 
     @property
@@ -405,6 +408,10 @@ class TileRecord:
         if self.winner is None:
             return None
         return root_config(self.winner, self.root.loops, self.pipeline, self.root.op)
+
+    def iree_config(self) -> RootConfig:
+        """IREE's own tiles for this root op, as the search started from them."""
+        return root_config(self.iree, self.root.loops, self.pipeline, self.root.op)
 
 
 def _by_config(trials: Sequence[dispatch_tiles.Trial]) -> dict[str, list[Timing]]:

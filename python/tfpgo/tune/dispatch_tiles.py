@@ -262,8 +262,8 @@ def spec_text(configs: Sequence[RootConfig]) -> str:
 
 
 # The tuning database's answer for one dispatch (its name, the dumped
-# configurations, the program's flags): the recorded winner and whence, or None.
-Recorded = Callable[[str, Path, tuple[str, ...]], "tuple[Trial, str] | None"]
+# configurations, the program's flags): what it knows of it (`Prior`), or None.
+Recorded = Callable[[str, Path, tuple[str, ...]], "Prior | None"]
 
 
 @dataclass(frozen=True)
@@ -281,6 +281,83 @@ class Trial:
 
 
 @dataclass(frozen=True)
+class Prior:
+    """What the tuning database knows of one dispatch before its search, and
+    whence (a line for tiles.json and the report):
+
+    - `final`: a search of this root op ended by its own rule; `winner` is what
+      it kept (None: IREE's own tiles), and the dispatch is not searched;
+    - else, with `winner` or `seen`: a search of it the time cut short; the
+      climb resumes from `winner` (its best so far, if any), skipping the
+      variants already timed (`seen`, by `RootConfig.text()`);
+    - else `seeds`: per record of the same root op at other loop ranges, its
+      IREE tiles and its winner; the climb starts from them (`seeded`)."""
+
+    whence: str
+    final: bool = False
+    winner: Trial | None = None
+    seen: frozenset[str] = frozenset()
+    seeds: tuple[tuple[RootConfig, RootConfig], ...] = ()
+
+
+def seeded(iree: RootConfig, seeds: Sequence[tuple[RootConfig, RootConfig]]) -> list[RootConfig]:
+    """Where a climb starts from records of the same root op at other loop ranges
+    (`seeds`: each record's IREE tiles and winner). Per record, first its winner
+    scaled: each tile this dispatch's IREE tile times the record's winner over
+    its IREE tile (what tuning changed, applied to what IREE chose at this
+    size), a workgroup tile rounded to a multiple of its vector tile; then the
+    winner's tiles as they are. Each bounded by this dispatch's loop ranges;
+    only those valid, not IREE's own, of the same pipeline, without repeats."""
+    found: list[RootConfig] = []
+    for seed_iree, winner in seeds:
+        if winner.pipeline != iree.pipeline or len(winner.loops) != len(iree.loops):
+            continue
+        scaled = RootConfig(
+            iree.loops,
+            _ratio_scaled(iree.distribution, seed_iree.distribution, winner.distribution),
+            _ratio_scaled(iree.vector_parallel, seed_iree.vector_parallel, winner.vector_parallel),
+            _ratio_scaled(
+                iree.vector_reduction, seed_iree.vector_reduction, winner.vector_reduction
+            ),
+            iree.pipeline,
+            iree.op,
+        )
+        scaled = replace(
+            scaled, distribution=_vector_multiples(scaled.distribution, scaled.vector_parallel)
+        )
+        direct = replace(
+            iree,
+            distribution=_bounded(winner.distribution, iree.loops),
+            vector_parallel=_bounded(winner.vector_parallel, iree.loops),
+            vector_reduction=_bounded(winner.vector_reduction, iree.loops),
+        )
+        for candidate in (scaled, direct):
+            if candidate != iree and candidate not in found and _valid(candidate, iree):
+                found.append(candidate)
+    return found
+
+
+def _ratio_scaled(
+    tiles: tuple[int, ...], seed: tuple[int, ...], winner: tuple[int, ...]
+) -> tuple[int, ...]:
+    # A loop one side leaves untiled (0) cannot be scaled: it keeps this side's tile.
+    return tuple(
+        max(1, round(t * w / s)) if t and s and w else t
+        for t, s, w in zip(tiles, seed, winner, strict=True)
+    )
+
+
+def _vector_multiples(tiles: tuple[int, ...], vectors: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(
+        max(v, round(t / v) * v) if t and v else t for t, v in zip(tiles, vectors, strict=True)
+    )
+
+
+def _bounded(tiles: tuple[int, ...], loops: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(min(t, size) for t, size in zip(tiles, loops, strict=True))
+
+
+@dataclass(frozen=True)
 class Search:
     """What the search measured: per dispatch, IREE's choice, each variant tried
     against it, and the winner, if any."""
@@ -291,8 +368,13 @@ class Search:
     failed: dict[str, str]  # "dispatch config" IREE could not compile, and its error
     # The benchmark's best variants timed again in the whole program, round by round.
     in_place: dict[str, list[Trial]] = field(default_factory=dict)
-    # Per dispatch whose tiles came from the tuning database with no search: whence.
+    # Per dispatch whose tiles came from the tuning database with no search: whence
+    # (chosen holds the recorded winner; none when the record kept IREE's tiles).
     reused: dict[str, str] = field(default_factory=dict)
+    # Per dispatch whose climb started from records (seeded, or resumed): whence.
+    seeded: dict[str, str] = field(default_factory=dict)
+    # The dispatches whose climb the time ran out on (none started, or cut short).
+    cut: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         dispatches = {
@@ -309,6 +391,8 @@ class Search:
                 ],
                 "chosen": self.chosen[name].config.text() if name in self.chosen else None,
                 "reused": self.reused.get(name),
+                "seeded": self.seeded.get(name),
+                "finished": name not in self.cut,
             }
             for name, config in self.dispatches.items()
         }
@@ -420,9 +504,11 @@ def search(
     program as it is now and every spec written keeps them.
 
     `recorded` (the tuning database's tile records) gives, from the dispatch's
-    name and the dumped configurations, a recorded winner for the same root op
-    and loop ranges on this target: that dispatch is not searched, its winner is
-    chosen as recorded (`reused` says whence) and kept in every in-place round."""
+    name and the dumped configurations, what is known of its root op on this
+    target (`Prior`): after a search that ended, its outcome, with no search
+    (`reused` says whence; a recorded winner is kept in every in-place round);
+    after one cut short, a climb resumed from its best; from the same op at
+    other sizes, a climb seeded (`seeded` says whence for both)."""
     scratch.mkdir(parents=True, exist_ok=True)
     configurations, benchmarks = scratch / "configurations", scratch / "benchmarks"
     started = time.monotonic()
@@ -448,12 +534,17 @@ def search(
     sources = dispatch_benchmark.unconfigured_benchmarks(benchmarks, scratch / "unconfigured")
     chosen_targets = [t for t in wanted if t.name in known and t.name in sources]
     found = Search({t.name: known[t.name] for t in chosen_targets}, {}, {}, {})
+    priors: dict[str, Prior] = {}
     for target in list(chosen_targets):
-        reuse = recorded(target.name, configurations, flags) if recorded else None
-        if reuse is not None:
-            found.chosen[target.name], found.reused[target.name] = reuse
+        prior = recorded(target.name, configurations, flags) if recorded else None
+        if prior is not None and prior.final:
+            found.reused[target.name] = prior.whence
+            if prior.winner is not None:
+                found.chosen[target.name] = prior.winner
             chosen_targets.remove(target)
-    base = (*base, *(found.chosen[name].config for name in found.reused))
+        elif prior is not None:
+            priors[target.name], found.seeded[target.name] = prior, prior.whence
+    base = (*base, *(found.chosen[name].config for name in found.reused if name in found.chosen))
     climbs_end = time.monotonic() + max(deadline - time.monotonic(), 0.0) * CLIMB_SHARE
     for index, target in enumerate(chosen_targets):
         headroom_left = sum(t.headroom_ps for t in chosen_targets[index:])
@@ -461,11 +552,17 @@ def search(
         until = time.monotonic() + max(climbs_end - time.monotonic(), 0.0) * share
         if time.monotonic() >= until:
             found.tried[target.name] = []
+            found.cut.append(target.name)
             continue
-        climb = _Climb(target.name, known[target.name], flags, time_dispatch, timeout_s)
+        climb = _Climb(
+            target.name, known[target.name], flags, time_dispatch, timeout_s,
+            priors.get(target.name),
+        )  # fmt: skip
         climb.run(sources[target.name], scratch / f"dispatch_{index}", until)
         found.tried[target.name] = climb.tried
         found.failed.update({f"{target.name} {k}": v for k, v in climb.failed.items()})
+        if not climb.ended:
+            found.cut.append(target.name)
         if climb.best is not None and climb.best.ratio < 1 - NOISE:
             found.chosen[target.name] = climb.best
     _confirm_in_place(
@@ -525,16 +622,19 @@ def _confirm_in_place(
 
 @dataclass
 class _Climb:
-    """One dispatch's hill climb (see `search`)."""
+    """One dispatch's hill climb (see `search`), from IREE's choice, or from what
+    the tuning database knows of it (`prior`): seeds first, or a climb resumed."""
 
     name: str
     iree: RootConfig
     flags: tuple[str, ...]
     time_dispatch: Callable[[Path], float]
     timeout_s: float
+    prior: Prior | None = None
     tried: list[Trial] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     best: Trial | None = None
+    ended: bool = False  # by its own rule (no neighbour left, or none better), not by time
 
     def run(self, unconfigured: Path, directory: Path, until: float) -> None:
         """Climbs on `unconfigured`, the dispatch's benchmark without IREE's
@@ -543,13 +643,22 @@ class _Climb:
         default = directory / "iree.vmfb"
         dispatch_benchmark.compile_benchmark(unconfigured, default, self.flags, self.timeout_s)
         before = self.time_dispatch(default)
-        current, seen = self.iree, {self.iree}
+        current, seen = self.iree, {self.iree.text()}
+        seeds: list[RootConfig] = []
+        if self.prior is not None:
+            seen |= self.prior.seen
+            seeds = seeded(self.iree, self.prior.seeds)
+            if self.prior.winner is not None:  # resumed: its best so far, timed then
+                self.best, current = self.prior.winner, self.prior.winner.config
+                self.tried.append(self.prior.winner)
         while time.monotonic() < until:
+            seeding, generation = bool(seeds), seeds or neighbours(current)
+            seeds = []
             timed = []
-            for config in [n for n in neighbours(current) if n not in seen]:
+            for config in [c for c in generation if c.text() not in seen]:
                 if time.monotonic() >= until:
                     break
-                seen.add(config)
+                seen.add(config.text())
                 variant = directory / f"variant_{len(seen) - 1}"
                 variant.with_suffix(".spec.mlir").write_text(spec_text([config]))
                 vmfb = variant.with_suffix(".vmfb")
@@ -563,6 +672,9 @@ class _Climb:
                     continue
                 timed.append((config, self.time_dispatch(vmfb), vmfb))
             if not timed:
+                if seeding:
+                    continue
+                self.ended = time.monotonic() < until
                 return
             after = self.time_dispatch(default)
             # IREE's choice at each variant's place in the generation, by linear
@@ -575,6 +687,9 @@ class _Climb:
             self.tried.extend(trials)
             k, leader = min(enumerate(trials), key=lambda pair: pair[1].ratio)
             if not self._beats(leader):
+                if seeding:  # no seed helps here: the climb starts from IREE's choice
+                    continue
+                self.ended = True
                 return
             # The best of many noisy timings is biased to luck: the leader is timed
             # once more beside IREE's choice and counts at the worse of its two ratios.
@@ -584,6 +699,9 @@ class _Climb:
             self.tried.append(again)
             leader = max(leader, again, key=lambda trial: trial.ratio)
             if not self._beats(leader):
+                if seeding:
+                    continue
+                self.ended = True
                 return
             self.best, current = leader, leader.config
 

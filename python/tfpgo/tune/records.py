@@ -42,12 +42,13 @@ from tfpgo.tune.db_records import (
     program_values,
     root_ops,
 )
-from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, Search, without_spec
+from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, Prior, Search, without_spec
 from tfpgo.tune.dispatch_tiles import Trial as TileTrial
 from tfpgo.tune.document import Trial
 from tfpgo.tune.roofline import MachineLimit, measure
 
 PROGRAMS = ".programs"  # suffix of the directory beside the database: the programs kept
+SEEDS = 2  # records of the same op at other sizes a climb starts from
 
 
 @dataclass(frozen=True)
@@ -109,27 +110,48 @@ class Records:
         )
         return found
 
-    def recorded_tiles(
-        self, dispatch: str, configurations: Path, flags: tuple[str, ...]
-    ) -> tuple[TileTrial, str] | None:
-        """A dispatch's tiles as recorded for the same root op (op, indexing maps,
-        element types, loop ranges) on this target and flags, any model: the
-        newest record with a winner (`dispatch_tiles.Recorded`); None with
-        `--retune`, or when none holds one."""
+    def prior(self, dispatch: str, configurations: Path, flags: tuple[str, ...]) -> Prior | None:
+        """What is recorded of a dispatch's root op on this target and flags, any
+        model (`dispatch_tiles.Recorded`): the newest record of the same op
+        (name, indexing maps, element types, loop ranges) gives, when its search
+        ended, its outcome with no search; when the time cut it short, a climb
+        resumed from the best any record of the op reached, past every variant
+        they timed. With none, records of the op at other loop ranges with a
+        winner (newest first, at most SEEDS) seed the climb. None with
+        `--retune`, or when nothing is recorded."""
         if self.retune:
             return None
         root = _root_ops(configurations).get(dispatch)
         if root is None:
             return None
-        for record in self.db.exact_records(Target.host(flags), root):
-            config, timing = record.winner_config(), record.winner_in_place or record.winner_alone
-            if config is not None and timing is not None:
-                when = time.strftime("%Y-%m-%d", time.localtime(record.when))
-                whence = (
-                    f"from a record of {record.model or 'a model'} ({when}, {timing.ratio:.3f})"
-                )
-                return TileTrial(config, timing.ps, timing.iree_ps), whence
-        return None
+        target = Target.host(flags)
+        exact = self.db.exact_records(target, root)
+        if exact and exact[0].finished:
+            newest = exact[0]
+            winner = _winner(newest)
+            outcome = "IREE's own tiles" if winner is None else f"{winner.ratio:.3f}"
+            return Prior(f"from a record of {_whence(newest)}, {outcome})", True, winner)
+        if exact:
+            winners = [w for w in map(_winner, exact) if w is not None]
+            seen = frozenset(v.config for record in exact for v in record.variants)
+            return Prior(
+                f"resumed from {len(exact)} search(es) the time cut short, the newest of "
+                f"{_whence(exact[0])}), past {len(seen)} variants",
+                winner=min(winners, key=lambda w: w.ratio, default=None),
+                seen=seen,
+            )
+        seeds = [
+            (record, winner.config)
+            for record in self.db.seed_records(target, root)
+            if (winner := _winner(record)) is not None
+        ][:SEEDS]
+        if not seeds:
+            return None
+        sizes = ", ".join("x".join(map(str, r.root.loops)) for r, _ in seeds)
+        return Prior(
+            f"seeded from records of the op at {sizes} (newest of {_whence(seeds[0][0])}))",
+            seeds=tuple((record.iree_config(), winner) for record, winner in seeds),
+        )
 
     def record_search(
         self, found: Search, configurations: Path, flags: tuple[str, ...], program: Path
@@ -234,6 +256,20 @@ def from_record(decision: Decision) -> str:
     """A trial's reason when its outcome was taken from the database."""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(decision.when))
     return f"as recorded on {when} for this program (--retune measures again): {decision.reason}"
+
+
+def _winner(record: TileRecord) -> TileTrial | None:
+    """A record's winner as the search chose it (in place when timed there)."""
+    config, timing = record.winner_config(), record.winner_in_place or record.winner_alone
+    if config is None or timing is None:
+        return None
+    return TileTrial(config, timing.ps, timing.iree_ps)
+
+
+def _whence(record: TileRecord) -> str:
+    """ "<model> (<day>" of a record: the report's and tiles.json's words for it."""
+    day = time.strftime("%Y-%m-%d", time.localtime(record.when))
+    return f"{record.model or 'a model'} ({day}"
 
 
 @functools.cache
