@@ -716,6 +716,10 @@ def test_a_finished_run_is_built_again_from_its_record(program, tmp_path):
                    records=records)  # fmt: skip
     assert rebuilt.trials[0].result is None and rebuilt.trials[0].max_abs == 0
     assert (built / TUNED_VMFB).read_bytes() == (first / TUNED_VMFB).read_bytes()
+    # tune.json says what each stage took: the rebuild, a fraction of the first.
+    spent = [TuneDocument.read(d / "tune.json").tune_s for d in (first, again, built)]
+    assert spent == [d.tune_s for d in (document, confirmed, rebuilt)]
+    assert 0 < spent[2] < spent[0]
     records.db.close()
 
 

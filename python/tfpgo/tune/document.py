@@ -133,6 +133,7 @@ class TuneDocument:
     # Each hot dispatch of the original program and the fraction of this machine's
     # limit (its roofline bound over its time) it reached; () when not known.
     at_limit: tuple[tuple[str, float], ...] = ()
+    tune_s: float = 0.0  # what the stage took, wall-clock (0 in documents before it)
 
     @property
     def kept(self) -> tuple[str, ...]:
@@ -158,6 +159,7 @@ class TuneDocument:
             "end_to_end": vars(self.end_to_end) if self.end_to_end else None,
             "unconfirmed": self.unconfirmed,
             "at_limit": [{"dispatch": name, "fraction": f} for name, f in self.at_limit],
+            "tune_s": self.tune_s,
         }
 
     def write(self, path: Path) -> None:
@@ -186,4 +188,5 @@ class TuneDocument:
             tuple(
                 (item["dispatch"], float(item["fraction"])) for item in document.get("at_limit", ())
             ),
+            float(document.get("tune_s", 0.0)),
         )

@@ -136,11 +136,13 @@ def tune(
     what = (
         f"--tune-budget ({tuning.budget_s:.0f} s) and one measurement past it ({overrun_s:.0f} s)"
     )
+    started_s = time.monotonic()
     with tools_deadline(deadline + overrun_s, what):
-        return _tune(
+        document = _tune(
             stablehlo, workload, baseline, out, tuning, note, candidates, compile_vmfb,
             deadline, timeout_s, records,
         )  # fmt: skip
+    return _written(replace(document, tune_s=round(time.monotonic() - started_s, 3)), out, note)
 
 
 def _tune(
@@ -167,9 +169,7 @@ def _tune(
         if rebuilt is not None:
             return rebuilt
     if tuning.budget_s == 0 and records is not None:
-        return _written(
-            TuneDocument(0, baseline.profile.runs, (), (), (), None, None, _NO_RECORD), out, note
-        )
+        return TuneDocument(0, baseline.profile.runs, (), (), (), None, None, _NO_RECORD)
     current, program = Variant(stablehlo), baseline
     limit = records.limit(note) if records is not None else None
     evidence = Evidence(
@@ -304,7 +304,7 @@ def _tune(
             stablehlo,
             summary,
         )  # fmt: skip
-    return _written(document, out, note)
+    return document
 
 
 def _at_limit(
@@ -391,9 +391,7 @@ def _rebuilt(
             f"the run of {when} finished and kept nothing: the program --lower iree compiled stays"
         )
         trial = Trial("tuning record", "nothing", "skipped", why)
-        return _written(
-            TuneDocument(tuning.budget_s, runs, (trial,), (), (), None, None), out, note
-        )
+        return TuneDocument(tuning.budget_s, runs, (trial,), (), (), None, None)
     variant = records.variant_of(last, stablehlo, directory)
     if variant is None:
         note("tune: the program a recorded run kept is no longer stored; tuning again")
@@ -408,7 +406,7 @@ def _rebuilt(
         except UserError as error:
             trial = Trial("tuning record", change, "rejected", str(error))
             document = TuneDocument(0, runs, (trial,), (), (), None, None, str(error))
-            return _written(document, out, note)
+            return document
         (out / TUNED_VMFB).write_bytes(vmfb.read_bytes())
         if last.spec:
             (out / SPEC).write_text(last.spec)
@@ -417,7 +415,7 @@ def _rebuilt(
         note(f"tune: {reason}: {TUNED_VMFB}")
         built = Tuned(TUNED_VMFB, "", ())
         document = TuneDocument(0, runs, (trial,), (), last.flags, built, None)
-        return _written(document, out, note)
+        return document
     try:
         program = profile_program(variant.stablehlo, variant.flags, directory, workload, TUNED_VMFB)
     except UserError as error:
@@ -438,7 +436,7 @@ def _rebuilt(
         tuning.budget_s, runs, (trial,), (), last.flags if tuned else (), tuned, end_to_end,
         unconfirmed,
     )  # fmt: skip
-    return _written(document, out, note)
+    return document
 
 
 def _proposed(

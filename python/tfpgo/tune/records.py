@@ -68,6 +68,9 @@ class Records:
     _keys: dict[tuple[Path, tuple[str, ...]], str] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # The dispatches whose climb the budget cut short this run: the run is then not
+    # finished, and the next one resumes them.
+    _cut: set[str] = field(default_factory=set, compare=False, repr=False)
 
     @classmethod
     def open(
@@ -159,6 +162,7 @@ class Records:
         """One tile record per dispatch the search climbed on, for its root op."""
         roots, now = _root_ops(configurations), time.time()
         key = self._key(program, flags)
+        self._cut.update(found.cut)
         for dispatch in found.tried:
             if dispatch in roots and dispatch not in found.reused:
                 record = TileRecord.of_search(
@@ -182,7 +186,8 @@ class Records:
         run: RunSummary,
     ) -> None:
         """Each trial measured (with the program it was measured on, the flags it
-        added, whether the final program kept it), and the run."""
+        added, whether the final program kept it), and the run: finished when
+        `run` says so (every candidate tried) and no climb was cut short."""
         now = time.time()
         for trial, on, added, kept in measured:
             key = self._key(on.stablehlo, on.flags)
@@ -193,7 +198,7 @@ class Records:
         self.db.add_run(
             self.target,
             ProgramRun(
-                self.original, run.model, run.finished,
+                self.original, run.model, run.finished and not self._cut,
                 tuple(f"{SPEC_FLAG}{SPEC}" if f == spec else f for f in final.flags),
                 Path(spec.removeprefix(SPEC_FLAG)).read_text() if spec else "",
                 final.tiles, run.ratio, run.tune_s, run.untried, (), now, stored,
