@@ -24,10 +24,17 @@ from tfpgo.iree.program import Workload, check_outputs, profile_program
 from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir.lowering import write_generic_stablehlo
 from tfpgo.proposer.ab import ABResult, ABSamples, Verdict
-from tfpgo.report.tune_tables import decision_rows, op_rows, trial_rows, tune_summary
+from tfpgo.report.tune_tables import (
+    decision_rows,
+    op_rows,
+    stale_text,
+    trial_rows,
+    tune_summary,
+)
 from tfpgo.tune import dispatch_tiles, loop
 from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
 from tfpgo.tune.db import default_path
+from tfpgo.tune.db_records import ProgramRun
 from tfpgo.tune.dispatch_tiles import RootConfig
 from tfpgo.tune.document import Decision, EndToEnd, OpChange, Trial, Tuned, TuneDocument
 from tfpgo.tune.loop import TUNED_PROFILE, TUNED_VMFB, Tuning, tune
@@ -745,15 +752,28 @@ def test_a_run_cut_short_goes_on_where_it_stopped(program, tmp_path):
 
 
 def test_a_build_from_records_without_one_keeps_the_program(program, tmp_path):
+    """No run of this program on this target: only a run of it by another
+    iree-compile, which is never applied, and which the report lists as stale."""
     original, workload, baseline = program
     stablehlo = _own_copy(original, tmp_path)
     notes: list[str] = []
     records = _records(tmp_path / "tuning.db", stablehlo)
+    older = replace(records.target, compiler="3.12.0 @ 0123abcd")
+    run = ProgramRun(records.original, "m", True, ("--iree-opt-level=O2",), "", (), 0.5, 60.0,
+                     (), (), 1.0)  # fmt: skip
+    assert records.db.add_run(older, run)
     document = tune(stablehlo, workload, baseline, tmp_path, Tuning(0), notes.append,
                     candidates=(Candidate("lean", _never),), records=records)  # fmt: skip
     assert document.tuned is None and document.trials == ()
     assert "holds no run of this program on this target" in document.unconfirmed
     assert notes == [f"tune: {document.unconfirmed}"]
+    stale = "iree-compile 3.12.0 @ 0123abcd: 0 tile records, 0 decisions, 1 runs"
+    assert document.stale == (stale,)
+    assert TuneDocument.read(tmp_path / "tune.json").stale == document.stale
+    assert stale_text(document).startswith(
+        "The tuning database holds records of 1 other target(s), never applied here (stale): "
+        "iree-compile 3.12.0 @ 0123abcd"
+    )
     records.db.close()
 
 

@@ -45,6 +45,7 @@ from tfpgo.report.tune_tables import (
     decision_rows,
     limit_text,
     op_rows,
+    stale_text,
     trial_rows,
     tune_summary,
 )
@@ -427,8 +428,8 @@ def to_markdown(inputs: ReportInputs) -> str:
         parts += [markdown_table(SCOPE_HEADER, scope_rows(inputs.iree, steps, inputs.top_n))]
     if inputs.tune is not None:
         parts += ["", f"## {TUNE_TITLE}", "", tune_summary(inputs.tune), ""]
-        if limit := limit_text(inputs.tune):
-            parts += [limit, ""]
+        for line in (limit_text(inputs.tune), stale_text(inputs.tune)):
+            parts += [line, ""] if line else []
         parts += [markdown_table(TRIAL_HEADER, trial_rows(inputs.tune))]
         if inputs.tune.decisions:
             parts += ["", "### What changed where", ""]
@@ -546,8 +547,8 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         parts.append(html_table(SCOPE_HEADER, scope_rows(inputs.iree, steps, inputs.top_n)))
     if inputs.tune is not None:
         parts.append(f"<h2>{esc(TUNE_TITLE)}</h2><p>{esc(tune_summary(inputs.tune))}</p>")
-        if limit := limit_text(inputs.tune):
-            parts.append(f"<p>{esc(limit)}</p>")
+        for line in (limit_text(inputs.tune), stale_text(inputs.tune)):
+            parts += [f"<p>{esc(line)}</p>"] if line else []
         parts.append(html_table(TRIAL_HEADER, trial_rows(inputs.tune)))
         if inputs.tune.decisions:
             parts.append("<h3>What changed where</h3>")

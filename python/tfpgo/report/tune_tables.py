@@ -33,6 +33,17 @@ def limit_text(document: TuneDocument) -> str:
     return f"Fraction of this machine's limit (roofline) per hot dispatch: {shown}; {verdict}."
 
 
+def stale_text(document: TuneDocument) -> str:
+    """One line on the tuning database's records no run here applies ("" none)."""
+    if not document.stale:
+        return ""
+    return (
+        f"The tuning database holds records of {len(document.stale)} other target(s), never "
+        f"applied here (stale): {'; '.join(document.stale)}. `bazel run //tools:tuning_db -- "
+        "prune` drops them."
+    )
+
+
 def tune_summary(document: TuneDocument) -> str:
     """One paragraph: the kept changes and the tuned program against the original."""
     tuned, whole = document.tuned, document.end_to_end

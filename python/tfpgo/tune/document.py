@@ -134,6 +134,9 @@ class TuneDocument:
     # limit (its roofline bound over its time) it reached; () when not known.
     at_limit: tuple[tuple[str, float], ...] = ()
     tune_s: float = 0.0  # what the stage took, wall-clock (0 in documents before it)
+    # The tuning database's records of another CPU or compiler version, one line
+    # each: never applied (`Records.stale`).
+    stale: tuple[str, ...] = ()
 
     @property
     def kept(self) -> tuple[str, ...]:
@@ -160,6 +163,7 @@ class TuneDocument:
             "unconfirmed": self.unconfirmed,
             "at_limit": [{"dispatch": name, "fraction": f} for name, f in self.at_limit],
             "tune_s": self.tune_s,
+            "stale": list(self.stale),
         }
 
     def write(self, path: Path) -> None:
@@ -189,4 +193,5 @@ class TuneDocument:
                 (item["dispatch"], float(item["fraction"])) for item in document.get("at_limit", ())
             ),
             float(document.get("tune_s", 0.0)),
+            tuple(document.get("stale", ())),
         )

@@ -142,7 +142,9 @@ def tune(
             stablehlo, workload, baseline, out, tuning, note, candidates, compile_vmfb,
             deadline, timeout_s, records,
         )  # fmt: skip
-    return _written(replace(document, tune_s=round(time.monotonic() - started_s, 3)), out, note)
+    stale = records.stale() if records is not None else ()
+    spent_s = round(time.monotonic() - started_s, 3)
+    return _written(replace(document, tune_s=spent_s, stale=stale), out, note)
 
 
 def _tune(

@@ -94,6 +94,18 @@ class Records:
         `--retune`)."""
         return None if self.retune else self.db.last_run(self.target, self.original)
 
+    def stale(self) -> tuple[str, ...]:
+        """The database's targets of another CPU or iree-compile version, one line
+        each (what differs, and what they hold): never applied here."""
+        here = self.target
+        return tuple(
+            f"{s.target.differences(here)}: {s.tiles} tile records, {s.decisions} decisions, "
+            f"{s.runs} runs"
+            for s in self.db.stale(here)
+            if (s.target.cpu, s.target.features, s.target.compiler)
+            != (here.cpu, here.features, here.compiler)
+        )
+
     def limit(self, note: Callable[[str], None]) -> MachineLimit | None:
         """This machine's limit: recorded for its CPU, else measured once now and
         recorded (`tfpgo.tune.roofline`); None, after one note line, when the
