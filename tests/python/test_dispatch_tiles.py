@@ -25,7 +25,7 @@ from tfpgo.tune.db_records import Timing, VariantTimes
 from tfpgo.tune.dispatch_tiles import RootConfig, neighbours, root_configs, spec_text
 from tfpgo.tune.document import TuneDocument
 from tfpgo.tune.records import Records
-from tfpgo.tune.roofline import MachineLimit, hot_fractions
+from tfpgo.tune.roofline import MachineLimit, hot_fractions, model_fraction
 
 BIG = "main_dispatch_0_matmul_256x256x512_f32"
 SMALL = "main_dispatch_1_matmul_128x64x256_f32"
@@ -208,8 +208,25 @@ def test_a_dispatch_at_this_machines_limit_is_no_target(tmp_path):
     )
     document.write(tmp_path / "tune.json")
     assert TuneDocument.read(tmp_path / "tune.json") == document
-    only_near = replace(document, at_limit=(document.at_limit[1],))
-    assert limit_text(only_near).endswith("nothing left to gain here.")
+    # The program as a whole: its bounds' sum over its time, a dispatch with no
+    # bound (its name says nothing of its work) counting as all to gain.
+    odd = ("f_dispatch_2_slow_thing", 1, 100_000)
+    timed = [(d.name, 1, d.total_ps) for d in (near, far)]
+    whole = model_fraction(timed, limit)
+    assert whole == pytest.approx((1_048_576 + 524_288) / 3_150_000)
+    assert model_fraction([*timed, odd], limit) == pytest.approx((1_048_576 + 524_288) / 3_250_000)
+    assert limit_text(replace(document, limit_fraction=whole)).endswith(
+        "1 of 2 within 15% of it; the program as a whole 50%."
+    )
+    only_near = replace(
+        document,
+        at_limit=(document.at_limit[1],),
+        limit_fraction=model_fraction(timed[:1], limit),
+    )
+    assert limit_text(only_near).endswith(
+        "every hot dispatch runs within 15% of this machine's limit; the program as a whole "
+        "91%: nothing left to gain here."
+    )
 
 
 def test_the_search_climbs_on_benchmarks_and_decides_in_place(tmp_path):

@@ -21,11 +21,13 @@ from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.iree import dispatch_benchmark
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import Workload, check_outputs, profile_program
+from tfpgo.iree.remote_compile import HostTarget
 from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir.lowering import write_generic_stablehlo
 from tfpgo.proposer.ab import ABResult, ABSamples, Verdict
 from tfpgo.report.tune_tables import (
     decision_rows,
+    limit_text,
     op_rows,
     stale_text,
     trial_rows,
@@ -39,6 +41,7 @@ from tfpgo.tune.dispatch_tiles import RootConfig
 from tfpgo.tune.document import Decision, EndToEnd, OpChange, Trial, Tuned, TuneDocument
 from tfpgo.tune.loop import TUNED_PROFILE, TUNED_VMFB, Tuning, tune
 from tfpgo.tune.records import Records, RunSummary
+from tfpgo.tune.roofline import AT_LIMIT, MachineLimit
 
 BY_NAME = {candidate.name: candidate for candidate in CANDIDATES}
 
@@ -774,6 +777,28 @@ def test_a_build_from_records_without_one_keeps_the_program(program, tmp_path):
         "The tuning database holds records of 1 other target(s), never applied here (stale): "
         "iree-compile 3.12.0 @ 0123abcd"
     )
+    records.db.close()
+
+
+def test_a_program_at_this_machines_limit_is_not_tuned(program, tmp_path):
+    """With this machine's limit recorded (a constructed one: 1 byte/s, so the
+    program's roofline bound is far above its time), the loop proposes nothing,
+    says why in one line, and ends at once."""
+    original, workload, baseline = program
+    stablehlo = _own_copy(original, tmp_path)
+    records = _records(tmp_path / "tuning.db", stablehlo)
+    here = HostTarget(records.target.cpu, records.target.features)
+    slow = MachineLimit(here, "c", "avx2", 1, {"f32": 1e-9}, 1e-9, 1e-9)
+    records.db.put_limit(records.target, slow)
+    notes: list[str] = []
+    document = tune(stablehlo, workload, baseline, tmp_path, Tuning(600, 3), notes.append,
+                    candidates=(Candidate("lean", _never),), records=records)  # fmt: skip
+    (trial,) = document.trials
+    assert trial.outcome == "not tried" and "nothing left to gain here" in trial.reason
+    assert document.limit_fraction is not None and document.limit_fraction >= AT_LIMIT
+    assert notes == [f"tune: {trial.reason}; no candidate tried"]
+    assert document.tuned is None and document.tune_s < 60
+    assert limit_text(document).endswith("nothing left to gain here.")
     records.db.close()
 
 

@@ -26,10 +26,14 @@ def limit_text(document: TuneDocument) -> str:
         f"{name.rsplit('_dispatch_', 1)[-1]} {fraction:.0%}" for name, fraction in document.at_limit
     )
     verdict = (
-        "every hot dispatch runs within 15% of this machine's limit: nothing left to gain here"
+        "every hot dispatch runs within 15% of this machine's limit"
         if len(near) == len(document.at_limit)
         else f"{len(near)} of {len(document.at_limit)} within 15% of it"
     )
+    whole = document.limit_fraction
+    if whole is not None:
+        gain = ": nothing left to gain here" if whole >= AT_LIMIT else ""
+        verdict += f"; the program as a whole {whole:.0%}{gain}"
     return f"Fraction of this machine's limit (roofline) per hot dispatch: {shown}; {verdict}."
 
 

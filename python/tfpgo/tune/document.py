@@ -137,6 +137,9 @@ class TuneDocument:
     # The tuning database's records of another CPU or compiler version, one line
     # each: never applied (`Records.stale`).
     stale: tuple[str, ...] = ()
+    # The original program's fraction of this machine's limit as a whole
+    # (`roofline.model_fraction`); None when the limit is not known.
+    limit_fraction: float | None = None
 
     @property
     def kept(self) -> tuple[str, ...]:
@@ -164,6 +167,7 @@ class TuneDocument:
             "at_limit": [{"dispatch": name, "fraction": f} for name, f in self.at_limit],
             "tune_s": self.tune_s,
             "stale": list(self.stale),
+            "limit_fraction": self.limit_fraction,
         }
 
     def write(self, path: Path) -> None:
@@ -194,4 +198,5 @@ class TuneDocument:
             ),
             float(document.get("tune_s", 0.0)),
             tuple(document.get("stale", ())),
+            None if document.get("limit_fraction") is None else float(document["limit_fraction"]),
         )

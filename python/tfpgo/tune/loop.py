@@ -69,7 +69,7 @@ from tfpgo.tune.document import (
     TuneDocument,
 )
 from tfpgo.tune.records import Records, RunSummary, from_record
-from tfpgo.tune.roofline import MachineLimit, hot_fractions
+from tfpgo.tune.roofline import AT_LIMIT, MachineLimit, hot_fractions, model_fraction
 
 TUNED_PROFILE = "iree_profile.tuned.json"
 TUNED_VMFB = "model.tuned.vmfb"
@@ -174,6 +174,21 @@ def _tune(
         return TuneDocument(0, baseline.profile.runs, (), (), (), None, None, _NO_RECORD)
     current, program = Variant(stablehlo), baseline
     limit = records.limit(note) if records is not None else None
+    hot, whole = _at_limit(baseline.profile, limit)
+    if whole is not None and whole >= AT_LIMIT:
+        # Each dispatch's bound is a floor no tuning goes below: the program can
+        # gain at most 15%, which the loop's budget is not spent looking for.
+        reason = (
+            f"the program runs at {whole:.0%} of this machine's limit (the sum of its "
+            "dispatches' roofline bounds over their time): within 15% of it, nothing left "
+            "to gain here"
+        )
+        note(f"tune: {reason}; no candidate tried")
+        skipped = tuple(Trial(c.name, "", "not tried", reason) for c in candidates)
+        return TuneDocument(
+            tuning.budget_s, baseline.profile.runs, skipped, (), (), None, None,
+            at_limit=hot, limit_fraction=whole,
+        )  # fmt: skip
     evidence = Evidence(
         out / "iree_profile.json", baseline.profile, workload, deadline, timeout_s, limit, records
     )
@@ -293,7 +308,8 @@ def _tune(
         tuned,
         end_to_end,
         unconfirmed,
-        _at_limit(baseline.profile, limit),
+        at_limit=hot,
+        limit_fraction=whole,
     )
     if records is not None:
         untried = tuple(trial.name for trial in trials if trial.outcome == "not tried")
@@ -311,13 +327,14 @@ def _tune(
 
 def _at_limit(
     profile: iree_run.IreeProfile, limit: MachineLimit | None
-) -> tuple[tuple[str, float], ...]:
+) -> tuple[tuple[tuple[str, float], ...], float | None]:
     """Each hot dispatch of the original program and the fraction of this
-    machine's limit it reached (none without the limit)."""
+    machine's limit it reached, and the program's as a whole (none without the
+    limit)."""
     if limit is None:
-        return ()
+        return (), None
     timed = [(d.name, d.count, d.total_ps) for d in profile.dispatches]
-    return hot_fractions(timed, limit, MIN_SHARE)
+    return hot_fractions(timed, limit, MIN_SHARE), model_fraction(timed, limit)
 
 
 _NO_RECORD = (

@@ -312,6 +312,19 @@ def hot_fractions(
     return tuple(found)
 
 
+def model_fraction(dispatches: Sequence[tuple[str, int, int]], limit: MachineLimit) -> float:
+    """The fraction of this machine's limit a whole program reached: the sum of its
+    dispatches' roofline bounds over their time (dispatch name, invocations, ps),
+    a dispatch whose name gives no bound counting as bound 0 (as if it had all of
+    its time to gain). At AT_LIMIT or above, the program as a whole is within 15%
+    of its limit: however it is tuned, it gains at most that."""
+    total = sum(ps for _, _, ps in dispatches)
+    if total <= 0:
+        return 0.0
+    bounds = (dispatch_bound_ps(name, count, limit) for name, count, _ in dispatches)
+    return sum(bound or 0 for bound in bounds) / total
+
+
 def sgemm_gflops(n: int, runs: int) -> float:
     """The reference the measured peak is held against: numpy's (OpenBLAS) float32
     n x n matmul on all cores, the best GFLOP/s of `runs` after a warm-up."""
