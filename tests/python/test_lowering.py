@@ -48,11 +48,44 @@ def test_a_model_that_cannot_be_lowered_is_one_line_and_leaves_nothing(tmp_path)
     with pytest.raises(UserError) as failure:
         _lowered_flow(tmp_path, "no_stablehlo.py")
     assert str(failure.value).startswith(
-        "cannot lower to StableHLO: tf.Unique (node 'Unique') has no StableHLO lowering"
+        "cannot lower to StableHLO: tf.Unique (node 'Unique') has no StableHLO lowering in "
+        "TensorFlow's tf-stablehlo, and its XLA bridge passes stopped too (tf.Unique (node "
+        "'Unique') has no StableHLO lowering)"
     )
     assert "\n" not in str(failure.value)
     assert not (tmp_path / "out").exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_loop_over_tensor_lists_is_lowered_by_the_xla_bridge_route(tmp_path, capsys):
+    """tf-stablehlo alone cannot lower a TensorArray loop; TensorFlow's XLA bridge
+    passes can: the run, the report and each level say which route and why, IREE
+    runs the program with TensorFlow's outputs, and the loop's profile reaches
+    every level."""
+    result = _lowered_flow(tmp_path, "tensor_array_loop.py")
+    routes = {level.level: level.route for level in result.levels}
+    assert set(routes) == {"stablehlo", "linalg"}
+    for route in routes.values():
+        assert route.name == lowering.BRIDGE_ROUTE
+        assert route.why.startswith("tf.TensorList") and "has no StableHLO lowering" in route.why
+    # Every tf op reaches StableHLO but the stack of the list's states, which the
+    # decomposition made the loop's buffer itself: listed, with that reason.
+    stablehlo_level, linalg_level = result.levels
+    (stack,) = stablehlo_level.lost
+    assert stack.op == "tf.TensorListStack" and "decomposition" in stack.reason
+    assert stablehlo_level.source_self_ps + stack.self_ps == stablehlo_level.profile_self_ps
+    # IREE's input conversion loses the loop's scalar counter and compare too
+    # (still to do: issue 41).
+    assert {s.name for s in linalg_level.lost} <= {stack.name, "while/Less", "while/add_1"}
+    assert "while/MatMul" not in {s.name for s in linalg_level.lost}
+    out = result.output_dir
+    stablehlo = (out / "model.stablehlo.mlir").read_text()
+    assert '"stablehlo.while"' in stablehlo and "tf." not in stablehlo.split("loc(")[0]
+    err = capsys.readouterr().err
+    assert "stablehlo: lowered by TensorFlow's XLA bridge passes, since tf.TensorList" in err
+    assert "outputs within" in err
+    report = (out / "report.md").read_text()
+    assert "| TensorFlow's XLA bridge passes, since tf.TensorList" in report
 
 
 def test_lowering_an_unfrozen_mlir_file_is_refused_with_what_to_do(tmp_path):

@@ -644,6 +644,8 @@ def _lower(
             f"{profile.attributed_ps / max(profile.dispatch_ps, 1):.2%} of their time on tf ops, "
             f"outputs within {profile.outputs_max_abs:.3g} of TensorFlow's"
         )
+    if levels:
+        note(f"stablehlo: lowered by {levels[0].coverage.route.text()}")
     for level in levels:
         coverage = level.coverage
         note(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +40,27 @@ LEVELS = ("stablehlo", "linalg", "iree")
 MODULE_LEVELS = ("stablehlo", "linalg")
 LEVEL_FORMAT = "tfpgo.level_profile"
 TF_TO_STABLEHLO = "tf-shape-inference,tf-stablehlo"
+# TensorFlow's XLA bridge route, in the order of tf2xla's
+# CreateConvertMlirToXlaHloPipeline: functional control flow into regions and
+# functions inlined, so that shape inference reaches loop bodies; shapes inferred
+# twice around a canonicalize, which removes the variant casts the region
+# conversion puts before each loop (they would hide a list's element shape); then
+# TensorList, TensorArray and Stack ops decomposed into tensors, before the same
+# legalization. The decompositions act on the function named `main` only.
+BRIDGE_TO_STABLEHLO = (
+    "tf-functional-control-flow-to-regions,inline,tf-shape-inference,func.func(canonicalize),"
+    "tf-shape-inference,tf-tensor-list-ops-decomposition,tf-tensor-array-ops-decomposition,"
+    "tf-stack-ops-decomposition,tf-stablehlo"
+)
+# The routes to StableHLO: TensorFlow's direct legalization first (its module is
+# closer to the tf ops), then the XLA bridge's (loops over TensorLists).
+DIRECT_ROUTE, BRIDGE_ROUTE = "tf-stablehlo", "XLA bridge"
 # A function argument's name location (`%arg13: tensor<...> loc("x")`).
 _ARGUMENT_NAME = re.compile(r'%arg\d+: [^,)]*? loc\("((?:[^"\\]|\\.)*)"\)')
 # A tf dialect op in generic or custom form.
 _TF_DIALECT_OP = re.compile(r"(^|[\s\"])tf\.[A-Z]", re.MULTILINE)
+# The ops the XLA bridge route decomposes into the tensors they hold.
+_LIST_OPS = ("tf.TensorList", "tf.TensorArray", "tf.Stack")
 # Constants larger than this many elements are elided in the lowered files.
 ELIDE_ELEMENTS = 64
 
@@ -61,7 +78,26 @@ class LostSource:
         # Frozen, a read is an Identity that keeps the read's node name.
         if self.op == "tf.ReadVariableOp" or self.name.endswith("/ReadVariableOp"):
             return "a variable read: freezing for the lowering made it a constant"
+        if self.op.startswith(_LIST_OPS):
+            return (
+                "a TensorList, TensorArray or Stack op: the XLA bridge's decomposition made it "
+                "the list's buffer itself, with no op of its own"
+            )
         return "no op at this level carries its location: folded or erased by the lowering"
+
+
+@dataclass(frozen=True)
+class Route:
+    """How the tf module became StableHLO: `DIRECT_ROUTE`, or `BRIDGE_ROUTE` and
+    why the direct one could not (`why`: the op it could not lower)."""
+
+    name: str
+    why: str = ""
+
+    def text(self) -> str:
+        if not self.why:
+            return f"TensorFlow's {self.name}"
+        return f"TensorFlow's {self.name} passes, since {self.why} in tf-stablehlo alone"
 
 
 @dataclass(frozen=True)
@@ -76,6 +112,7 @@ class LevelCoverage:
     source_self_ps: int
     profile_self_ps: int
     lost: tuple[LostSource, ...]  # hottest first
+    route: Route = field(default_factory=lambda: Route(DIRECT_ROUTE))  # how tf became StableHLO
 
     @property
     def coverage(self) -> float:
@@ -181,7 +218,7 @@ def lower(
         tf_graph = read_json(scratch / "op_graph.tf.json")
         tf_sources = _annotated_sources(tf_graph)
         stablehlo = scratch / "stablehlo.mlir"
-        stablehlo_text = _tf_to_stablehlo(carried)
+        stablehlo_text, route = _tf_to_stablehlo(carried)
         write_generic_stablehlo(stablehlo_text, stablehlo)
         if "iree" in levels and iree_run is not None:
             fused_into = _fused_into(tf_graph)
@@ -192,7 +229,7 @@ def lower(
             linalg.write_text(util_functions_to_func(_stablehlo_to_linalg(stablehlo)))
             lowered.append(("linalg", linalg))
         return [
-            _materialize(level, module, out, tf_sources, profile_self_ps, scratch)
+            _materialize(level, module, out, tf_sources, profile_self_ps, scratch, route)
             for level, module in lowered
             if level in levels and level in MODULE_LEVELS
         ]
@@ -331,28 +368,49 @@ def _as_func(match: re.Match[str]) -> str:
     return match[0].replace('"util.func"', '"func.func"', 1)
 
 
-def _tf_to_stablehlo(carried: Path) -> str:
+def _tf_to_stablehlo(carried: Path) -> tuple[str, Route]:
+    """StableHLO from the carried tf module, and the route that made it: the
+    direct legalization, else the XLA bridge's (`BRIDGE_TO_STABLEHLO`); one
+    UserError line naming what neither could lower."""
+    text = carried.read_text()
+    try:
+        return _run_tf_passes(text, TF_TO_STABLEHLO), Route(DIRECT_ROUTE)
+    except _NotLowered as direct:
+        entry = _ENTRY_FUNCTION.search(text)
+        try:
+            if entry is None:
+                raise _NotLowered("the module has no function to lower") from None
+            # The decompositions look for `main`; the name goes back afterwards.
+            named = re.sub(rf"@{re.escape(entry[1])}\b", "@main", text)
+            lowered = _run_tf_passes(named, BRIDGE_TO_STABLEHLO)
+        except _NotLowered as bridge:
+            raise UserError(
+                f"cannot lower to StableHLO: {direct} in TensorFlow's tf-stablehlo, and its "
+                f"XLA bridge passes stopped too ({bridge}), so the profile stops at the tf "
+                "level (run without --lower)"
+            ) from None
+        return re.sub(r"@main\b", f"@{entry[1]}", lowered), Route(BRIDGE_ROUTE, str(direct))
+
+
+class _NotLowered(Exception):
+    """A pass pipeline could not lower the module: why, as a clause."""
+
+
+def _run_tf_passes(text: str, pipeline: str) -> str:
+    """`text` through TensorFlow's `pipeline`, with every tf op lowered."""
     import tensorflow as tf
 
     try:
-        lowered = tf.mlir.experimental.run_pass_pipeline(
-            carried.read_text(), TF_TO_STABLEHLO, show_debug_info=True
-        )
+        lowered = tf.mlir.experimental.run_pass_pipeline(text, pipeline, show_debug_info=True)
     except Exception as error:  # TensorFlow raises bare Exceptions with MLIR diagnostics
-        raise UserError(
-            f"cannot lower to StableHLO: {error_message(str(error), 'unknown error')}"
-        ) from None
+        raise _NotLowered(error_message(str(error), "unknown error")) from None
     # tf-stablehlo converts partially: an op without a lowering stays a tf op.
     left = _tf_ops_left(lowered)
     if left:
         # A constant left over (a variant-typed one) is a consequence; name a cause.
         op, node = next(((op, node) for op, node in left if op != "tf.Const"), left[0])
         more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
-        raise UserError(
-            f"cannot lower to StableHLO: {op} (node '{node}'){more} has no StableHLO "
-            "lowering in TensorFlow's tf-stablehlo, so its profile stops at the tf level "
-            "(run without --lower)"
-        )
+        raise _NotLowered(f"{op} (node '{node}'){more} has no StableHLO lowering")
     return lowered
 
 
@@ -423,6 +481,7 @@ def _materialize(
     tf_sources: dict[str, tuple[str, int]],
     profile_self_ps: int,
     scratch: Path,
+    route: Route,
 ) -> LoweredLevel:
     annotated = out / f"model.{level}.mlir"
     op_graph = out / f"op_graph.{level}.json"
@@ -438,11 +497,8 @@ def _materialize(
             f"--tf-profile-export-op-graph=output={op_graph}",
         ],
     )
-    return LoweredLevel(
-        read_level_coverage(summary, level, annotated.name, tf_sources, profile_self_ps),
-        annotated,
-        op_graph,
-    )
+    coverage = read_level_coverage(summary, level, annotated.name, tf_sources, profile_self_ps)
+    return LoweredLevel(replace(coverage, route=route), annotated, op_graph)
 
 
 def read_level_coverage(

@@ -260,6 +260,7 @@ def _sections(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]
                 str(attribution.annotated_ops),
                 str(attribution.annotated_ops),
                 f"{attribution.coverage:.2%}",
+                "profiled",
             ]
         ]
         rows += [
@@ -270,10 +271,11 @@ def _sections(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]
                 str(level.annotated_ops),
                 str(level.sources),
                 f"{level.coverage:.2%}",
+                level.route.text(),
             ]
             for level in inputs.levels
         ]
-        header = ["level", "module", "ops", "annotated", "sources", "op time reachable"]
+        header = ["level", "module", "ops", "annotated", "sources", "op time reachable", "route"]
         sections.append(("The profile at lower levels", header, rows))
         lost = [
             [level.level, source.name, format_ps(source.self_ps), source.reason]

@@ -284,10 +284,12 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
             "data tiling's mmt4d ops have none)"
         )
     if not found.chosen:
+        recorded = sum(1 for name in found.dispatches if name in found.reused)
+        whence = f", {recorded} of them as recorded" if recorded else ""
         return (
             f"no tile variant beat IREE's own by more than {NOISE:.0%} on the "
-            f"{len(found.dispatches)} dispatches with most headroom ({dispatch_tiles.SEARCH} "
-            "has the times)"
+            f"{len(found.dispatches)} dispatches with most headroom{whence} "
+            f"({dispatch_tiles.SEARCH} has the times and whence)"
         )
     changes = "; ".join(
         f"{name.rsplit('_dispatch_', 1)[-1]}: {best.config.text()}"
