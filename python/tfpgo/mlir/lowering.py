@@ -222,7 +222,10 @@ def lower(
         write_generic_stablehlo(stablehlo_text, stablehlo)
         if "iree" in levels and iree_run is not None:
             fused_into = _fused_into(tf_graph)
-            _compile_and_run(stablehlo, stablehlo_text, iree_run, tf_sources, fused_into, out)
+            try:
+                _compile_and_run(stablehlo, stablehlo_text, iree_run, tf_sources, fused_into, out)
+            except UserError as error:
+                raise _with_known_crash(error, stablehlo_text, route) from None
         lowered = [("stablehlo", stablehlo)]
         if "linalg" in levels:
             linalg = scratch / "linalg.mlir"
@@ -390,6 +393,21 @@ def _tf_to_stablehlo(carried: Path) -> tuple[str, Route]:
                 "level (run without --lower)"
             ) from None
         return re.sub(r"@main\b", f"@{entry[1]}", lowered), Route(BRIDGE_ROUTE, str(direct))
+
+
+def _with_known_crash(error: UserError, stablehlo_text: str, route: Route) -> UserError:
+    """A compile failure of a program with loops from the bridge route, with the
+    IREE crash it most likely is (docs/lowering.md); any other error as it is."""
+    loops = stablehlo_text.count("stablehlo.while")
+    if route.name != BRIDGE_ROUTE or not loops or "iree-compile failed" not in str(error):
+        return error
+    return UserError(
+        f"{error}; the program holds {loops} loop{'s' if loops > 1 else ''} (stablehlo.while) "
+        "from TensorFlow's XLA "
+        "bridge route, and IREE 3.13's iree-compile crashes on a loop that overwrites a "
+        "carried value it never reads, as Keras's last RNN layer does (docs/lowering.md): "
+        "--lower linalg profiles the model down to linalg"
+    )
 
 
 class _NotLowered(Exception):
