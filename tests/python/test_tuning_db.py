@@ -544,6 +544,8 @@ def test_a_program_is_its_structure_not_its_profile_or_weights(tmp_path):
         "profile": base.replace("self = 7", "self = 9").replace("count = 5", "count = 6"),
         "weights": base.replace("0x0000803F", "0x00000040"),
         "located": base.replace("loc(#loc4)", "loc(unknown)"),
+        # Another profile carries other locations: another number of alias lines.
+        "aliases": base + '#loc4 = loc(fused<{profiler_data = {self = 1 : i64}}>["b"])\n',
         "other op": base.replace("stablehlo.add", "stablehlo.multiply"),
     }
     keys, values = {}, {}
@@ -552,6 +554,7 @@ def test_a_program_is_its_structure_not_its_profile_or_weights(tmp_path):
         path.write_text(text)
         keys[name], values[name] = program_key(path, ()), program_values(path)
     assert keys["base"] == keys["profile"] == keys["weights"] == keys["located"]
+    assert keys["aliases"] == keys["base"]
     assert keys["other op"] != keys["base"]
     assert values["base"] == values["profile"] != values["weights"]
 

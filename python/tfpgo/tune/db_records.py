@@ -293,7 +293,9 @@ def root_config(tiles: str, loops: Sequence[int], pipeline: str, op: str = "") -
 # contents of dense literals). Two runs of one model (new random weights, a new
 # profile) are one program to tune: its flags, spec and tiles do not depend on them.
 _PROFILE_ATTRIBUTE = re.compile(rb"profiler_\w+ = (?:\{[^{}]*\}|[^,{}]*)(?:, )?")
-_LOCATION = re.compile(rb" ?loc\((?:#loc\d*|unknown)\)|^#loc\d* = .*$", re.MULTILINE)
+# An alias line goes with its newline: how many aliases a module has depends on
+# its profile (the distinct locations it carries).
+_LOCATION = re.compile(rb" ?loc\((?:#loc\d*|unknown)\)|^#loc\d* = .*(?:\n|$)", re.MULTILINE)
 _VALUES = re.compile(rb'"0x[0-9A-Fa-f]*"|(?<=dense<)[^<>]*(?=>)')
 
 

@@ -314,7 +314,9 @@ def _tune(
     if records is not None:
         untried = tuple(trial.name for trial in trials if trial.outcome == "not tried")
         ratio = end_to_end.ratio if tuned is not None and end_to_end is not None else None
-        summary = RunSummary(out.name, not untried, ratio, time.monotonic() - started_s, untried)
+        summary = RunSummary(
+            records.model or out.name, not untried, ratio, time.monotonic() - started_s, untried
+        )
         records.record(
             [(trial, on, added, trial.outcome == "kept" and tuned is not None)
              for trial, on, added in measured],
