@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -690,7 +691,7 @@ def _never(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
     raise AssertionError("a candidate the records settled was proposed again")
 
 
-def test_a_finished_run_is_built_again_from_its_record(program, tmp_path):
+def test_a_finished_run_is_built_again_from_its_record(program, tmp_path, monkeypatch):
     """Tune once, build many: the second run of the same program measures no
     candidate; with a budget it confirms the recorded program by one A/B, with
     --tune-budget 0 it writes the very same bytes without one."""
@@ -715,8 +716,23 @@ def test_a_finished_run_is_built_again_from_its_record(program, tmp_path):
     never = (Candidate("wrong", _never), Candidate("lean", _never))
     again = tmp_path / "again"
     again.mkdir()
+    blocks: list[tuple[int, int]] = []
+    real_ab = loop._ab
+
+    def counted_ab(*args: Any) -> Any:
+        tuning = args[-1]
+        blocks.append((tuning.repetitions, tuning.iterations))
+        return real_ab(*args)
+
+    monkeypatch.setattr(loop, "_ab", counted_ab)
     confirmed = tune(stablehlo, workload, baseline, again, Tuning(600, 3), candidates=never,
                      records=records)  # fmt: skip
+    # One short A/B (CONFIRM_S) settles a recorded gain: a quarter of a full one.
+    run_s = loop._run_s(baseline.profile)
+    full = loop._blocks(baseline.profile, Tuning(600))
+    assert blocks == [(5, full.iterations)] and full.repetitions > 5
+    assert 5 * full.iterations * run_s <= loop.CONFIRM_S
+    monkeypatch.setattr(loop, "_ab", real_ab)
     ((name, outcome),) = [(t.name, t.outcome) for t in confirmed.trials]
     assert (name, outcome) == ("tuning record", "kept") and confirmed.tuned is not None
     assert confirmed.end_to_end is not None and confirmed.end_to_end.ratio < 0.5

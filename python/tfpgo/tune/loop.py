@@ -88,6 +88,10 @@ MIN_ITERATIONS, MAX_ITERATIONS = 3, 1000
 # short and noisier), with at least Tuning.repetitions blocks an arm and at
 # most MAX_REPETITIONS; a block also pays about PROCESS_S to start IREE's tool.
 AB_S, MAX_REPETITIONS, PROCESS_S = 20.0, 15, 0.2
+# A program rebuilt from a finished run's record is confirmed first by an A/B of
+# about CONFIRM_S (the record says what to expect: a settled gain shows in a few
+# blocks); only when that one does not say "helps" does an A/B of AB_S decide.
+CONFIRM_S = 5.0
 # A candidate's compile may hang (IREE 3.13 now and then deadlocks with a tuning
 # spec): it gets a few times what compiling the original took (all three forms of
 # it), and at least MIN_COMPILE_TIMEOUT_S.
@@ -442,7 +446,10 @@ def _rebuilt(
     except UserError as error:
         note(f"tune: the recorded program could not be built again ({error}); tuning again")
         return None
-    overall, unconfirmed = _confirmed(baseline.vmfb, program.vmfb, workload, tuning)
+    short = _blocks(baseline.profile, Tuning(tuning.budget_s), CONFIRM_S)
+    overall, unconfirmed = _confirmed(baseline.vmfb, program.vmfb, workload, short)
+    if overall is not None and overall.verdict is not ab.Verdict.HELPS:
+        overall, unconfirmed = _confirmed(baseline.vmfb, program.vmfb, workload, tuning)
     reason = f"built from the run of {when}{then}"
     trial = Trial("tuning record", change, "kept", reason, None, program.profile.outputs_max_abs)
     end_to_end = None if overall is None else EndToEnd.of(overall, program.profile.outputs_max_abs)
@@ -523,15 +530,15 @@ def _measured_after(decision: Decision, after: iree_run.IreeProfile) -> Decision
     return replace(decision, after_ps=spent)
 
 
-def _blocks(profile: iree_run.IreeProfile, tuning: Tuning) -> Tuning:
+def _blocks(profile: iree_run.IreeProfile, tuning: Tuning, ab_s: float = AB_S) -> Tuning:
     """`tuning` with the iterations a block needs to last BLOCK_S and the blocks an
-    arm for an A/B of about AB_S, from the profiled dispatch time of a run (a
+    arm for an A/B of about `ab_s`, from the profiled dispatch time of a run (a
     lower bound of the run's time)."""
     run_s = _run_s(profile)
     wanted = math.ceil(BLOCK_S / run_s) if run_s > 0 else MAX_ITERATIONS
     iterations = min(max(wanted, MIN_ITERATIONS), MAX_ITERATIONS)
     block_s = iterations * run_s + PROCESS_S
-    repetitions = min(max(math.ceil(AB_S / (2 * block_s)), tuning.repetitions), MAX_REPETITIONS)
+    repetitions = min(max(math.ceil(ab_s / (2 * block_s)), tuning.repetitions), MAX_REPETITIONS)
     return replace(tuning, repetitions=repetitions, iterations=iterations)
 
 
