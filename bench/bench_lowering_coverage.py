@@ -1,0 +1,201 @@
+"""Benchmark: which TensorFlow constructs `--lower iree` lowers, with XLA as the oracle.
+
+    bazel run //bench:bench_lowering_coverage [-- --only lstm,scan]
+
+A corpus of small models, one per construct (Keras RNN layers, loops over
+TensorArrays, `tf.cond` in a loop, cumulative sums, gathers and scatters,
+resizing, CTC decoding, ragged and string inputs). Each gets two answers:
+
+- TensorFlow's own: does `tf.function(jit_compile=True)` compile and run it;
+- tfpgo's: does `pgo --lower iree` (a fresh process, as a user runs it) lower,
+  compile and run it with TensorFlow's outputs, by which route, with what share
+  of IREE's dispatch time on tf ops; else its one error line.
+
+Issue 41 asks that tfpgo lower every construct XLA compiles: the exit status is
+1 when one is not, with the table printed either way (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import subprocess
+import tempfile
+import textwrap
+from pathlib import Path
+
+import harness
+
+# Each construct: a hook's body (the `tfpgo_model` hook of a user's .py file,
+# tfpgo.models.user), indented under `def tfpgo_model(batch_size):`.
+_KERAS_TEXT = """
+layers = tf.keras.layers
+tokens = tf.keras.Input((40,), dtype="int32")
+x = layers.Embedding(1000, 32, mask_zero={mask})(tokens)
+{body}
+model = tf.keras.Model(tokens, layers.Dense(5)(x))
+ids = tf.random.stateless_uniform((batch_size, 40), (1, 2), 1, 1000, dtype=tf.int32)
+return model, (ids,)
+"""
+
+
+def _keras_text(body: str, mask: bool = False) -> str:
+    return _KERAS_TEXT.format(body=body, mask=mask)
+
+
+def _function(body: str, inputs: str) -> str:
+    indented = textwrap.indent(body, "    ")
+    return f"@tf.function\ndef step(x):\n{indented}\nreturn step, ({inputs},)\n"
+
+
+_FLOATS = "tf.random.stateless_normal((batch_size, 16), (1, 2))"
+CORPUS: dict[str, str] = {
+    "LSTM, 2 layers (the issue's)": _keras_text(
+        "x = layers.LSTM(128, return_sequences=True)(x)\nx = layers.LSTM(128)(x)"
+    ),
+    "LSTM, sequences out": _keras_text(
+        "x = layers.LSTM(64, return_sequences=True)(x)\nx = layers.Lambda(lambda t: t[:, -1])(x)"
+    ),
+    "GRU": _keras_text("x = layers.GRU(64)(x)"),
+    "SimpleRNN": _keras_text("x = layers.SimpleRNN(64)(x)"),
+    "Bidirectional(LSTM), masked": _keras_text(
+        "x = layers.Bidirectional(layers.LSTM(32))(x)", mask=True
+    ),
+    "ConvLSTM1D": (
+        "layers = tf.keras.layers\n"
+        "frames = tf.keras.Input((6, 16, 4))\n"
+        "x = layers.ConvLSTM1D(8, 3, padding='same')(frames)\n"
+        "model = tf.keras.Model(frames, layers.Dense(5)(layers.Flatten()(x)))\n"
+        "return model, (tf.random.stateless_normal((batch_size, 6, 16, 4), (1, 2)),)\n"
+    ),
+    "tf.while_loop with a TensorArray": _function(
+        "w = tf.constant(tf.random.stateless_normal((16, 16), (3, 4)) * 0.3)\n"
+        "def body(i, h, out):\n"
+        "    h = tf.tanh(tf.matmul(h, w) + x)\n"
+        "    return i + 1, h, out.write(i, h)\n"
+        "ta = tf.TensorArray(tf.float32, size=6)\n"
+        "_, _, ta = tf.while_loop(lambda i, *_: i < 6, body, (0, tf.zeros_like(x), ta))\n"
+        "return tf.reduce_sum(ta.stack(), axis=0)",
+        _FLOATS,
+    ),
+    "tf.scan": _function("return tf.scan(lambda a, row: a * 0.5 + row, x)", _FLOATS),
+    "tf.map_fn": _function("return tf.map_fn(lambda row: tf.reduce_sum(row * row), x)", _FLOATS),
+    "tf.cond in a loop": _function(
+        "def body(i, acc):\n"
+        "    acc = tf.cond(i % 2 == 0, lambda: acc + x, lambda: acc * 0.5)\n"
+        "    return i + 1, acc\n"
+        "return tf.while_loop(lambda i, _: i < 5, body, (0, tf.zeros_like(x)))[1]",
+        _FLOATS,
+    ),
+    "cumsum, cumprod": _function(
+        "return tf.math.cumsum(x, axis=1) + tf.math.cumprod(x * 0.1 + 1.0, axis=1)", _FLOATS
+    ),
+    "gather, scatter_nd": _function(
+        "picked = tf.gather(x, [3, 1, 0], axis=1)\n"
+        "return tf.scatter_nd([[0], [2]], picked[:2], tf.constant([4, 3]))",
+        _FLOATS,
+    ),
+    "image.resize": _function(
+        "return tf.image.resize(x, (24, 24), method='bilinear')",
+        "tf.random.stateless_normal((batch_size, 12, 12, 3), (1, 2))",
+    ),
+    "ctc_greedy_decoder": _function(
+        "decoded, _ = tf.nn.ctc_greedy_decoder(x, tf.fill([tf.shape(x)[1]], 10))\n"
+        "return tf.sparse.to_dense(decoded[0])",
+        "tf.random.stateless_normal((10, batch_size, 6), (1, 2))",
+    ),
+    "ragged rows": _function(
+        "ragged = tf.RaggedTensor.from_row_lengths(tf.reshape(x, [-1]), "
+        "tf.fill([tf.size(x) // 4], 4))\n"
+        "return tf.reduce_sum(ragged, axis=1)",
+        _FLOATS,
+    ),
+    "string preprocessing": _function(
+        "return tf.strings.to_number(tf.strings.as_string(x))", _FLOATS
+    ),
+}
+# What `bazel run //:pgo` runs, in a fresh interpreter.
+_PGO = """
+import sys
+from tfpgo.cli import run_main
+from tfpgo.flow.pgo import main
+raise SystemExit(run_main(main, prog="pgo"))
+"""
+_IREE_LINE = re.compile(
+    r"iree: \d+ dispatches at \d+ sites, ([\d.]+)% of their time on tf ops, "
+    r"outputs within (\S+) of TensorFlow's"
+)
+_ROUTE_LINE = re.compile(r"stablehlo: lowered by TensorFlow's (tf-stablehlo|XLA bridge)")
+
+
+def _hook(body: str) -> str:
+    return "import tensorflow as tf\n\n\ndef tfpgo_model(batch_size):\n" + textwrap.indent(
+        body, "    "
+    )
+
+
+def _xla(hook: Path) -> str:
+    """TensorFlow's answer: "yes", or "no: <first line of its error>"."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    spec = importlib.util.spec_from_file_location(hook.stem, hook)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    built, inputs = module.tfpgo_model(8)
+    call = built.python_function if hasattr(built, "python_function") else built
+    try:
+        tf.function(call, jit_compile=True)(*inputs)
+    except Exception as error:  # TensorFlow raises assorted errors for what XLA refuses
+        first = next((line for line in str(error).splitlines() if line.strip()), "")
+        return f"no: {first[:140]}"
+    return "yes"
+
+
+def _tfpgo(hook: Path, out: Path) -> tuple[str, str, str]:
+    """tfpgo's answer (a fresh `pgo` process): ("yes", route, "share, max |diff|")
+    or ("no", "", its error line)."""
+    command = harness.python_command(
+        _PGO, "--model", hook, "--batch-size", 8, "--steps", 3, "--warmup", 1,
+        "--lower", "iree", "--output-dir", out, "--formats", "svg",
+    )  # fmt: skip
+    env = {**harness.python_env(), "TFPGO_OPT": str(harness.tfpgo_opt())}
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+    except subprocess.TimeoutExpired:
+        return "no", "", "did not finish in 900 s"
+    if done.returncode:
+        errors = [line for line in done.stderr.splitlines() if line.startswith("pgo: error:")]
+        return "no", "", (errors[-1] if errors else done.stderr.strip()[-200:])[:200]
+    iree, route = _IREE_LINE.search(done.stderr), _ROUTE_LINE.search(done.stderr)
+    detail = f"{iree[1]}% on tf ops, outputs within {iree[2]}" if iree else "?"
+    return "yes", route[1] if route else "?", detail
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated substrings of construct names")
+    args = parser.parse_args()
+    wanted = [n for n in CORPUS if not args.only or any(w in n for w in args.only.split(","))]
+    print("| construct | XLA (jit_compile) | tfpgo --lower iree | route | IREE dispatch time |")
+    print("|---|---|---|---|---|")
+    missing = []
+    with tempfile.TemporaryDirectory(prefix="tfpgo-coverage-") as scratch:
+        for index, name in enumerate(wanted):
+            hook = Path(scratch) / f"construct_{index}.py"
+            hook.write_text(_hook(CORPUS[name]))
+            xla = _xla(hook)
+            lowered, route, detail = _tfpgo(hook, Path(scratch) / f"out_{index}")
+            if xla == "yes" and lowered != "yes":
+                missing.append(name)
+            print(f"| {name} | {xla} | {lowered} | {route} | {detail} |", flush=True)
+    if missing:
+        print(f"XLA compiles what tfpgo does not lower: {', '.join(missing)}")
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    harness.run_main(main, "bench_lowering_coverage")
