@@ -493,6 +493,29 @@ def _spec_text(vmfb: Path) -> str:
     return spec.read_text() if spec.exists() else ""
 
 
+def test_seeds_scale_a_records_winner_to_this_size():
+    """A record's winner applied to IREE's tiles at another size: what tuning
+    changed (each tile over IREE's), then the winner's tiles as they are, bounded
+    by the loop ranges, rounded to vector multiples; never IREE's own, another
+    pipeline's, or an invalid tiling."""
+    iree = RootConfig((64, 256, 512), (8, 64, 0), (8, 16, 0), (0, 0, 16), "DoubleTilingExpert")
+    seed = RootConfig((256, 256, 512), (32, 64, 0), (8, 16, 0), (0, 0, 16), "DoubleTilingExpert")
+    wider = replace(seed, distribution=(32, 128, 0))
+    assert dispatch_tiles.seeded(iree, [(seed, wider)]) == [
+        replace(iree, distribution=(8, 128, 0)),  # scaled: the N tile doubled
+        replace(iree, distribution=(32, 128, 0)),  # as recorded
+    ]
+    taller = replace(seed, distribution=(256, 64, 0))  # 8x the rows: 64 here, as recorded 256
+    assert dispatch_tiles.seeded(iree, [(seed, taller)]) == [
+        replace(iree, distribution=(64, 64, 0))
+    ]
+    odd = replace(seed, distribution=(32, 96, 0))  # 1.5x: 96, a multiple of 16
+    assert dispatch_tiles.seeded(iree, [(seed, odd)])[0].distribution == (8, 96, 0)
+    other_pipeline = replace(wider, pipeline="Mmt4dTilingExpert")
+    assert dispatch_tiles.seeded(iree, [(seed, other_pipeline)]) == []
+    assert dispatch_tiles.seeded(iree, [(seed, seed)]) == [replace(iree, distribution=(32, 64, 0))]
+
+
 def test_a_record_at_another_size_seeds_the_climb(tmp_path):
     """BIG searched and recorded: its climb went two steps (innermost workgroup
     tile doubled, then the outer one too). The same matmul at 64 rows has no

@@ -164,10 +164,8 @@ def neighbours(config: RootConfig) -> list[RootConfig]:
     for dim in reversed(parallel):
         for factor in (2.0, 0.5):
             tiles = _scaled(config.distribution, dim, factor)
-            step = config.vector_parallel[dim]
-            if step and tiles[dim] % step:
-                multiple = max(step, round(tiles[dim] / step) * step)
-                tiles = tuple(multiple if i == dim else t for i, t in enumerate(tiles))
+            multiple = _vector_multiple(tiles[dim], config.vector_parallel[dim])
+            tiles = tuple(multiple if i == dim else t for i, t in enumerate(tiles))
             add(replace(config, distribution=tiles))
     if parallel:
         for factor in (2.0, 0.5):
@@ -322,9 +320,8 @@ def seeded(iree: RootConfig, seeds: Sequence[tuple[RootConfig, RootConfig]]) -> 
             iree.pipeline,
             iree.op,
         )
-        scaled = replace(
-            scaled, distribution=_vector_multiples(scaled.distribution, scaled.vector_parallel)
-        )
+        multiples = map(_vector_multiple, scaled.distribution, scaled.vector_parallel)
+        scaled = replace(scaled, distribution=_bounded(tuple(multiples), iree.loops))
         direct = replace(
             iree,
             distribution=_bounded(winner.distribution, iree.loops),
@@ -347,10 +344,10 @@ def _ratio_scaled(
     )
 
 
-def _vector_multiples(tiles: tuple[int, ...], vectors: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(
-        max(v, round(t / v) * v) if t and v else t for t, v in zip(tiles, vectors, strict=True)
-    )
+def _vector_multiple(tile: int, vector: int) -> int:
+    """A workgroup tile rounded to the nearest multiple of its vector tile (a
+    loop's 0, untiled, and a tile with no vector tile stay as they are)."""
+    return max(vector, round(tile / vector) * vector) if tile and vector else tile
 
 
 def _bounded(tiles: tuple[int, ...], loops: tuple[int, ...]) -> tuple[int, ...]:
