@@ -684,6 +684,10 @@ def _records(path: Path, stablehlo: Path, retune: bool = False) -> Records:
     notes: list[str] = []
     records = Records.open(path, stablehlo, retune, notes.append)
     assert records is not None and not notes
+    # A limit no dispatch comes near, so that the loop tunes: on this machine's own,
+    # the test program's matmul runs within 15% of it, and the loop would stop there.
+    here = HostTarget(records.target.cpu, records.target.features)
+    records.db.put_limit(records.target, MachineLimit(here, "c", "avx2", 1, {"f32": 1e9}, 1e9, 1e9))
     return records
 
 
@@ -768,6 +772,32 @@ def test_a_run_cut_short_goes_on_where_it_stopped(program, tmp_path):
     assert retuned.last_run() is None and retuned.decided(Variant(stablehlo)) == {}
     records.db.close()
     retuned.db.close()
+
+
+def test_a_candidate_whose_search_was_cut_is_proposed_again(program, tmp_path):
+    """A candidate whose climbs the budget cut short is not recorded as decided:
+    the next run proposes it again (its search resumes from the tile records),
+    and neither run counts as finished."""
+    original, workload, baseline = program
+    proposed: list[Path] = []
+
+    def cut_short(current: Variant, evidence: Evidence, scratch: Path) -> str:
+        proposed.append(scratch)
+        found = dispatch_tiles.Search({}, {}, {}, {}, cut=["main_dispatch_0"])
+        assert evidence.tile_records is not None
+        evidence.tile_records.record_search(found, scratch / "none", (), current.stablehlo)
+        return "no tile variant beat IREE's own in the time its climbs had"
+
+    for run in ("first", "second"):
+        stablehlo = _own_copy(original, tmp_path / run)  # one program, a run's own scratch
+        records = _records(tmp_path / "tuning.db", stablehlo)
+        tune(stablehlo, workload, baseline, tmp_path / run, Tuning(600, 3),
+             candidates=(Candidate("tiles", cut_short),), records=records)  # fmt: skip
+        assert records.db.decisions(records.target, records.original) == []
+        last = records.last_run()
+        assert last is not None and not last.finished
+        records.db.close()
+    assert len(proposed) == 2
 
 
 def test_a_build_from_records_without_one_keeps_the_program(program, tmp_path):

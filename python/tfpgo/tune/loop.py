@@ -231,11 +231,16 @@ def _tune(
             continue
         directory = scratch / f"candidate_{index}"
         directory.mkdir()
+        cut = records.cut() if records is not None else frozenset()
         proposal = _proposed(candidate, current, replace(evidence, deadline=cutoff), directory)
         _keep_evidence(directory, out, round_)
+        # A candidate whose search the budget cut short is not recorded as decided:
+        # the next run proposes it again, and its search resumes where it stopped.
+        decided = records is None or records.cut() == cut
         if not isinstance(proposal, Proposal):
             trials.append(Trial(name, "", *proposal))
-            measured.append((trials[-1], current, ()))
+            if decided:
+                measured.append((trials[-1], current, ()))
             note(f"tune: {name}: {proposal[0]}: {proposal[1]}")
             continue
         started = time.monotonic()
@@ -253,7 +258,8 @@ def _tune(
         measuring_s = max(measuring_s, time.monotonic() - started)
         note(f"tune: {trial.name}: {trial.outcome}: {trial.reason}")
         trials.append(trial)
-        measured.append((trial, current, tuple(without_spec(proposal.variant.flags))))
+        if decided:
+            measured.append((trial, current, tuple(without_spec(proposal.variant.flags))))
         made = [
             replace(decision, candidate=name, kept=trial.outcome == "kept")
             for decision in proposal.decisions

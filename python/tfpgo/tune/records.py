@@ -168,6 +168,10 @@ class Records:
             seeds=tuple((record.iree_config(), winner) for record, winner in seeds),
         )
 
+    def cut(self) -> frozenset[str]:
+        """The dispatches whose climb the budget cut short so far this run."""
+        return frozenset(self._cut)
+
     def record_search(
         self, found: Search, configurations: Path, flags: tuple[str, ...], program: Path
     ) -> None:
