@@ -43,6 +43,7 @@ from tfpgo.tune.db_records import (
     to_json,
 )
 from tfpgo.tune.dispatch_tiles import RootConfig, neighbours, root_configs
+from tfpgo.tune.records import nearest_first
 from tfpgo.tune.roofline import MachineLimit
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "tuning_db.py"
@@ -236,6 +237,27 @@ def test_a_record_applied_seeded_and_stale(tmp_path, here_is_host, capsys):
     )
     assert "stale: iree-compile 3.14.0 @ 0123abcd" in lines[NEWER_IREE.key]
     assert "stale: CPU skylake, other CPU features" in lines[OTHER_CPU.key]
+
+
+def test_seeds_nearest_in_size_first():
+    """The same matmul at another batch (one loop changed) before a newer record
+    of other widths; among those, the nearer sizes; the newest among equals."""
+    batch_8 = replace(MATMUL, loops=(64, 256, 512))
+    records = [
+        _record(replace(MATMUL, loops=(256, 128, 128)), when=4.0, model="newest, other widths"),
+        _record(replace(MATMUL, loops=(1024, 256, 512)), when=3.0, model="batch 128"),
+        _record(replace(MATMUL, loops=(128, 256, 512)), when=2.0, model="batch 16"),
+        _record(replace(MATMUL, loops=(256, 256, 512)), when=1.0, model="batch 32, older"),
+        _record(replace(MATMUL, loops=(256, 256, 512)), when=1.5, model="batch 32, newer"),
+    ]
+    newest_first = sorted(records, key=lambda r: -r.when)
+    assert [r.model for r in nearest_first(batch_8, newest_first)] == [
+        "batch 16",
+        "batch 32, newer",
+        "batch 32, older",
+        "batch 128",
+        "newest, other widths",
+    ]
 
 
 _WRITER = """

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -132,8 +133,8 @@ class Records:
         ended, its outcome with no search; when the time cut it short, a climb
         resumed from the best any record of the op reached, past every variant
         they timed. With none, records of the op at other loop ranges with a
-        winner (newest first, at most SEEDS) seed the climb. None with
-        `--retune`, or when nothing is recorded."""
+        winner (nearest in size first: `nearest_first`; at most SEEDS) seed the
+        climb. None with `--retune`, or when nothing is recorded."""
         if self.retune:
             return None
         root = _root_ops(configurations).get(dispatch)
@@ -157,7 +158,7 @@ class Records:
             )
         seeds = [
             (record, winner.config)
-            for record in self.db.seed_records(target, root)
+            for record in nearest_first(root, self.db.seed_records(target, root))
             if (winner := _winner(record)) is not None
         ][:SEEDS]
         if not seeds:
@@ -277,6 +278,20 @@ def from_record(decision: Decision) -> str:
     """A trial's reason when its outcome was taken from the database."""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(decision.when))
     return f"as recorded on {when} for this program (--retune measures again): {decision.reason}"
+
+
+def nearest_first(root: RootOp, records: Sequence[TileRecord]) -> list[TileRecord]:
+    """Records of `root`'s form at other loop ranges, those whose ranges are
+    nearest first: fewest loops of another range (the same matmul at another
+    batch changes one), then the least sum of |log ratio| over the loops; the
+    newest first among equals (`records`' order, kept by a stable sort)."""
+
+    def distance(record: TileRecord) -> tuple[int, float]:
+        pairs = list(zip(record.root.loops, root.loops, strict=True))
+        changed = sum(1 for theirs, ours in pairs if theirs != ours)
+        return changed, sum(abs(math.log(max(t, 1) / max(o, 1))) for t, o in pairs)
+
+    return sorted(records, key=distance)
 
 
 def _winner(record: TileRecord) -> TileTrial | None:
