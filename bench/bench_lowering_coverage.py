@@ -45,9 +45,12 @@ def _keras_text(body: str, mask: bool = False) -> str:
     return _KERAS_TEXT.format(body=body, mask=mask)
 
 
-def _function(body: str, inputs: str) -> str:
+def _function(body: str, inputs: str, setup: str = "") -> str:
+    """A tf.function hook: `setup` runs once, outside the step (a weight drawn
+    inside the step would be a random op, which XLA's lowering draws with other
+    bits than TensorFlow's kernel)."""
     indented = textwrap.indent(body, "    ")
-    return f"@tf.function\ndef step(x):\n{indented}\nreturn step, ({inputs},)\n"
+    return f"{setup}@tf.function\ndef step(x):\n{indented}\nreturn step, ({inputs},)\n"
 
 
 _FLOATS = "tf.random.stateless_normal((batch_size, 16), (1, 2))"
@@ -71,7 +74,6 @@ CORPUS: dict[str, str] = {
         "return model, (tf.random.stateless_normal((batch_size, 6, 16, 4), (1, 2)),)\n"
     ),
     "tf.while_loop with a TensorArray": _function(
-        "w = tf.constant(tf.random.stateless_normal((16, 16), (3, 4)) * 0.3)\n"
         "def body(i, h, out):\n"
         "    h = tf.tanh(tf.matmul(h, w) + x)\n"
         "    return i + 1, h, out.write(i, h)\n"
@@ -79,6 +81,7 @@ CORPUS: dict[str, str] = {
         "_, _, ta = tf.while_loop(lambda i, *_: i < 6, body, (0, tf.zeros_like(x), ta))\n"
         "return tf.reduce_sum(ta.stack(), axis=0)",
         _FLOATS,
+        "w = tf.random.stateless_normal((16, 16), (3, 4)) * 0.3\n",
     ),
     "tf.scan": _function("return tf.scan(lambda a, row: a * 0.5 + row, x)", _FLOATS),
     "tf.map_fn": _function("return tf.map_fn(lambda row: tf.reduce_sum(row * row), x)", _FLOATS),

@@ -395,11 +395,17 @@ def _tf_to_stablehlo(carried: Path) -> tuple[str, Route]:
         return re.sub(r"@main\b", f"@{entry[1]}", lowered), Route(BRIDGE_ROUTE, str(direct))
 
 
+# What iree-compile prints when it crashed rather than reported an error: a
+# signal's backtrace request, or LLVM's fatal error.
+_CRASHED = ("include the crash backtrace", "LLVM ERROR")
+
+
 def _with_known_crash(error: UserError, stablehlo_text: str, route: Route) -> UserError:
     """A compile failure of a program with loops from the bridge route, with the
     IREE crash it most likely is (docs/lowering.md); any other error as it is."""
     loops = stablehlo_text.count("stablehlo.while")
-    if route.name != BRIDGE_ROUTE or not loops or "iree-compile failed" not in str(error):
+    crashed = "iree-compile failed" in str(error) and any(m in str(error) for m in _CRASHED)
+    if route.name != BRIDGE_ROUTE or not loops or not crashed:
         return error
     return UserError(
         f"{error}; the program holds {loops} loop{'s' if loops > 1 else ''} (stablehlo.while) "
