@@ -109,6 +109,19 @@ def test_irees_crash_on_a_keras_rnn_loop_is_one_line_with_what_to_do(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_step_that_draws_random_numbers_is_told_why_irees_outputs_differ(tmp_path):
+    with pytest.raises(UserError) as failure:
+        _lowered_flow(tmp_path, "random_in_step.py")
+    message = str(failure.value)
+    assert message.startswith("iree level: output 0 of ") and "differs from TensorFlow's" in message
+    assert message.endswith(
+        ": the step draws random numbers (stablehlo.rng_bit_generator), which the lowering "
+        "draws with other bits than TensorFlow's kernels; draw them outside the step (as a "
+        "weight, or noise passed in as an input) for IREE's outputs to be comparable"
+    )
+    assert not (tmp_path / "out").exists()
+
+
 def test_lowering_an_unfrozen_mlir_file_is_refused_with_what_to_do(tmp_path):
     data = Path(__file__).resolve().parents[1] / "data" / "tf2_21" / "dense"
     with pytest.raises(UserError) as failure:

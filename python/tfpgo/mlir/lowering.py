@@ -225,7 +225,7 @@ def lower(
             try:
                 _compile_and_run(stablehlo, stablehlo_text, iree_run, tf_sources, fused_into, out)
             except UserError as error:
-                raise _with_known_crash(error, stablehlo_text, route) from None
+                raise _with_known_cause(error, stablehlo_text, route) from None
         lowered = [("stablehlo", stablehlo)]
         if "linalg" in levels:
             linalg = scratch / "linalg.mlir"
@@ -395,14 +395,26 @@ def _tf_to_stablehlo(carried: Path) -> tuple[str, Route]:
         return re.sub(r"@main\b", f"@{entry[1]}", lowered), Route(BRIDGE_ROUTE, str(direct))
 
 
+# How the numerics check ends its line when IREE's outputs differ (iree.run).
+_DIFFERS = ": IREE computes something else"
 # What iree-compile prints when it crashed rather than reported an error: a
 # signal's backtrace request, or LLVM's fatal error.
 _CRASHED = ("include the crash backtrace", "LLVM ERROR")
 
 
-def _with_known_crash(error: UserError, stablehlo_text: str, route: Route) -> UserError:
-    """A compile failure of a program with loops from the bridge route, with the
-    IREE crash it most likely is (docs/lowering.md); any other error as it is."""
+def _with_known_cause(error: UserError, stablehlo_text: str, route: Route) -> UserError:
+    """An `--lower iree` failure with the cause known for its kind of program
+    (docs/lowering.md): outputs that differ in a step that draws random numbers,
+    which the lowering draws with other bits than TensorFlow's kernels; a crash
+    compiling a program with loops from the bridge route; any other as it is."""
+    text = str(error)
+    if _DIFFERS in text and "stablehlo.rng" in stablehlo_text:
+        return UserError(
+            f"{text.partition(_DIFFERS)[0]}: the step draws random numbers "
+            "(stablehlo.rng_bit_generator), which the lowering draws with other bits than "
+            "TensorFlow's kernels; draw them outside the step (as a weight, or noise passed "
+            "in as an input) for IREE's outputs to be comparable"
+        )
     loops = stablehlo_text.count("stablehlo.while")
     crashed = "iree-compile failed" in str(error) and any(m in str(error) for m in _CRASHED)
     if route.name != BRIDGE_ROUTE or not loops or not crashed:
