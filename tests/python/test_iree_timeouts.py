@@ -304,3 +304,18 @@ def test_a_compile_is_reused_only_for_the_same_program_flags_and_named_files(
     first.write_bytes(b"changed")
     assert not tools.reuse_compiled("iree-compile", stablehlo, flags, tmp_path / "other.vmfb")
     assert not (tmp_path / "other.vmfb").exists()
+
+
+def test_a_tool_failure_and_an_output_mismatch_cross_a_pickle_whole():
+    """A Dask worker's errors reach the client pickled: each comes back of its own
+    kind, with its line and the parts a caller reads to name a cause."""
+    import pickle
+
+    from tfpgo.iree.run import OutputsDiffer
+    from tfpgo.iree.tools import ToolFailed
+
+    for error in (ToolFailed("iree level", "iree-compile", "LLVM ERROR: out of memory"),
+                  OutputsDiffer("iree level: output 0 of main differs")):  # fmt: skip
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error) and str(back) == str(error)
+        assert vars(back) == vars(error)

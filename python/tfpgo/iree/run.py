@@ -474,14 +474,25 @@ def run_and_compare(
         want = np.asarray(want)
         if got.shape != want.shape or not np.allclose(got, want, rtol=RTOL, atol=ATOL):
             difference = np.abs(got - want).max() if got.shape == want.shape else float("inf")
-            raise UserError(
+            raise OutputsDiffer(
                 f"iree level: output {index} of {entry} differs from TensorFlow's "
                 f"(max |Δ| {difference:.3g}, shapes {got.shape} and {want.shape}, tolerance "
-                f"{RTOL:g} relative + {ATOL:g}): IREE computes something else; report it "
-                "with model.iree.vmfb"
+                f"{RTOL:g} relative + {ATOL:g})"
             )
         worst = max(worst, float(np.abs(got - want).max()) if got.size else 0.0)
     return worst
+
+
+class OutputsDiffer(UserError):
+    """IREE's outputs are not TensorFlow's: `what` says which and by how much; the
+    line blames IREE unless a caller knows another cause."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what}: IREE computes something else; report it with model.iree.vmfb")
+        self.what = what
+
+    def __reduce__(self) -> tuple[type[OutputsDiffer], tuple[str]]:
+        return OutputsDiffer, (self.what,)  # as it was made (pickled by a Dask worker)
 
 
 @dataclass(frozen=True)

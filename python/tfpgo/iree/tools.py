@@ -46,6 +46,19 @@ class ToolTimeout(UserError):
     """An IREE tool killed at its timeout on every try, or at its stage's deadline."""
 
 
+class ToolFailed(UserError):
+    """An IREE tool that exited with an error: which `tool`, and the first line of
+    its error output (`detail`), for a caller that knows a cause to name."""
+
+    def __init__(self, what: str, tool: str, detail: str) -> None:
+        super().__init__(f"{what}: {tool} failed: {detail}")
+        self.what, self.tool, self.detail = what, tool, detail
+
+    def __reduce__(self) -> tuple[type[ToolFailed], tuple[str, str, str]]:
+        # As it was made: a Dask worker's failure crosses to the client pickled.
+        return ToolFailed, (self.what, self.tool, self.detail)
+
+
 @contextmanager
 def tools_deadline(deadline: float | None, what: str) -> Iterator[None]:
     """No IREE tool run inside the block outlasts `deadline` (a time.monotonic()
@@ -105,7 +118,7 @@ def run_tool(tool: str, args: Sequence[str], what: str, timeout_s: float | None 
         if done.returncode != 0:
             lines = [line for line in done.stderr.splitlines() if "error" in line.lower()]
             detail = (lines or done.stderr.strip().splitlines() or ["no message"])[0].strip()
-            raise UserError(f"{what}: {tool} failed: {detail}")
+            raise ToolFailed(what, tool, detail)
         return done.stdout
     subject = _subject(args)
     on = f" on {subject}" if subject else ""

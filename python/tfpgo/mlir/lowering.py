@@ -30,7 +30,7 @@ from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
-from tfpgo.iree.tools import run_tool
+from tfpgo.iree.tools import ToolFailed, run_tool
 from tfpgo.mlir import annotate, jax_names
 from tfpgo.mlir.diagnostics import error_message
 
@@ -395,8 +395,6 @@ def _tf_to_stablehlo(carried: Path) -> tuple[str, Route]:
         return re.sub(r"@main\b", f"@{entry[1]}", lowered), Route(BRIDGE_ROUTE, str(direct))
 
 
-# How the numerics check ends its line when IREE's outputs differ (iree.run).
-_DIFFERS = ": IREE computes something else"
 # What iree-compile prints when it crashed rather than reported an error: a
 # signal's backtrace request, or LLVM's fatal error.
 _CRASHED = ("include the crash backtrace", "LLVM ERROR")
@@ -407,16 +405,21 @@ def _with_known_cause(error: UserError, stablehlo_text: str, route: Route) -> Us
     (docs/lowering.md): outputs that differ in a step that draws random numbers,
     which the lowering draws with other bits than TensorFlow's kernels; a crash
     compiling a program with loops from the bridge route; any other as it is."""
-    text = str(error)
-    if _DIFFERS in text and "stablehlo.rng" in stablehlo_text:
+    from tfpgo.iree.run import OutputsDiffer
+
+    if isinstance(error, OutputsDiffer) and "stablehlo.rng" in stablehlo_text:
         return UserError(
-            f"{text.partition(_DIFFERS)[0]}: the step draws random numbers "
+            f"{error.what}: the step draws random numbers "
             "(stablehlo.rng_bit_generator), which the lowering draws with other bits than "
             "TensorFlow's kernels; draw them outside the step (as a weight, or noise passed "
             "in as an input) for IREE's outputs to be comparable"
         )
     loops = stablehlo_text.count("stablehlo.while")
-    crashed = "iree-compile failed" in str(error) and any(m in str(error) for m in _CRASHED)
+    crashed = (
+        isinstance(error, ToolFailed)
+        and error.tool == "iree-compile"
+        and any(marker in error.detail for marker in _CRASHED)
+    )
     if route.name != BRIDGE_ROUTE or not loops or not crashed:
         return error
     return UserError(
