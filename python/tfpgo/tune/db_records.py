@@ -492,3 +492,8 @@ class ProgramRun:
     # The original's `program_values`: the stored program holds those weights.
     values: str = ""
     rewritten: bool = False  # a pass rewrote the program (not only flags, spec, tiles)
+
+    @property
+    def kept_something(self) -> bool:
+        """Whether the run ended with a program other than the original."""
+        return bool(self.flags or self.tiles or self.stablehlo)

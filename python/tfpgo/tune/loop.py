@@ -374,22 +374,51 @@ def _resumed(
     """The program a run cut short by its budget had kept, compiled and profiled to
     go on from, with the trial that says so; None when it kept nothing or cannot
     be built again (then the loop starts from the original)."""
-    if not (last.flags or last.tiles or last.stablehlo):
+    if not last.kept_something:
         return None
     directory.mkdir(parents=True, exist_ok=True)
-    variant = records.variant_of(last, stablehlo, directory)
+    variant = _recorded_variant(last, records, stablehlo, directory, note, "starting over")
     if variant is None:
-        note("tune: the program a recorded run kept is no longer stored; starting over")
         return None
-    try:
-        program = profile_program(variant.stablehlo, variant.flags, directory, workload, TUNED_VMFB)
-    except UserError as error:
-        note(f"tune: the recorded program could not be built again ({error}); starting over")
+    program = _profiled_record(variant, directory, workload, note, "starting over")
+    if program is None:
         return None
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last.when))
     reason = f"resumed: what the run of {when} kept before its budget ran out"
     note(f"tune: {reason}")
     return (variant, program), Trial("tuning record", _change_of(last), "kept", reason)
+
+
+def _recorded_variant(
+    last: ProgramRun,
+    records: Records,
+    stablehlo: Path,
+    directory: Path,
+    note: Callable[[str], None],
+    then: str,
+) -> Variant | None:
+    """The program `last` kept, ready to compile in `directory`; None, after a note
+    saying what the loop does `then`, when it is no longer stored."""
+    variant = records.variant_of(last, stablehlo, directory)
+    if variant is None:
+        note(f"tune: the program a recorded run kept is no longer stored; {then}")
+    return variant
+
+
+def _profiled_record(
+    variant: Variant,
+    directory: Path,
+    workload: Workload,
+    note: Callable[[str], None],
+    then: str,
+) -> ProfiledProgram | None:
+    """A recorded program compiled, checked and profiled; None, after a note saying
+    what the loop does `then`, when it cannot be built again."""
+    try:
+        return profile_program(variant.stablehlo, variant.flags, directory, workload, TUNED_VMFB)
+    except UserError as error:
+        note(f"tune: the recorded program could not be built again ({error}); {then}")
+        return None
 
 
 def _change_of(run: ProgramRun) -> str:
@@ -417,15 +446,14 @@ def _rebuilt(
     directory.mkdir(parents=True, exist_ok=True)
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last.when))
     runs = baseline.profile.runs
-    if not (last.flags or last.tiles or last.stablehlo):
+    if not last.kept_something:
         why = (
             f"the run of {when} finished and kept nothing: the program --lower iree compiled stays"
         )
         trial = Trial("tuning record", "nothing", "skipped", why)
         return TuneDocument(tuning.budget_s, runs, (trial,), (), (), None, None)
-    variant = records.variant_of(last, stablehlo, directory)
+    variant = _recorded_variant(last, records, stablehlo, directory, note, "tuning again")
     if variant is None:
-        note("tune: the program a recorded run kept is no longer stored; tuning again")
         return None
     change = _change_of(last)
     then = "" if last.ratio is None else f" (ratio {last.ratio:.3f} then)"
@@ -447,10 +475,8 @@ def _rebuilt(
         built = Tuned(TUNED_VMFB, "", ())
         document = TuneDocument(0, runs, (trial,), (), last.flags, built, None)
         return document
-    try:
-        program = profile_program(variant.stablehlo, variant.flags, directory, workload, TUNED_VMFB)
-    except UserError as error:
-        note(f"tune: the recorded program could not be built again ({error}); tuning again")
+    program = _profiled_record(variant, directory, workload, note, "tuning again")
+    if program is None:
         return None
     short = _blocks(baseline.profile, Tuning(tuning.budget_s), CONFIRM_S)
     overall, unconfirmed = _confirmed(baseline.vmfb, program.vmfb, workload, short)
