@@ -88,25 +88,22 @@ def test_a_loop_over_tensor_lists_is_lowered_by_the_xla_bridge_route(tmp_path, c
     assert "| TensorFlow's XLA bridge passes, since tf.TensorList" in report
 
 
-def test_irees_crash_on_a_keras_rnn_loop_is_one_line_with_what_to_do(tmp_path):
-    """The built-in rnn (a GRU) lowers by the bridge route, and IREE 3.13's
-    iree-compile crashes on its loop: one line saying so, and no output."""
-    with pytest.raises(UserError) as failure:
-        run_flow(
-            FlowOptions(
-                model="rnn", steps=2, warmup=1, batch_size=4, output_dir=tmp_path / "out",
-                formats=("svg",), lower=lowering.LEVELS,
-            )
-        )  # fmt: skip
-    message = str(failure.value)
-    assert message.startswith("iree level: iree-compile failed: ") and "\n" not in message
-    assert message.endswith(
-        "; the program holds 1 loop (stablehlo.while) from TensorFlow's XLA bridge route, "
-        "and IREE 3.13's iree-compile crashes on a loop that overwrites a carried value it "
-        "never reads, as Keras's last RNN layer does (docs/lowering.md): --lower linalg "
-        "profiles the model down to linalg"
-    )
-    assert not (tmp_path / "out").exists()
+def test_a_keras_rnn_runs_under_iree_with_its_unread_loop_result_forwarded(tmp_path, capsys):
+    """The built-in rnn (a GRU) lowers by the bridge route; its loop carries the
+    last output, which it never reads and IREE 3.13 crashes on
+    (tfpgo.mlir.loop_results): taken from the state, IREE runs it with TensorFlow's
+    outputs and every dispatch's time lands on tf ops."""
+    result = run_flow(
+        FlowOptions(
+            model="rnn", steps=2, warmup=1, batch_size=4, output_dir=tmp_path / "out",
+            formats=("svg",), lower=lowering.LEVELS,
+        )
+    )  # fmt: skip
+    assert {level.route.forwarded_results for level in result.levels} == {1}
+    err = capsys.readouterr().err
+    assert "; 1 loop result the loop never reads taken from the state it reshapes" in err
+    assert "100.00% of their time on tf ops, outputs within" in err
+    assert (result.output_dir / "model.iree.vmfb").is_file()
 
 
 def test_a_step_that_draws_random_numbers_is_told_why_irees_outputs_differ(tmp_path):

@@ -30,8 +30,8 @@ from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
-from tfpgo.iree.tools import ToolFailed, run_tool
-from tfpgo.mlir import annotate, jax_names
+from tfpgo.iree.tools import run_tool
+from tfpgo.mlir import annotate, jax_names, loop_results
 from tfpgo.mlir.diagnostics import error_message
 
 LEVELS = ("stablehlo", "linalg", "iree")
@@ -93,11 +93,21 @@ class Route:
 
     name: str
     why: str = ""
+    # Loop results taken from the state they reshape (tfpgo.mlir.loop_results).
+    forwarded_results: int = 0
 
     def text(self) -> str:
         if not self.why:
             return f"TensorFlow's {self.name}"
-        return f"TensorFlow's {self.name} passes, since {self.why} in tf-stablehlo alone"
+        forwarded = ""
+        if self.forwarded_results == 1:
+            forwarded = "; 1 loop result the loop never reads taken from the state it reshapes"
+        elif self.forwarded_results:
+            forwarded = (
+                f"; {self.forwarded_results} loop results the loop never reads taken from "
+                "the states they reshape"
+            )
+        return f"TensorFlow's {self.name} passes, since {self.why} in tf-stablehlo alone{forwarded}"
 
 
 @dataclass(frozen=True)
@@ -225,7 +235,7 @@ def lower(
             try:
                 _compile_and_run(stablehlo, stablehlo_text, iree_run, tf_sources, fused_into, out)
             except UserError as error:
-                raise _with_known_cause(error, stablehlo_text, route) from None
+                raise _with_known_cause(error, stablehlo_text) from None
         lowered = [("stablehlo", stablehlo)]
         if "linalg" in levels:
             linalg = scratch / "linalg.mlir"
@@ -392,19 +402,17 @@ def _tf_to_stablehlo(carried: Path) -> tuple[str, Route]:
                 f"XLA bridge passes stopped too ({bridge}), so the profile stops at the tf "
                 "level (run without --lower)"
             ) from None
-        return re.sub(r"@main\b", f"@{entry[1]}", lowered), Route(BRIDGE_ROUTE, str(direct))
+        # Keras's RNN loops carry a result IREE cannot compile (tfpgo.mlir.loop_results).
+        forwarded = loop_results.forward_unread_loop_results(lowered)
+        route = Route(BRIDGE_ROUTE, str(direct), forwarded.results)
+        return re.sub(r"@main\b", f"@{entry[1]}", forwarded.text), route
 
 
-# What iree-compile prints when it crashed rather than reported an error: a
-# signal's backtrace request, or LLVM's fatal error.
-_CRASHED = ("include the crash backtrace", "LLVM ERROR")
-
-
-def _with_known_cause(error: UserError, stablehlo_text: str, route: Route) -> UserError:
+def _with_known_cause(error: UserError, stablehlo_text: str) -> UserError:
     """An `--lower iree` failure with the cause known for its kind of program
     (docs/lowering.md): outputs that differ in a step that draws random numbers,
-    which the lowering draws with other bits than TensorFlow's kernels; a crash
-    compiling a program with loops from the bridge route; any other as it is."""
+    which the lowering draws with other bits than TensorFlow's kernels; any other
+    as it is."""
     from tfpgo.iree.run import OutputsDiffer
 
     if isinstance(error, OutputsDiffer) and "stablehlo.rng" in stablehlo_text:
@@ -414,21 +422,7 @@ def _with_known_cause(error: UserError, stablehlo_text: str, route: Route) -> Us
             "TensorFlow's kernels; draw them outside the step (as a weight, or noise passed "
             "in as an input) for IREE's outputs to be comparable"
         )
-    loops = stablehlo_text.count("stablehlo.while")
-    crashed = (
-        isinstance(error, ToolFailed)
-        and error.tool == "iree-compile"
-        and any(marker in error.detail for marker in _CRASHED)
-    )
-    if route.name != BRIDGE_ROUTE or not loops or not crashed:
-        return error
-    return UserError(
-        f"{error}; the program holds {loops} loop{'s' if loops > 1 else ''} (stablehlo.while) "
-        "from TensorFlow's XLA "
-        "bridge route, and IREE 3.13's iree-compile crashes on a loop that overwrites a "
-        "carried value it never reads, as Keras's last RNN layer does (docs/lowering.md): "
-        "--lower linalg profiles the model down to linalg"
-    )
+    return error
 
 
 class _NotLowered(Exception):
