@@ -36,7 +36,9 @@ from tfpgo.errors import UserError
 from tfpgo.iree.program import ProfiledProgram, Workload
 from tfpgo.iree.run import IREE_OP_GRAPH, IreeProfile, write_iree_op_graph
 from tfpgo.mlir import annotate, lowering
+from tfpgo.mlir.compiled_step import CompiledStep, compile_step
 from tfpgo.models import DEFAULT_MODEL, ModelCase, check_model_spec
+from tfpgo.models.case import Mode
 from tfpgo.models.profiling import ProfilerLevels
 from tfpgo.models.user import SignatureChoice, parse_input
 from tfpgo.render import (
@@ -239,10 +241,10 @@ def _check_options(options: FlowOptions) -> None:
     if options.top_k < 0:
         raise UserError("--top-k must not be negative")
     lowering.check_levels(options.lower)
-    if "iree" in options.lower and (options.from_trace is not None or options.mode != "infer"):
+    if "iree" in options.lower and options.from_trace is not None:
         raise UserError(
-            "--lower iree compiles and runs the loaded model's inference step: it needs "
-            "--mode infer and a model to profile (not --from-trace)"
+            "--lower iree compiles and runs the loaded model's step: it needs a model to "
+            "profile (not --from-trace)"
         )
     if options.tune_budget_s is not None and "iree" not in options.lower:
         raise UserError("--tune tunes the program IREE compiles: add --lower iree")
@@ -329,7 +331,8 @@ def _run_stages(
 ) -> tuple[annotate.Attribution, list[lowering.LoweredLevel]]:
     from_trace, mlir = options.from_trace, options.mlir  # both or neither (_check_options)
     profiling_run = from_trace is None or mlir is None
-    lowerable = None  # the tf module to lower: frozen (profiling) or the user's
+    # What to lower: a frozen tf module (profiling) or the user's, or a training step (CompiledStep)
+    lowerable: str | CompiledStep | None = None
     case = None  # the loaded step (profiling runs)
     named = None  # a StableHLO module (JAX's), annotated by the names in its locations
     if from_trace is None or mlir is None:
@@ -412,9 +415,10 @@ def _run_stages(
         )
     levels: list[lowering.LoweredLevel] = []
     if lowerable is not None:  # set exactly when --lower asks for levels
+        origin = "frozen tf" if isinstance(lowerable, str) else "training step (XLA's StableHLO)"
         levels = progress.stage(
             "lower",
-            f"frozen tf -> {' -> '.join(options.lower)} (TensorFlow, IREE), profile re-attached",
+            f"{origin} -> {' -> '.join(options.lower)} (TensorFlow, IREE), profile re-attached",
             lambda: _lower(options, out, lowerable, profile.totals.op_self_ps, note, case),
         )
     optimized = None
@@ -459,8 +463,8 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
         "tf-dialect MLIR with node-name locations",
         lambda: module.write_text(profiling.export_mlir(case)),
     )
-    # Frozen now, while the model is loaded, for the lower stage.
-    frozen = lowering.freeze_and_export(case.concrete_function()) if options.lower else None
+    # Made now, while the model is loaded, for the lower stage.
+    frozen = _lowerable(case) if options.lower else None
     info = compose.RunInfo(
         model=case.name,
         mode=case.mode.value,
@@ -619,22 +623,39 @@ def _verify_in_tensorflow(annotated: Path) -> None:
         raise UserError(f"{annotated}: TensorFlow's pipeline dropped every annotation")
 
 
+def _lowerable(case: ModelCase) -> str | CompiledStep:
+    """What the lower stage lowers: an inference step frozen into a tf module; a
+    training step as TensorFlow's XLA compiler's StableHLO, its variables the
+    program's parameters and results (freezing would leave its writes nothing to
+    write to)."""
+    if case.mode is Mode.TRAIN:
+        return compile_step(case.concrete_function(), case.inputs)
+    return lowering.freeze_and_export(case.concrete_function())
+
+
 def _lower(
     options: FlowOptions,
     out: Path,
-    tf_module: str,
+    lowerable: str | CompiledStep,
     profile_self_ps: int,
     note: Callable[[str], None],
     case: ModelCase | None,
 ) -> list[lowering.LoweredLevel]:
-    iree = (
-        _iree_run(case, options.steps, options.warmup) if "iree" in options.lower and case else None
-    )
+    iree = None
+    if "iree" in options.lower and isinstance(lowerable, CompiledStep):
+        iree = lowering.IreeRun(lowerable.inputs, lowerable.expected, options.steps, options.warmup)
+    elif "iree" in options.lower and case:
+        iree = _iree_run(case, options.steps, options.warmup)
     if iree is not None and options.tune_budget_s is not None:
         iree = dataclasses.replace(iree, then=_tuner(out, options, note))
-    levels = lowering.lower(
-        tf_module, out / "op_profile.json", options.lower, out, profile_self_ps, iree
-    )
+    op_profile = out / "op_profile.json"
+    if isinstance(lowerable, CompiledStep):
+        tf_level = lowering.TfLevel(op_profile, out / "attribution.json", out / "op_graph.json")
+        levels = lowering.lower_compiled_step(
+            lowerable, tf_level, options.lower, out, profile_self_ps, iree
+        )
+    else:
+        levels = lowering.lower(lowerable, op_profile, options.lower, out, profile_self_ps, iree)
     if iree is not None:
         profile = IreeProfile.read(out / "iree_profile.json")
         write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH)

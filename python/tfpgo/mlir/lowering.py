@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
@@ -32,6 +33,10 @@ from tfpgo.errors import UserError
 from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
 from tfpgo.iree.tools import run_tool
 from tfpgo.mlir import annotate, jax_names, loop_results
+from tfpgo.mlir.compiled_step import CompiledStep
+
+if TYPE_CHECKING:
+    from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.mlir.diagnostics import error_message
 
 LEVELS = ("stablehlo", "linalg", "iree")
@@ -55,12 +60,16 @@ BRIDGE_TO_STABLEHLO = (
 # The routes to StableHLO: TensorFlow's direct legalization first (its module is
 # closer to the tf ops), then the XLA bridge's (loops over TensorLists).
 DIRECT_ROUTE, BRIDGE_ROUTE = "tf-stablehlo", "XLA bridge"
+# A training step: TensorFlow's XLA compiler's own StableHLO (tfpgo.mlir.compiled_step).
+COMPILED_ROUTE = "XLA compiler"
 # A function argument's name location (`%arg13: tensor<...> loc("x")`).
 _ARGUMENT_NAME = re.compile(r'%arg\d+: [^,)]*? loc\("((?:[^"\\]|\\.)*)"\)')
 # A tf dialect op in generic or custom form.
 _TF_DIALECT_OP = re.compile(r"(^|[\s\"])tf\.[A-Z]", re.MULTILINE)
 # The ops the XLA bridge route decomposes into the tensors they hold.
 _LIST_OPS = ("tf.TensorList", "tf.TensorArray", "tf.Stack")
+# What a training step's program makes its results (tfpgo.mlir.compiled_step).
+_VARIABLE_WRITES = ("tf.AssignVariableOp", "tf.AssignAddVariableOp", "tf.AssignSubVariableOp")
 # Constants larger than this many elements are elided in the lowered files.
 ELIDE_ELEMENTS = 64
 
@@ -77,7 +86,12 @@ class LostSource:
     def reason(self) -> str:
         # Frozen, a read is an Identity that keeps the read's node name.
         if self.op == "tf.ReadVariableOp" or self.name.endswith("/ReadVariableOp"):
-            return "a variable read: freezing for the lowering made it a constant"
+            return (
+                "a variable read: a constant once frozen, or a parameter of a training "
+                "step's program"
+            )
+        if self.op in _VARIABLE_WRITES:
+            return "a variable write: the updated value is a result of the training step's program"
         if self.op.startswith(_LIST_OPS):
             return (
                 "a TensorList, TensorArray or Stack op: the XLA bridge's decomposition made it "
@@ -93,21 +107,33 @@ class Route:
 
     name: str
     why: str = ""
-    # Loop results taken from the state they reshape (tfpgo.mlir.loop_results).
+    # Loop results taken from the state they reshape, and loop-invariant carried
+    # values put behind a barrier (tfpgo.mlir.loop_results).
     forwarded_results: int = 0
+    barriers: int = 0
 
     def text(self) -> str:
         if not self.why:
-            return f"TensorFlow's {self.name}"
-        forwarded = ""
-        if self.forwarded_results == 1:
-            forwarded = "; 1 loop result the loop never reads taken from the state it reshapes"
-        elif self.forwarded_results:
-            forwarded = (
-                f"; {self.forwarded_results} loop results the loop never reads taken from "
-                "the states they reshape"
+            how = f"TensorFlow's {self.name}"
+        elif self.name == COMPILED_ROUTE:
+            how = f"TensorFlow's {self.name} (jit_compile's StableHLO), since {self.why}"
+        else:
+            how = f"TensorFlow's {self.name} passes, since {self.why} in tf-stablehlo alone"
+        if self.forwarded_results:
+            how += (
+                f"; {_count(self.forwarded_results, 'loop result')} the loop never reads "
+                "taken from the state reshaped"
             )
-        return f"TensorFlow's {self.name} passes, since {self.why} in tf-stablehlo alone{forwarded}"
+        if self.barriers:
+            how += (
+                f"; {_count(self.barriers, 'loop-invariant carried value')} kept through an "
+                "optimization barrier"
+            )
+        return how
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 @dataclass(frozen=True)
@@ -225,27 +251,108 @@ def lower(
             scratch / "attribution.tf.json",
             carry_in_location=True,
         )
-        tf_graph = read_json(scratch / "op_graph.tf.json")
-        tf_sources = _annotated_sources(tf_graph)
-        stablehlo = scratch / "stablehlo.mlir"
         stablehlo_text, route = _tf_to_stablehlo(carried)
-        write_generic_stablehlo(stablehlo_text, stablehlo)
-        if "iree" in levels and iree_run is not None:
-            fused_into = _fused_into(tf_graph)
-            try:
-                _compile_and_run(stablehlo, stablehlo_text, iree_run, tf_sources, fused_into, out)
-            except UserError as error:
-                raise _with_known_cause(error, stablehlo_text) from None
-        lowered = [("stablehlo", stablehlo)]
-        if "linalg" in levels:
-            linalg = scratch / "linalg.mlir"
-            linalg.write_text(util_functions_to_func(_stablehlo_to_linalg(stablehlo)))
-            lowered.append(("linalg", linalg))
-        return [
-            _materialize(level, module, out, tf_sources, profile_self_ps, scratch, route)
-            for level, module in lowered
-            if level in levels and level in MODULE_LEVELS
-        ]
+        lowered = _Lowered(stablehlo_text, route, read_json(scratch / "op_graph.tf.json"))
+        return _lower_stablehlo(lowered, levels, out, profile_self_ps, iree_run, scratch)
+
+
+def lower_compiled_step(
+    step: CompiledStep,
+    tf_level: TfLevel,
+    levels: tuple[str, ...],
+    out: Path,
+    profile_self_ps: int,
+    iree_run: IreeRun | None = None,
+) -> list[LoweredLevel]:
+    """As `lower`, from a training step's StableHLO made by TensorFlow's XLA
+    compiler (tfpgo.mlir.compiled_step), whose locations name the tf nodes: the
+    records are found by those names, each runtime name taken as the node it
+    landed on at the tf level (`tf_level`: `while/body/_1/n` is node `n` of the
+    loop's body, which XLA names `n`)."""
+    from tfpgo.attribution.op_profile import OpProfile
+
+    with tempfile.TemporaryDirectory(prefix="tfpgo-lower-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        by_node = scratch / "op_profile.nodes.json"
+        attribution = annotate.read_attribution(tf_level.attribution)
+        profile = OpProfile.read(tf_level.op_profile)
+        by_node_names(profile, annotate.landed_on(attribution)).write(by_node)
+        route = Route(COMPILED_ROUTE, "a training step's variables are its parameters and results")
+        lowered = _Lowered(step.stablehlo, route, read_json(tf_level.op_graph), by_node)
+        return _lower_stablehlo(lowered, levels, out, profile_self_ps, iree_run, scratch)
+
+
+@dataclass(frozen=True)
+class TfLevel:
+    """The tf level's files a lowering from XLA's StableHLO reads: the profile,
+    how its entries landed on the module (`tfpgo.attribution`) and the op graph."""
+
+    op_profile: Path
+    attribution: Path
+    op_graph: Path
+
+
+def by_node_names(profile: OpProfile, landed_on: Mapping[str, tuple[str, ...]]) -> OpProfile:
+    """`profile` with each entry that landed on one op under another name named as
+    that op, where no other entry has or takes that name (two entries on one op
+    keep their own names, and reach no lower level)."""
+    renamed = {name: ops[0] for name, ops in landed_on.items() if len(ops) == 1}
+    taken = Counter([*(op.name for op in profile.ops if op.name not in renamed), *renamed.values()])
+    return replace(
+        profile,
+        ops=tuple(
+            replace(op, name=renamed[op.name])
+            if op.name in renamed and taken[renamed[op.name]] == 1
+            else op
+            for op in profile.ops
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class _Lowered:
+    """StableHLO on its way down: its text, the route that made it, the tf level's
+    op graph, and the profile its locations' names are looked up in (None where
+    the records ride in the locations)."""
+
+    stablehlo: str
+    route: Route
+    tf_graph: dict[str, Any]
+    by_name: Path | None = None
+
+
+def _lower_stablehlo(
+    lowered: _Lowered,
+    levels: tuple[str, ...],
+    out: Path,
+    profile_self_ps: int,
+    iree_run: IreeRun | None,
+    scratch: Path,
+) -> list[LoweredLevel]:
+    # Keras's RNN loops, and their gradients, carry values IREE 3.13 cannot
+    # compile as they are (tfpgo.mlir.loop_results).
+    loops = loop_results.forward_unread_loop_results(lowered.stablehlo)
+    route = replace(lowered.route, forwarded_results=loops.results, barriers=loops.barriers)
+    lowered = replace(lowered, stablehlo=loops.text, route=route)
+    tf_sources = _annotated_sources(lowered.tf_graph)
+    stablehlo = scratch / "stablehlo.mlir"
+    write_generic_stablehlo(lowered.stablehlo, stablehlo)
+    if "iree" in levels and iree_run is not None:
+        fused_into = _fused_into(lowered.tf_graph)
+        try:
+            _compile_and_run(stablehlo, lowered.stablehlo, iree_run, tf_sources, fused_into, out)
+        except UserError as error:
+            raise _with_known_cause(error, lowered.stablehlo) from None
+    modules = [("stablehlo", stablehlo)]
+    if "linalg" in levels:
+        linalg = scratch / "linalg.mlir"
+        linalg.write_text(util_functions_to_func(_stablehlo_to_linalg(stablehlo)))
+        modules.append(("linalg", linalg))
+    return [
+        _materialize(level, module, out, tf_sources, profile_self_ps, scratch, lowered)
+        for level, module in modules
+        if level in levels and level in MODULE_LEVELS
+    ]
 
 
 def _compile_and_run(
@@ -402,10 +509,7 @@ def _tf_to_stablehlo(carried: Path) -> tuple[str, Route]:
                 f"XLA bridge passes stopped too ({bridge}), so the profile stops at the tf "
                 "level (run without --lower)"
             ) from None
-        # Keras's RNN loops carry a result IREE cannot compile (tfpgo.mlir.loop_results).
-        forwarded = loop_results.forward_unread_loop_results(lowered)
-        route = Route(BRIDGE_ROUTE, str(direct), forwarded.results)
-        return re.sub(r"@main\b", f"@{entry[1]}", forwarded.text), route
+        return re.sub(r"@main\b", f"@{entry[1]}", lowered), Route(BRIDGE_ROUTE, str(direct))
 
 
 def _with_known_cause(error: UserError, stablehlo_text: str) -> UserError:
@@ -514,24 +618,25 @@ def _materialize(
     tf_sources: dict[str, tuple[str, int]],
     profile_self_ps: int,
     scratch: Path,
-    route: Route,
+    lowered: _Lowered,
 ) -> LoweredLevel:
     annotated = out / f"model.{level}.mlir"
     op_graph = out / f"op_graph.{level}.json"
     summary = scratch / f"{level}.summary.json"
+    by_name = f"path-to-profile={lowered.by_name} " if lowered.by_name else ""
     annotate.run_tfpgo_opt(
         module,
         annotated,
         [
             "--mlir-print-op-generic",
             f"--mlir-elide-elementsattrs-if-larger={ELIDE_ELEMENTS}",
-            f"--tf-profile-materialize-annotations=summary-output={summary}",
+            f"--tf-profile-materialize-annotations={by_name}summary-output={summary}",
             f"--tf-profile-mark-hotspots=top-k={HOT_OPS}",
             f"--tf-profile-export-op-graph=output={op_graph}",
         ],
     )
     coverage = read_level_coverage(summary, level, annotated.name, tf_sources, profile_self_ps)
-    return LoweredLevel(replace(coverage, route=route), annotated, op_graph)
+    return LoweredLevel(replace(coverage, route=lowered.route), annotated, op_graph)
 
 
 def read_level_coverage(

@@ -1,0 +1,136 @@
+"""A training step as TensorFlow's XLA compiler lowers it: the StableHLO that
+`jit_compile=True` runs, with the variables as the program's parameters.
+
+A training step reads and writes resource variables, which neither TensorFlow
+lowering of a frozen module can express: freezing turns reads into constants
+and leaves the writes with nothing to write to. TensorFlow's XLA compiler makes
+each captured variable a parameter of the program and each value the step
+writes a result aliased to that parameter (`mhlo.input_output_alias`). Its
+StableHLO (`get_compiler_ir(..., stage="stablehlo")`, what
+`experimental_get_compiler_ir` returns for a `jit_compile` function) is taken
+from the very function that was profiled, so its locations name the same tf
+nodes the profile does (a retrace would rename scopes: `sgd_1` → `sgd`).
+
+The step is run once more in TensorFlow to know what IREE must reproduce: the
+outputs, and each variable the step writes, from the same values. The variables
+are then set back to their values before that step.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from tfpgo.errors import UserError
+from tfpgo.mlir.diagnostics import error_message
+
+# One aliased result of the program: the parameter it updates, the result index.
+_ALIAS = re.compile(r"parameter_number = (\d+) : i64\}, output_index = array<i64: (\d+)>")
+# XLA's `copy` of a value, which StableHLO has no op for: an identity.
+_HLO_COPY = re.compile(r"(%[\w#]+) = mhlo\.copy (%[\w#]+) : (tensor<[^>]*>)")
+# Any other op of XLA's own dialect (attributes such as `mhlo.sharding` aside).
+_HLO_OP = re.compile(r"= (mhlo\.\w+)\b")
+_MAIN = re.compile(r"func\.func @main\((?P<args>.*?)\) -> (?P<results>\(.*?\)|tensor<[^>]*>)")
+
+
+@dataclass(frozen=True)
+class CompiledStep:
+    """The step's StableHLO (locations naming tf nodes) and what to run it on:
+    the step's inputs then every captured value before the step (the program's
+    parameters), and TensorFlow's outputs then each written variable's value
+    after the step (its results)."""
+
+    stablehlo: str
+    inputs: tuple[Any, ...]
+    expected: tuple[Any, ...]
+    written: tuple[str, ...]  # the variables the step writes, in result order
+
+
+def compile_step(concrete_function: Any, inputs: tuple[Any, ...]) -> CompiledStep:
+    """`concrete_function(*inputs)` (a step that was run, so that TensorFlow knows
+    it) as XLA's StableHLO, and the values to check IREE's run against."""
+    import numpy as np
+    import tensorflow as tf
+
+    captured = list(concrete_function.captured_inputs)
+    stablehlo = _stablehlo(concrete_function, inputs, captured)
+    by_handle = {id(variable.handle): variable for variable in concrete_function.variables}
+    variables = [by_handle.get(id(handle)) for handle in captured]
+    before = [
+        np.asarray(handle) if variable is None else variable.numpy()
+        for handle, variable in zip(captured, variables, strict=True)
+    ]
+    outputs = [np.asarray(value) for value in tf.nest.flatten(concrete_function(*inputs))]
+    results = _aliased_results(stablehlo, len(inputs), len(captured), len(outputs))
+    expected = list(outputs)
+    written = []
+    for parameter in results:
+        variable = variables[parameter - len(inputs)]
+        if variable is None:
+            raise UserError(
+                f"cannot lower the training step: XLA's program writes its parameter "
+                f"{parameter}, which is no variable of the step"
+            )
+        expected.append(variable.numpy())
+        written.append(variable.name)
+    for variable, value in zip(variables, before, strict=True):
+        if variable is not None:  # the model as it was before this step
+            variable.assign(value)
+    return CompiledStep(
+        stablehlo,
+        tuple(np.asarray(value) for value in inputs) + tuple(before),
+        tuple(expected),
+        tuple(written),
+    )
+
+
+def _stablehlo(concrete_function: Any, inputs: tuple[Any, ...], captured: list[Any]) -> str:
+    from tensorflow.python.eager import context
+    from tensorflow.python.eager.polymorphic_function import compiler_ir
+
+    try:
+        text = str(
+            context.context()
+            .get_compiler_ir(
+                device_name=compiler_ir.maybe_get_device_name(None),
+                platform_name=None,
+                function_name=concrete_function.name,
+                flat_args=list(inputs),
+                captured_inputs=captured,
+                stage="stablehlo",
+            )
+            .decode()
+        )
+    except Exception as error:  # TensorFlow raises assorted errors for what XLA refuses
+        reason = error_message(str(error), "unknown error")
+        raise UserError(
+            f"cannot lower the training step: TensorFlow's XLA compiler refuses it ({reason})"
+        ) from None
+    # A copy stays a value of the same type: a reshape to it, which IREE folds away.
+    text = _HLO_COPY.sub(r"\1 = stablehlo.reshape \2 : (\3) -> \3", text)
+    other = _HLO_OP.search(text)
+    if other is not None:
+        raise UserError(
+            f"cannot lower the training step: XLA's StableHLO holds {other[1]}, an op of XLA's "
+            "own dialect that IREE does not read"
+        )
+    return text
+
+
+def _aliased_results(stablehlo: str, inputs: int, captured: int, outputs: int) -> list[int]:
+    """The parameter each result after the step's outputs writes, in result order;
+    one UserError line where the program's signature is not the step's."""
+    main = _MAIN.search(stablehlo)
+    aliases = sorted((int(index), int(parameter)) for parameter, index in _ALIAS.findall(stablehlo))
+    if main is None:
+        raise UserError("cannot lower the training step: XLA's StableHLO has no main function")
+    parameters = len(re.findall(r"%arg\d+:", main["args"]))
+    results = main["results"].count("tensor<")
+    if parameters != inputs + captured or [i for i, _ in aliases] != list(range(outputs, results)):
+        raise UserError(
+            f"cannot lower the training step: XLA's program has {parameters} parameters and "
+            f"{results} results, the step {inputs} inputs, {captured} captured values and "
+            f"{outputs} outputs, and {len(aliases)} results update a parameter"
+        )
+    return [parameter for _, parameter in aliases]
