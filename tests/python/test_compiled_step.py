@@ -60,7 +60,7 @@ def test_a_program_whose_signature_is_not_the_steps_is_one_line():
     with pytest.raises(UserError) as failure:
         compiled_step._aliased_results(text, 1, 2, 1)
     assert str(failure.value) == (
-        "cannot lower the training step: XLA's program has 2 parameters and 2 results, the "
+        "cannot lower the step: XLA's program has 2 parameters and 2 results, the "
         "step 1 inputs, 2 captured values and 1 outputs, and 1 results update a parameter"
     )
 

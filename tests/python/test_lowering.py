@@ -48,10 +48,12 @@ def test_the_profile_reaches_stablehlo_and_linalg(tmp_path):
 def test_a_model_that_cannot_be_lowered_is_one_line_and_leaves_nothing(tmp_path):
     with pytest.raises(UserError) as failure:
         _lowered_flow(tmp_path, "no_stablehlo.py")
-    assert str(failure.value).startswith(
-        "cannot lower to StableHLO: tf.Unique (node 'Unique') has no StableHLO lowering in "
-        "TensorFlow's tf-stablehlo, and its XLA bridge passes stopped too (tf.Unique (node "
-        "'Unique') has no StableHLO lowering)"
+    assert str(failure.value) == (
+        "cannot lower to StableHLO: tf.AsString (node 'AsString') (and 1 more) has no StableHLO "
+        "lowering in TensorFlow's tf-stablehlo, and its XLA bridge passes stopped too "
+        "(tf.AsString (node 'AsString') (and 1 more) has no StableHLO lowering), and "
+        "TensorFlow's XLA compiler refuses it (it has no XLA kernel for AsString), so the "
+        "profile stops at the tf level (run without --lower)"
     )
     assert "\n" not in str(failure.value)
     assert not (tmp_path / "out").exists()
@@ -105,6 +107,22 @@ def test_a_keras_rnn_runs_under_iree_with_its_unread_loop_result_forwarded(tmp_p
     assert "; 1 loop result the loop never reads taken from the state reshaped" in err
     assert "100.00% of their time on tf ops, outputs within" in err
     assert (result.output_dir / "model.iree.vmfb").is_file()
+
+
+def test_a_step_neither_pass_pipeline_lowers_is_taken_as_xla_compiles_it(tmp_path, capsys):
+    """tf.ResizeBilinear has no StableHLO lowering on either of TensorFlow's pass
+    routes; XLA compiles it: the step lowers as jit_compile compiles it, named so,
+    with every op's time reachable and IREE's outputs TensorFlow's."""
+    result = _lowered_flow(tmp_path, "resize_step.py")
+    for level in result.levels:
+        assert level.route.name == lowering.COMPILED_ROUTE
+        assert level.route.why == (
+            "tf.ResizeBilinear (node 'resize/ResizeBilinear') has no StableHLO lowering on "
+            "either route before it"
+        )
+        assert level.coverage >= 0.99, (level.level, level.lost)
+    err = capsys.readouterr().err
+    assert "100.00% of their time on tf ops, outputs within" in err
 
 
 def test_a_training_step_runs_under_iree_with_its_variables_as_parameters(tmp_path, capsys):

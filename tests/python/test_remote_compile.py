@@ -14,7 +14,7 @@ import pytest
 
 from tfpgo.dask_cluster import ClusterError
 from tfpgo.errors import UserError
-from tfpgo.flow import stages
+from tfpgo.flow import lower_stage, stages
 from tfpgo.iree import remote_compile
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import Workload, profile_program
@@ -249,7 +249,7 @@ def test_the_flow_compiles_on_the_scheduler_it_was_given(program, profiled, tmp_
     workload, baseline = profiled
     reading = HostReading(scheduler="tcp://127.0.0.1:1", connect_timeout_s=1)
     options = stages.FlowOptions(tune_budget_s=60, host_reading=reading)
-    tune_program = stages._tuner(tmp_path, options, lambda _: None)
+    tune_program = lower_stage.tuner(tmp_path, options, lambda _: None)
     with pytest.raises(UserError) as error:
         tune_program(stablehlo, workload, baseline)
     assert str(error.value).startswith(

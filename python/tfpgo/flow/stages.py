@@ -20,11 +20,10 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from tfpgo import HOT_OPS
 from tfpgo.analysis import analyse
 from tfpgo.analysis.phase import Phase
 from tfpgo.analysis.structure import OpDataflow, phases_by_entry
@@ -33,13 +32,12 @@ from tfpgo.attribution.hlo_profile import HloProfile
 from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.cli import working_directory
 from tfpgo.errors import UserError
-from tfpgo.iree.program import ProfiledProgram, Workload
-from tfpgo.iree.run import IREE_OP_GRAPH, IreeProfile, write_iree_op_graph
+from tfpgo.flow import lower_stage
+from tfpgo.flow.options import FlowOptions
+from tfpgo.iree.run import IREE_OP_GRAPH, IreeProfile
 from tfpgo.mlir import annotate, lowering
-from tfpgo.mlir.compiled_step import CompiledStep, compile_step
-from tfpgo.models import DEFAULT_MODEL, ModelCase, check_model_spec
-from tfpgo.models.case import Mode
-from tfpgo.models.profiling import ProfilerLevels
+from tfpgo.mlir.compiled_step import CompiledStep
+from tfpgo.models import check_model_spec
 from tfpgo.models.user import SignatureChoice, parse_input
 from tfpgo.render import (
     PICTURE_FORMATS,
@@ -133,46 +131,6 @@ OUTPUT_FILES = {
     "report.md": "this report (Markdown)",
     "report.html": "this report (HTML, pictures inline)",
 }
-
-
-@dataclass(frozen=True)
-class FlowOptions:
-    model: str = DEFAULT_MODEL
-    mode: str = "infer"
-    steps: int = 5
-    warmup: int = 2
-    batch_size: int = 32
-    levels: ProfilerLevels = field(default_factory=ProfilerLevels)
-    output_dir: Path = Path("pgo_out")
-    top_k: int = HOT_OPS
-    min_share: float = 0.01
-    from_trace: Path | None = None
-    mlir: Path | None = None
-    formats: tuple[str, ...] = ("svg", "png")
-    picture_nodes: int = 150
-    min_coverage: float = 0.9
-    # Lower the profiled function to these levels (lowering.LEVELS, in order).
-    lower: tuple[str, ...] = ()
-    # --tune: seconds the tuning loop may start candidates in (None: no tuning; 0:
-    # build from the tuning database's records).
-    tune_budget_s: float | None = None
-    # --tune: the tuning database (None: none, every run starts from zero), and
-    # whether to measure again what it recorded.
-    tuning_db: Path | None = None
-    retune: bool = False
-    # Measure the proposer's advice (tfpgo.proposer): A/B blocks an arm, steps a block.
-    optimize: bool = False
-    ab_repetitions: int = 10
-    ab_steps: int = 10
-    # Time candidates whose numerics cannot be checked, marked so in the report.
-    optimize_unchecked: bool = False
-    # --optimize-budget: seconds the optimize stage may take (None: no limit).
-    optimize_budget_s: float | None = None
-    # A SavedModel's signature and example inputs (`NAME=SHAPE[:DTYPE]`).
-    signature: str = "serving_default"
-    inputs: tuple[str, ...] = ()
-    # How the hosts of a multi-host trace are read (local processes, or a Dask cluster).
-    host_reading: HostReading = field(default_factory=HostReading)
 
 
 @dataclass(frozen=True)
@@ -419,7 +377,9 @@ def _run_stages(
         levels = progress.stage(
             "lower",
             f"{origin} -> {' -> '.join(options.lower)} (TensorFlow, IREE), profile re-attached",
-            lambda: _lower(options, out, lowerable, profile.totals.op_self_ps, note, case),
+            lambda: lower_stage.lower(
+                options, out, lowerable, profile.totals.op_self_ps, note, case
+            ),
         )
     optimized = None
     if options.optimize:
@@ -464,7 +424,7 @@ def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
         lambda: module.write_text(profiling.export_mlir(case)),
     )
     # Made now, while the model is loaded, for the lower stage.
-    frozen = _lowerable(case) if options.lower else None
+    frozen = lower_stage.lowerable(case) if options.lower else None
     info = compose.RunInfo(
         model=case.name,
         mode=case.mode.value,
@@ -621,111 +581,6 @@ def _verify_in_tensorflow(annotated: Path) -> None:
     # Only a module that carried annotations can have lost them in TensorFlow.
     if "profiler_data" in text and "profiler_data" not in optimized:
         raise UserError(f"{annotated}: TensorFlow's pipeline dropped every annotation")
-
-
-def _lowerable(case: ModelCase) -> str | CompiledStep:
-    """What the lower stage lowers: an inference step frozen into a tf module; a
-    training step as TensorFlow's XLA compiler's StableHLO, its variables the
-    program's parameters and results (freezing would leave its writes nothing to
-    write to)."""
-    if case.mode is Mode.TRAIN:
-        return compile_step(case.concrete_function(), case.inputs)
-    return lowering.freeze_and_export(case.concrete_function())
-
-
-def _lower(
-    options: FlowOptions,
-    out: Path,
-    lowerable: str | CompiledStep,
-    profile_self_ps: int,
-    note: Callable[[str], None],
-    case: ModelCase | None,
-) -> list[lowering.LoweredLevel]:
-    iree = None
-    if "iree" in options.lower and isinstance(lowerable, CompiledStep):
-        iree = lowering.IreeRun(lowerable.inputs, lowerable.expected, options.steps, options.warmup)
-    elif "iree" in options.lower and case:
-        iree = _iree_run(case, options.steps, options.warmup)
-    if iree is not None and options.tune_budget_s is not None:
-        iree = dataclasses.replace(iree, then=_tuner(out, options, note))
-    op_profile = out / "op_profile.json"
-    if isinstance(lowerable, CompiledStep):
-        tf_level = lowering.TfLevel(op_profile, out / "attribution.json", out / "op_graph.json")
-        levels = lowering.lower_compiled_step(
-            lowerable, tf_level, options.lower, out, profile_self_ps, iree
-        )
-    else:
-        levels = lowering.lower(lowerable, op_profile, options.lower, out, profile_self_ps, iree)
-    if iree is not None:
-        profile = IreeProfile.read(out / "iree_profile.json")
-        write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH)
-        note(
-            f"iree: {len(profile.dispatches)} dispatches at "
-            f"{sum(len(d.sites) for d in profile.dispatches)} sites, "
-            f"{profile.attributed_ps / max(profile.dispatch_ps, 1):.2%} of their time on tf ops, "
-            f"outputs within {profile.outputs_max_abs:.3g} of TensorFlow's"
-        )
-    if levels:
-        note(f"stablehlo: lowered by {levels[0].coverage.route.text()}")
-    for level in levels:
-        coverage = level.coverage
-        note(
-            f"{coverage.level}: {coverage.annotated_ops} of {coverage.ops} ops annotated, "
-            f"{coverage.coverage:.2%} of the op time reachable"
-        )
-    return levels
-
-
-def _tuner(
-    out: Path, options: FlowOptions, note: Callable[[str], None]
-) -> Callable[[Path, Workload, ProfiledProgram], None]:
-    """--tune: the loop run on the profiled program inside the lowering, with the
-    tuning database's records of it; with --scheduler its candidates compile on
-    that Dask cluster."""
-    from tfpgo.tune import loop
-    from tfpgo.tune.records import Records
-
-    assert options.tune_budget_s is not None  # --tune
-    budget_s, reading = options.tune_budget_s, options.host_reading
-
-    def tune(stablehlo: Path, workload: Workload, program: ProfiledProgram) -> None:
-        tuning = loop.Tuning(budget_s)
-        records = None
-        if options.tuning_db is not None:
-            model = Path(options.model).name if options.model else ""
-            records = Records.open(options.tuning_db, stablehlo, options.retune, note, model)
-        try:
-            if reading.scheduler is None:
-                loop.tune(stablehlo, workload, program, out, tuning, note, records=records)
-                return
-            from tfpgo.iree.remote_compile import ClusterCompiler
-
-            with ClusterCompiler(reading.scheduler, reading.connect_timeout_s) as cluster:
-                note(f"tune: candidates compile on the Dask cluster at {cluster.address}")
-                loop.tune(
-                    stablehlo, workload, program, out, tuning, note,
-                    compile_vmfb=cluster.compile_vmfb, records=records,
-                )  # fmt: skip
-        finally:
-            if records is not None:
-                records.db.close()
-
-    return tune
-
-
-def _iree_run(case: ModelCase, runs: int, warmup: int) -> lowering.IreeRun:
-    """The step's inputs and TensorFlow's outputs for them (an inference step: it
-    changes no state), for IREE to run and be compared with."""
-    import numpy as np
-    import tensorflow as tf
-
-    outputs = tf.nest.flatten(case.step())
-    return lowering.IreeRun(
-        tuple(np.asarray(value) for value in case.inputs),
-        tuple(np.asarray(value) for value in outputs),
-        runs,
-        warmup,
-    )
 
 
 def _render(

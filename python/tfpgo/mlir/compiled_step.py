@@ -27,11 +27,24 @@ from tfpgo.mlir.diagnostics import error_message
 
 # One aliased result of the program: the parameter it updates, the result index.
 _ALIAS = re.compile(r"parameter_number = (\d+) : i64\}, output_index = array<i64: (\d+)>")
+# TensorFlow's word for ops without an XLA kernel: "... on XLA_CPU_JIT: AsString
+# (No registered 'AsString' OpKernel ...), Foo (...)".
+_UNSUPPORTED = re.compile(
+    r"Detected unsupported operations when trying to compile graph \S+ on \S+: (\w+)"
+)
 # XLA's `copy` of a value, which StableHLO has no op for: an identity.
 _HLO_COPY = re.compile(r"(%[\w#]+) = mhlo\.copy (%[\w#]+) : (tensor<[^>]*>)")
 # Any other op of XLA's own dialect (attributes such as `mhlo.sharding` aside).
 _HLO_OP = re.compile(r"= (mhlo\.\w+)\b")
 _MAIN = re.compile(r"func\.func @main\((?P<args>.*?)\) -> (?P<results>\(.*?\)|tensor<[^>]*>)")
+
+
+class XlaRefused(UserError):
+    """TensorFlow's XLA compiler cannot compile the step (`reason`: its first line)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"cannot lower the step: TensorFlow's XLA compiler refuses it ({reason})")
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -69,7 +82,7 @@ def compile_step(concrete_function: Any, inputs: tuple[Any, ...]) -> CompiledSte
         variable = variables[parameter - len(inputs)]
         if variable is None:
             raise UserError(
-                f"cannot lower the training step: XLA's program writes its parameter "
+                f"cannot lower the step: XLA's program writes its parameter "
                 f"{parameter}, which is no variable of the step"
             )
         expected.append(variable.numpy())
@@ -103,16 +116,16 @@ def _stablehlo(concrete_function: Any, inputs: tuple[Any, ...], captured: list[A
             .decode()
         )
     except Exception as error:  # TensorFlow raises assorted errors for what XLA refuses
-        reason = error_message(str(error), "unknown error")
-        raise UserError(
-            f"cannot lower the training step: TensorFlow's XLA compiler refuses it ({reason})"
-        ) from None
+        unsupported = _UNSUPPORTED.search(str(error))
+        if unsupported is not None:
+            raise XlaRefused(f"it has no XLA kernel for {unsupported[1]}") from None
+        raise XlaRefused(error_message(str(error), "unknown error")) from None
     # A copy stays a value of the same type: a reshape to it, which IREE folds away.
     text = _HLO_COPY.sub(r"\1 = stablehlo.reshape \2 : (\3) -> \3", text)
     other = _HLO_OP.search(text)
     if other is not None:
         raise UserError(
-            f"cannot lower the training step: XLA's StableHLO holds {other[1]}, an op of XLA's "
+            f"cannot lower the step: XLA's StableHLO holds {other[1]}, an op of XLA's "
             "own dialect that IREE does not read"
         )
     return text
@@ -124,12 +137,12 @@ def _aliased_results(stablehlo: str, inputs: int, captured: int, outputs: int) -
     main = _MAIN.search(stablehlo)
     aliases = sorted((int(index), int(parameter)) for parameter, index in _ALIAS.findall(stablehlo))
     if main is None:
-        raise UserError("cannot lower the training step: XLA's StableHLO has no main function")
+        raise UserError("cannot lower the step: XLA's StableHLO has no main function")
     parameters = len(re.findall(r"%arg\d+:", main["args"]))
     results = main["results"].count("tensor<")
     if parameters != inputs + captured or [i for i, _ in aliases] != list(range(outputs, results)):
         raise UserError(
-            f"cannot lower the training step: XLA's program has {parameters} parameters and "
+            f"cannot lower the step: XLA's program has {parameters} parameters and "
             f"{results} results, the step {inputs} inputs, {captured} captured values and "
             f"{outputs} outputs, and {len(aliases)} results update a parameter"
         )

@@ -263,6 +263,7 @@ def lower_compiled_step(
     out: Path,
     profile_self_ps: int,
     iree_run: IreeRun | None = None,
+    why: str = "a training step's variables are its parameters and results",
 ) -> list[LoweredLevel]:
     """As `lower`, from a training step's StableHLO made by TensorFlow's XLA
     compiler (tfpgo.mlir.compiled_step), whose locations name the tf nodes: the
@@ -277,7 +278,7 @@ def lower_compiled_step(
         attribution = annotate.read_attribution(tf_level.attribution)
         profile = OpProfile.read(tf_level.op_profile)
         by_node_names(profile, annotate.landed_on(attribution)).write(by_node)
-        route = Route(COMPILED_ROUTE, "a training step's variables are its parameters and results")
+        route = Route(COMPILED_ROUTE, why)
         lowered = _Lowered(step.stablehlo, route, read_json(tf_level.op_graph), by_node)
         return _lower_stablehlo(lowered, levels, out, profile_self_ps, iree_run, scratch)
 
@@ -504,11 +505,7 @@ def _tf_to_stablehlo(carried: Path) -> tuple[str, Route]:
             named = re.sub(rf"@{re.escape(entry[1])}\b", "@main", text)
             lowered = _run_tf_passes(named, BRIDGE_TO_STABLEHLO)
         except _NotLowered as bridge:
-            raise UserError(
-                f"cannot lower to StableHLO: {direct} in TensorFlow's tf-stablehlo, and its "
-                f"XLA bridge passes stopped too ({bridge}), so the profile stops at the tf "
-                "level (run without --lower)"
-            ) from None
+            raise NoStableHlo(str(direct), str(bridge)) from None
         return re.sub(r"@main\b", f"@{entry[1]}", lowered), Route(BRIDGE_ROUTE, str(direct))
 
 
@@ -527,6 +524,19 @@ def _with_known_cause(error: UserError, stablehlo_text: str) -> UserError:
             "in as an input) for IREE's outputs to be comparable"
         )
     return error
+
+
+class NoStableHlo(UserError):
+    """Neither TensorFlow route lowers the module: why each stopped, as clauses."""
+
+    def __init__(self, direct: str, bridge: str) -> None:
+        self.direct, self.bridge = direct, bridge
+        self.clause = (
+            f"cannot lower to StableHLO: {direct} in TensorFlow's tf-stablehlo, and its XLA "
+            f"bridge passes stopped too ({bridge})"
+        )
+        self.consequence = "so the profile stops at the tf level (run without --lower)"
+        super().__init__(f"{self.clause}, {self.consequence}")
 
 
 class _NotLowered(Exception):

@@ -1,0 +1,149 @@
+"""The lower stage (`--lower`): the profiled step to StableHLO, linalg and IREE's
+dispatches, each level annotated (tfpgo.mlir.lowering), and `--tune` on the
+program IREE compiles (tfpgo.tune.loop).
+
+Which StableHLO (docs/lowering.md): an inference step is frozen and lowered by
+TensorFlow's passes (tf-stablehlo, else the XLA bridge's); a training step, or an
+inference step neither lowers, is taken as TensorFlow's XLA compiler compiles it
+(tfpgo.mlir.compiled_step), its variables the program's parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+from tfpgo.errors import UserError
+from tfpgo.flow.options import FlowOptions
+from tfpgo.iree.program import ProfiledProgram, Workload
+from tfpgo.iree.run import IREE_OP_GRAPH, IreeProfile, write_iree_op_graph
+from tfpgo.mlir import lowering
+from tfpgo.mlir.compiled_step import CompiledStep, XlaRefused, compile_step
+from tfpgo.models import ModelCase
+from tfpgo.models.case import Mode
+
+
+def lowerable(case: ModelCase) -> str | CompiledStep:
+    """What the lower stage lowers: an inference step frozen into a tf module; a
+    training step as TensorFlow's XLA compiler's StableHLO, its variables the
+    program's parameters and results (freezing would leave its writes nothing to
+    write to)."""
+    if case.mode is Mode.TRAIN:
+        return compile_step(case.concrete_function(), case.inputs)
+    return lowering.freeze_and_export(case.concrete_function())
+
+
+def lower(
+    options: FlowOptions,
+    out: Path,
+    lowerable: str | CompiledStep,
+    profile_self_ps: int,
+    note: Callable[[str], None],
+    case: ModelCase | None,
+) -> list[lowering.LoweredLevel]:
+    iree = None
+    if "iree" in options.lower and isinstance(lowerable, CompiledStep):
+        iree = lowering.IreeRun(lowerable.inputs, lowerable.expected, options.steps, options.warmup)
+    elif "iree" in options.lower and case:
+        iree = _iree_run(case, options.steps, options.warmup)
+    if iree is not None and options.tune_budget_s is not None:
+        iree = dataclasses.replace(iree, then=tuner(out, options, note))
+    op_profile, asked, total = out / "op_profile.json", options.lower, profile_self_ps
+    tf_level = lowering.TfLevel(op_profile, out / "attribution.json", out / "op_graph.json")
+    if isinstance(lowerable, CompiledStep):
+        levels = lowering.lower_compiled_step(lowerable, tf_level, asked, out, total, iree)
+    else:
+        try:
+            levels = lowering.lower(lowerable, op_profile, asked, out, total, iree)
+        except lowering.NoStableHlo as neither:
+            if case is None:  # a module of the user's: no function to compile
+                raise
+            step = _as_xla_compiles(neither, case)
+            if iree is not None:  # the variables are the program's parameters
+                iree = dataclasses.replace(iree, inputs=step.inputs, expected=step.expected)
+            why = f"{neither.direct} on either route before it"
+            levels = lowering.lower_compiled_step(step, tf_level, asked, out, total, iree, why)
+    if iree is not None:
+        profile = IreeProfile.read(out / "iree_profile.json")
+        write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH)
+        note(
+            f"iree: {len(profile.dispatches)} dispatches at "
+            f"{sum(len(d.sites) for d in profile.dispatches)} sites, "
+            f"{profile.attributed_ps / max(profile.dispatch_ps, 1):.2%} of their time on tf ops, "
+            f"outputs within {profile.outputs_max_abs:.3g} of TensorFlow's"
+        )
+    if levels:
+        note(f"stablehlo: lowered by {levels[0].coverage.route.text()}")
+    for level in levels:
+        coverage = level.coverage
+        note(
+            f"{coverage.level}: {coverage.annotated_ops} of {coverage.ops} ops annotated, "
+            f"{coverage.coverage:.2%} of the op time reachable"
+        )
+    return levels
+
+
+def _as_xla_compiles(neither: lowering.NoStableHlo, case: ModelCase) -> CompiledStep:
+    """An inference step neither of TensorFlow's passes lower, as its XLA compiler
+    compiles it (what `jit_compile=True` runs); one line naming all three
+    refusals where XLA refuses it too."""
+    try:
+        return compile_step(case.concrete_function(), case.inputs)
+    except XlaRefused as refused:
+        raise UserError(
+            f"{neither.clause}, and TensorFlow's XLA compiler refuses it ({refused.reason}), "
+            f"{neither.consequence}"
+        ) from None
+
+
+def tuner(
+    out: Path, options: FlowOptions, note: Callable[[str], None]
+) -> Callable[[Path, Workload, ProfiledProgram], None]:
+    """--tune: the loop run on the profiled program inside the lowering, with the
+    tuning database's records of it; with --scheduler its candidates compile on
+    that Dask cluster."""
+    from tfpgo.tune import loop
+    from tfpgo.tune.records import Records
+
+    assert options.tune_budget_s is not None  # --tune
+    budget_s, reading = options.tune_budget_s, options.host_reading
+
+    def tune(stablehlo: Path, workload: Workload, program: ProfiledProgram) -> None:
+        tuning = loop.Tuning(budget_s)
+        records = None
+        if options.tuning_db is not None:
+            model = Path(options.model).name if options.model else ""
+            records = Records.open(options.tuning_db, stablehlo, options.retune, note, model)
+        try:
+            if reading.scheduler is None:
+                loop.tune(stablehlo, workload, program, out, tuning, note, records=records)
+                return
+            from tfpgo.iree.remote_compile import ClusterCompiler
+
+            with ClusterCompiler(reading.scheduler, reading.connect_timeout_s) as cluster:
+                note(f"tune: candidates compile on the Dask cluster at {cluster.address}")
+                loop.tune(
+                    stablehlo, workload, program, out, tuning, note,
+                    compile_vmfb=cluster.compile_vmfb, records=records,
+                )  # fmt: skip
+        finally:
+            if records is not None:
+                records.db.close()
+
+    return tune
+
+
+def _iree_run(case: ModelCase, runs: int, warmup: int) -> lowering.IreeRun:
+    """The step's inputs and TensorFlow's outputs for them (an inference step: it
+    changes no state), for IREE to run and be compared with."""
+    import numpy as np
+    import tensorflow as tf
+
+    outputs = tf.nest.flatten(case.step())
+    return lowering.IreeRun(
+        tuple(np.asarray(value) for value in case.inputs),
+        tuple(np.asarray(value) for value in outputs),
+        runs,
+        warmup,
+    )
