@@ -4,12 +4,17 @@
 
 A corpus of small models, one per construct (Keras RNN layers, loops over
 TensorArrays, `tf.cond` in a loop, cumulative sums, gathers and scatters,
-resizing, CTC decoding, ragged and string inputs). Each gets two answers:
+resizing, CTC decoding, ragged and string inputs), and training steps (a GRU's,
+the built-in transformer's and cnn's). Each gets two answers:
 
 - TensorFlow's own: does `tf.function(jit_compile=True)` compile and run it;
 - tfpgo's: does `pgo --lower iree` (a fresh process, as a user runs it) lower,
-  compile and run it with TensorFlow's outputs, by which route, with what share
-  of IREE's dispatch time on tf ops; else its one error line.
+  compile and run it with TensorFlow's outputs (a training step's: its loss and
+  every updated variable), by which route, with what share of IREE's dispatch
+  time on tf ops, TensorFlow's op time and IREE's dispatch time a step, and
+  whether every file of its output keeps the conservation law
+  (tfpgo.flow.conservation: the largest charged/expected ratio); else its one
+  error line.
 
 Issue 41 asks that tfpgo lower every construct XLA compiles: the exit status is
 1 when one is not, with the table printed either way (docs/benchmarks.md).
@@ -18,7 +23,7 @@ Issue 41 asks that tfpgo lower every construct XLA compiles: the exit status is
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -27,6 +32,10 @@ import textwrap
 from pathlib import Path
 
 import harness
+
+from tfpgo.errors import UserError
+from tfpgo.flow.conservation import check_output
+from tfpgo.mlir.compiled_step import xla_refusal
 
 # Each construct: a hook's body (the `tfpgo_model` hook of a user's .py file,
 # tfpgo.models.user), indented under `def tfpgo_model(batch_size):`.
@@ -54,7 +63,8 @@ def _function(body: str, inputs: str, setup: str = "") -> str:
 
 
 _FLOATS = "tf.random.stateless_normal((batch_size, 16), (1, 2))"
-CORPUS: dict[str, str] = {
+# Each construct: a hook's body, or a built-in model's name; and the mode.
+CORPUS: dict[str, str | tuple[str, str]] = {
     "LSTM, 2 layers (the issue's)": _keras_text(
         "x = layers.LSTM(128, return_sequences=True)(x)\nx = layers.LSTM(128)(x)"
     ),
@@ -118,7 +128,11 @@ CORPUS: dict[str, str] = {
     "string preprocessing": _function(
         "return tf.strings.to_number(tf.strings.as_string(x))", _FLOATS
     ),
+    "GRU, training step": (_keras_text("x = layers.GRU(64)(x)"), "train"),
+    "transformer (built-in), training step": ("transformer", "train"),
+    "cnn (built-in), training step": ("cnn", "train"),
 }
+BUILTIN = ("cnn", "mlp", "resnet50", "rnn", "transformer")
 # What `bazel run //:pgo` runs, in a fresh interpreter.
 _PGO = """
 import sys
@@ -130,7 +144,9 @@ _IREE_LINE = re.compile(
     r"iree: \d+ dispatches at \d+ sites, ([\d.]+)% of their time on tf ops, "
     r"outputs within (\S+) of TensorFlow's"
 )
-_ROUTE_LINE = re.compile(r"stablehlo: lowered by TensorFlow's (tf-stablehlo|XLA bridge)")
+_ROUTE_LINE = re.compile(
+    r"stablehlo: lowered by TensorFlow's (tf-stablehlo|XLA bridge|XLA compiler)"
+)
 
 
 def _hook(body: str) -> str:
@@ -139,31 +155,27 @@ def _hook(body: str) -> str:
     )
 
 
-def _xla(hook: Path) -> str:
-    """TensorFlow's answer: "yes", or "no: <first line of its error>"."""
+def _xla(model: str, mode: str) -> str:
+    """TensorFlow's answer: "yes", or "no: <why>", for the step tfpgo profiles."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
-    spec = importlib.util.spec_from_file_location(hook.stem, hook)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    built, inputs = module.tfpgo_model(8)
-    call = built.python_function if hasattr(built, "python_function") else built
+    from tfpgo.models import load_model
+
+    case = load_model(model, mode, 8)
     try:
-        tf.function(call, jit_compile=True)(*inputs)
+        tf.function(case.function.python_function, jit_compile=True)(*case.inputs)
     except Exception as error:  # TensorFlow raises assorted errors for what XLA refuses
-        first = next((line for line in str(error).splitlines() if line.strip()), "")
-        return f"no: {first[:140]}"
+        return f"no: {xla_refusal(str(error))}"
     return "yes"
 
 
-def _tfpgo(hook: Path, out: Path) -> tuple[str, str, str]:
-    """tfpgo's answer (a fresh `pgo` process): ("yes", route, "share, max |diff|")
-    or ("no", "", its error line)."""
+def _tfpgo(model: str, mode: str, out: Path) -> tuple[str, str, str]:
+    """tfpgo's answer (a fresh `pgo` process): ("yes", route, "share, max |diff|, TF
+    and IREE time a step, conservation") or ("no", "", its error line)."""
     command = harness.python_command(
-        _PGO, "--model", hook, "--batch-size", 8, "--steps", 3, "--warmup", 1,
-        "--lower", "iree", "--output-dir", out, "--formats", "svg",
+        _PGO, "--model", model, "--mode", mode, "--batch-size", 8, "--steps", 3,
+        "--warmup", 1, "--lower", "iree", "--output-dir", out, "--formats", "svg",
     )  # fmt: skip
     env = {**harness.python_env(), "TFPGO_OPT": str(harness.tfpgo_opt())}
     try:
@@ -172,10 +184,30 @@ def _tfpgo(hook: Path, out: Path) -> tuple[str, str, str]:
         return "no", "", "did not finish in 900 s"
     if done.returncode:
         errors = [line for line in done.stderr.splitlines() if line.startswith("pgo: error:")]
-        return "no", "", (errors[-1] if errors else done.stderr.strip()[-200:])[:200]
+        return "no", "", (errors[-1] if errors else done.stderr.strip()[-200:])
     iree, route = _IREE_LINE.search(done.stderr), _ROUTE_LINE.search(done.stderr)
     detail = f"{iree[1]}% on tf ops, outputs within {iree[2]}" if iree else "?"
-    return "yes", route[1] if route else "?", detail
+    return "yes", route[1] if route else "?", f"{detail}, {_per_step(out)}, {_conserved(out)}"
+
+
+def _per_step(out: Path) -> str:
+    """TensorFlow's op time and IREE's dispatch time a step, from the run's files."""
+    tf_profile = json.loads((out / "op_profile.json").read_text())
+    iree_profile = json.loads((out / "iree_profile.json").read_text())
+    tf_ms = tf_profile["totals"]["op_self_ps"] / max(len(tf_profile["steps"]), 1) / 1e9
+    iree_ms = iree_profile["totals"]["dispatch_ps"] / max(iree_profile["runs"], 1) / 1e9
+    return f"TF {tf_ms:.3g} ms, IREE {iree_ms:.3g} ms a step"
+
+
+def _conserved(out: Path) -> str:
+    """The conservation law on every file of the run: the largest ratio of charged
+    to expected time, or the violation."""
+    try:
+        sums = check_output(out)
+    except UserError as error:
+        return f"conservation broken: {error}"
+    ratios = [s.charged_ps / s.expected_ps for s in sums if s.expected_ps]
+    return f"{len(sums)} files conserve time (charged/expected ≤ {max(ratios, default=1):.4f})"
 
 
 def main() -> int:
@@ -183,15 +215,19 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated substrings of construct names")
     args = parser.parse_args()
     wanted = [n for n in CORPUS if not args.only or any(w in n for w in args.only.split(","))]
-    print("| construct | XLA (jit_compile) | tfpgo --lower iree | route | IREE dispatch time |")
+    print("| construct | XLA (jit_compile) | tfpgo --lower iree | route | IREE run / why not |")
     print("|---|---|---|---|---|")
     missing = []
     with tempfile.TemporaryDirectory(prefix="tfpgo-coverage-") as scratch:
         for index, name in enumerate(wanted):
-            hook = Path(scratch) / f"construct_{index}.py"
-            hook.write_text(_hook(CORPUS[name]))
-            xla = _xla(hook)
-            lowered, route, detail = _tfpgo(hook, Path(scratch) / f"out_{index}")
+            construct = CORPUS[name]
+            body, mode = construct if isinstance(construct, tuple) else (construct, "infer")
+            model = body
+            if body not in BUILTIN:
+                model = str(Path(scratch) / f"construct_{index}.py")
+                Path(model).write_text(_hook(body))
+            xla = _xla(model, mode)
+            lowered, route, detail = _tfpgo(model, mode, Path(scratch) / f"out_{index}")
             if xla == "yes" and lowered != "yes":
                 missing.append(name)
             print(f"| {name} | {xla} | {lowered} | {route} | {detail} |", flush=True)

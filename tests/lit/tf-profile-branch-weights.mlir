@@ -417,3 +417,52 @@ func.func private @else(%x: tensor<f32>) -> tensor<f32> {
   }) : () -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// The loop of the XLA bridge route at StableHLO (the GRU of the built-in rnn,
+// 2 steps of 4 time steps): the lowered ops carry their tf ops' records, the
+// loop its tf.While's (count = executions), so the trip count is measured at
+// this level too. Not a tf dialect op: generic form, unregistered.
+// CHECK-LABEL: func.func @stablehlo_while
+// CHECK: "stablehlo.while"
+// CHECK: profiler_branch_counts = array<i64: 8, 2>{{.*}}profiler_trip_count = 4.000000e+00 : f64
+#w2 = {count = 2 : i64, dur = 1 : i64, max = 1 : i64, min = 1 : i64, p50 = 1 : i64, p95 = 1 : i64, self = 1 : i64, share = 1.000000e-01 : f64, source = "gru/while", total = 1 : i64, ts = 0 : i64}
+#w8 = {count = 8 : i64, dur = 1 : i64, max = 1 : i64, min = 1 : i64, p50 = 1 : i64, p95 = 1 : i64, self = 1 : i64, share = 1.000000e-01 : f64, source = "gru/while/MatMul", total = 1 : i64, ts = 0 : i64}
+#w10 = {count = 10 : i64, dur = 1 : i64, max = 1 : i64, min = 1 : i64, p50 = 1 : i64, p95 = 1 : i64, self = 1 : i64, share = 1.000000e-01 : f64, source = "gru/while/Less", total = 1 : i64, ts = 0 : i64}
+func.func @stablehlo_while(%i: tensor<i32>, %h: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-remark @below {{trip count 4.00, branch counts [8, 2] for stablehlo.while: body ran 8 times (most executions of its profiled ops); the loop ran 2 times (the op's own count)}}
+  %0:2 = "stablehlo.while"(%i, %h) ({
+  ^bb0(%a: tensor<i32>, %b: tensor<4xf32>):
+    %c = "stablehlo.compare"(%a, %a) {profiler_data = #w10} : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    "stablehlo.return"(%c) : (tensor<i1>) -> ()
+  }, {
+  ^bb0(%a: tensor<i32>, %b: tensor<4xf32>):
+    %d = "stablehlo.tanh"(%b) {profiler_data = #w8} : (tensor<4xf32>) -> tensor<4xf32>
+    "stablehlo.return"(%a, %d) : (tensor<i32>, tensor<4xf32>) -> ()
+  }) {profiler_data = #w2} : (tensor<i32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>)
+  return %0#1 : tensor<4xf32>
+}
+
+// -----
+
+// The same loop at linalg (scf.while), where IREE's input conversion lost the
+// cond's compare: the loop's own count and its body's give the trip count.
+// CHECK-LABEL: func.func @scf_while
+// CHECK: scf.while
+// CHECK: profiler_branch_counts = array<i64: 8, 2>{{.*}}profiler_trip_count = 4.000000e+00 : f64
+#s2 = {count = 2 : i64, dur = 1 : i64, max = 1 : i64, min = 1 : i64, p50 = 1 : i64, p95 = 1 : i64, self = 1 : i64, share = 1.000000e-01 : f64, source = "gru/while", total = 1 : i64, ts = 0 : i64}
+#s8 = {count = 8 : i64, dur = 1 : i64, max = 1 : i64, min = 1 : i64, p50 = 1 : i64, p95 = 1 : i64, self = 1 : i64, share = 1.000000e-01 : f64, source = "gru/while/MatMul", total = 1 : i64, ts = 0 : i64}
+func.func @scf_while(%n: i32, %h: tensor<4xf32>) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : i32
+  // expected-remark @below {{trip count 4.00, branch counts [8, 2] for scf.while: body ran 8 times (most executions of its profiled ops); the loop ran 2 times (the op's own count)}}
+  %0:2 = scf.while (%a = %c0, %b = %h) : (i32, tensor<4xf32>) -> (i32, tensor<4xf32>) {
+    %c = arith.cmpi slt, %a, %n : i32
+    scf.condition(%c) %a, %b : i32, tensor<4xf32>
+  } do {
+  ^bb0(%a: i32, %b: tensor<4xf32>):
+    %d = math.tanh %b {profiler_data = #s8} : tensor<4xf32>
+    scf.yield %a, %d : i32, tensor<4xf32>
+  } attributes {profiler_data = #s2}
+  return %0#1 : tensor<4xf32>
+}

@@ -16,7 +16,7 @@ func.func @main(%x: tensor<f32>) -> tensor<f32> {
   %2 = "tf.WhileRegion"(%1) ({
   ^bb0(%a: tensor<f32>):
     "tf.Yield"(%a) : (tensor<f32>) -> ()
-  }) : (tensor<f32>) -> tensor<f32> loc("w")
+  }) {profiler_trip_count = 3.000000e+00 : f64} : (tensor<f32>) -> tensor<f32> loc("w")
   %3 = "tf.PartitionedCall"(%2) <{f = @callee}> : (tensor<f32>) -> tensor<f32>
   return %3 : tensor<f32>
 }
@@ -30,9 +30,9 @@ func.func private @callee(%x: tensor<f32>) -> tensor<f32> {
 // CHECK-NEXT:  {"name":"callee","entry":false}
 // CHECK-NEXT: ],
 // CHECK-NEXT: "nodes": [
-// CHECK-NEXT:  {"id":0,"op":"tf.MatMul","name":"dense/MatMul","function":"main","parent":null,"profiler_data":null,"fused_into":"dense/Relu","hot":false,"hot_rank":null},
-// CHECK-NEXT:  {"id":1,"op":"tf.Relu","name":"dense/Relu","function":"main","parent":null,"profiler_data":{"ts":7,"dur":5,"count":2,"total":10,"self":10,"min":4,"max":6,"p50":4,"p95":6,"share":1},"fused_into":null,"hot":true,"hot_rank":1},
-// CHECK-NEXT:  {"id":2,"op":"tf.WhileRegion","name":"w","function":"main","parent":null,
+// CHECK-NEXT:  {"id":0,"op":"tf.MatMul","name":"dense/MatMul","function":"main","parent":null,"profiler_data":null,"fused_into":"dense/Relu","hot":false,"hot_rank":null,"trip_count":null},
+// CHECK-NEXT:  {"id":1,"op":"tf.Relu","name":"dense/Relu","function":"main","parent":null,"profiler_data":{"ts":7,"dur":5,"count":2,"total":10,"self":10,"min":4,"max":6,"p50":4,"p95":6,"share":1},"fused_into":null,"hot":true,"hot_rank":1,"trip_count":null},
+// CHECK-NEXT:  {"id":2,"op":"tf.WhileRegion","name":"w","function":"main","parent":null,{{.*}}"trip_count":3},
 // CHECK-NEXT:  {"id":3,"op":"tf.Yield","name":null,"function":"main","parent":2,
 // CHECK-NEXT:  {"id":4,"op":"tf.PartitionedCall",
 // CHECK-NEXT:  {"id":5,"op":"func.return","name":null,"function":"main",

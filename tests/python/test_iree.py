@@ -18,7 +18,7 @@ from tfpgo.flow.conservation import check_output
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.run import BY_EXECUTABLE, BY_PROGRAM, IreeProfile, Site, Timing
-from tfpgo.iree.sites import SiteOps, compile_sites
+from tfpgo.iree.sites import IN_NESTED_LOOPS, OUTSIDE_LOOPS, SiteOps, compile_sites
 from tfpgo.iree.tools import run_tool
 
 STEPS = 3
@@ -141,14 +141,6 @@ def test_build_profile_splits_and_lists_unattributed_dispatches(tmp_path):
     assert profile.dispatch_ps == 408
     profile.write(tmp_path / "iree_profile.json")
     assert IreeProfile.read(tmp_path / "iree_profile.json") == profile
-
-
-def test_iree_needs_an_inference_step(tmp_path):
-    levels = ("stablehlo", "linalg", "iree")
-    options = FlowOptions(lower=levels, mode="train", output_dir=tmp_path / "o")
-    with pytest.raises(UserError, match="--lower iree compiles and runs the loaded model's"):
-        run_flow(options)
-    assert not (tmp_path / "o").exists()
 
 
 def test_written_modules_keep_no_frames_of_tfpgo_itself(flow):
@@ -313,6 +305,38 @@ def test_sites_that_do_not_match_the_invocations_charge_the_dispatch_as_a_whole(
         Site(("b1/MatMul",), 90, 40),
     )
     assert looped.op_ps == {"b1/MatMul": 90}
+
+
+def test_sites_in_a_loop_body_are_charged_each_invocation_in_turn():
+    """A dispatch with a site before a loop and two in its body: a run makes
+    1 + 3 * 2 invocations, so the loop ran 3 iterations, and each invocation is
+    charged to its own site (the body's sites in turn), with the count a run."""
+
+    def site(name: str, loop: int) -> SiteOps:
+        return SiteOps((name,), ((name,),), "compute", loop)
+
+    sites: dict[str, tuple[SiteOps, ...]] = {
+        "d": (site("pre/MatMul", OUTSIDE_LOOPS), site("w/a", 0), site("w/b", 0))
+    }
+    code: dict[str, tuple[tuple[str, ...], str]] = {"d": (("pre/MatMul",), "compute")}
+    tf_self = {"pre/MatMul": 5, "w/a": 7, "w/b": 9}
+    timing = Timing(7, 99, (1, 10, 20, 11, 21, 12, 24))
+    profile = iree_run.build_profile(
+        "m", "main", 1, 0, 0.0, {"d": timing}, code, tf_self, {}, sites
+    )
+    (dispatch,) = profile.dispatches
+    assert dispatch.sites_from == BY_PROGRAM
+    assert dispatch.sites == (
+        Site(("pre/MatMul",), 1, 5, 1),
+        Site(("w/a",), 33, 7, 3),
+        Site(("w/b",), 65, 9, 3),
+    )
+    # What cannot be known is not guessed: counts that leave a remainder, and
+    # sites of nested loops.
+    assert iree_run.invocation_sites(sites["d"], 6) is None
+    nested = (site("w/a", IN_NESTED_LOOPS), site("w/b", IN_NESTED_LOOPS))
+    assert iree_run.invocation_sites(nested, 8) is None
+    assert iree_run.invocation_sites(sites["d"], 3) == (0, 1, 2)
 
 
 def test_a_profile_written_before_sites_reads_as_one_site_a_dispatch(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 
 from tfpgo.errors import UserError
 from tfpgo.flow.stages import FlowOptions, run_flow
+from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir import annotate, lowering
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
@@ -103,9 +104,23 @@ def test_a_keras_rnn_runs_under_iree_with_its_unread_loop_result_forwarded(tmp_p
         )
     )  # fmt: skip
     assert {level.route.forwarded_results for level in result.levels} == {1}
+    # The GRU runs 32 time steps: the trip count measured from TensorFlow's counts
+    # at each level, and from IREE's own invocations of the body's dispatches.
+    loops = [(loop.op, loop.name, loop.trip_count) for lvl in result.levels for loop in lvl.loops]
+    assert loops == [
+        ("stablehlo.while", "rnn_1/gru_1/while", 32.0),
+        ("scf.while", "rnn_1/gru_1/while", 32.0),
+    ]
+    profile = IreeProfile.read(result.output_dir / "iree_profile.json")
+    cell = "rnn_1/gru_1/while/gru_cell_1/"  # the loop body's GRU cell
+    body = [s for d in profile.dispatches for s in d.sites if s.sources[0].startswith(cell)]
+    assert body and {site.invocations for site in body} == {32}
+    assert all(site.tf_self_ps > 0 for site in body)  # the body's own TensorFlow time
     err = capsys.readouterr().err
     assert "; 1 loop result the loop never reads taken from the state reshaped" in err
+    assert "stablehlo.while 'rnn_1/gru_1/while' 32 trips" in err
     assert "100.00% of their time on tf ops, outputs within" in err
+    assert "sites in loops, invoked 32 times a run" in err
     assert (result.output_dir / "model.iree.vmfb").is_file()
 
 

@@ -67,19 +67,29 @@ def lower(
     if iree is not None:
         profile = IreeProfile.read(out / "iree_profile.json")
         write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH)
+        repeated = sorted({site.invocations for d in profile.dispatches for site in d.sites} - {1})
+        in_loops = sum(site.invocations > 1 for d in profile.dispatches for site in d.sites)
+        loops = (
+            f"; {in_loops} sites in loops, invoked {'/'.join(map(str, repeated))} times a run"
+            if in_loops
+            else ""
+        )
         note(
             f"iree: {len(profile.dispatches)} dispatches at "
             f"{sum(len(d.sites) for d in profile.dispatches)} sites, "
             f"{profile.attributed_ps / max(profile.dispatch_ps, 1):.2%} of their time on tf ops, "
-            f"outputs within {profile.outputs_max_abs:.3g} of TensorFlow's"
+            f"outputs within {profile.outputs_max_abs:.3g} of TensorFlow's{loops}"
         )
     if levels:
         note(f"stablehlo: lowered by {levels[0].coverage.route.text()}")
     for level in levels:
         coverage = level.coverage
+        loops = "".join(
+            f", {loop.op} '{loop.name}' {loop.trip_count:g} trips" for loop in coverage.loops
+        )
         note(
             f"{coverage.level}: {coverage.annotated_ops} of {coverage.ops} ops annotated, "
-            f"{coverage.coverage:.2%} of the op time reachable"
+            f"{coverage.coverage:.2%} of the op time reachable{loops}"
         )
     return levels
 

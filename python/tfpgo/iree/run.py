@@ -33,7 +33,16 @@ from tfpgo.attribution.parts import split_equally, split_in_proportion
 from tfpgo.attribution.work_kind import Work, highest, kind_of
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.errors import UserError
-from tfpgo.iree.sites import SiteOps, compute_ops, location_names, site_ops, translation, walk
+from tfpgo.iree.sites import (
+    IN_NESTED_LOOPS,
+    OUTSIDE_LOOPS,
+    SiteOps,
+    compute_ops,
+    location_names,
+    site_ops,
+    translation,
+    walk,
+)
 from tfpgo.iree.tools import compile_once, run_tool
 
 FORMAT = "tfpgo.iree_profile"
@@ -60,6 +69,7 @@ class Site:
     sources: tuple[str, ...]  # tf node names its ops carry
     total_ps: int
     tf_self_ps: int  # those ops' TensorFlow self time (op profile, the same steps)
+    invocations: int = 1  # a run's invocations of it: a loop's measured trip count
 
     def parts(self) -> dict[str, int]:
         """Its time per tf op: equal integer parts, summing exactly."""
@@ -181,7 +191,12 @@ def _read_dispatch(item: dict[str, Any]) -> Dispatch:
     """A dispatch of the document; one written before sites were read is one site."""
     sources = tuple(item["sources"])
     sites = tuple(
-        Site(tuple(site["sources"]), site["total_ps"], site["tf_self_ps"])
+        Site(
+            tuple(site["sources"]),
+            site["total_ps"],
+            site["tf_self_ps"],
+            site.get("invocations", 1),
+        )
         for site in item.get("sites", ())
     ) or (Site(sources, item["total_ps"], item["tf_self_ps"]),)
     return Dispatch(
@@ -552,6 +567,29 @@ def _timing(per_run_ps: list[list[int]]) -> Timing:
     return Timing(count, total, tuple(sum(column) for column in zip(*per_run_ps, strict=True)))
 
 
+def invocation_sites(sites: Sequence[SiteOps], invocations: int) -> tuple[int, ...] | None:
+    """Which site (index into `sites`, program order) each of a run's
+    `invocations` of one dispatch runs at, in order; None when that cannot be
+    known. Outside loops a site runs once. The sites of one loop's body (not
+    nested) run in turn once per iteration, so a run makes
+    `outside + iterations * inside` invocations: the iterations are measured."""
+    if len(sites) == invocations:
+        return tuple(range(invocations))
+    inside = [index for index, site in enumerate(sites) if site.loop != OUTSIDE_LOOPS]
+    loops = {sites[index].loop for index in inside}
+    if (
+        len(loops) != 1
+        or IN_NESTED_LOOPS in loops
+        or inside != list(range(inside[0], inside[-1] + 1))
+    ):
+        return None
+    iterations, rest = divmod(invocations - (len(sites) - len(inside)), len(inside))
+    if rest or iterations < 1:
+        return None
+    before, after = range(inside[0]), range(inside[-1] + 1, len(sites))
+    return (*before, *(inside * iterations), *after)
+
+
 def build_profile(
     source: str,
     entry: str,
@@ -579,21 +617,27 @@ def build_profile(
         canonical = tuple(dict.fromkeys(fused_into.get(n, n) for n in named))
         return tuple(n for n in canonical if n in tf_self_ps) or canonical
 
-    planned: dict[str, tuple[tuple[tuple[str, ...], int], ...]] = {}  # name -> (ops, ps)
+    # name -> per site: (ops, ps, invocations a run)
+    planned: dict[str, tuple[tuple[tuple[str, ...], int, int], ...]] = {}
     by_program: set[str] = set()
     for name, timing in timings.items():
         own = (sites or {}).get(name, ())
-        if own and len(own) == len(timing.invocation_ps):
+        order = invocation_sites(own, len(timing.invocation_ps)) if own else None
+        if order is not None:
+            site_ps, made = [0] * len(own), [0] * len(own)
+            for index, ps in zip(order, timing.invocation_ps, strict=True):
+                site_ps[index] += ps
+                made[index] += 1
             planned[name] = tuple(
-                (measured(site.names), ps)
-                for site, ps in zip(own, timing.invocation_ps, strict=True)
+                (measured(site.names), ps, invocations)
+                for site, ps, invocations in zip(own, site_ps, made, strict=True)
             )
             by_program.add(name)
         else:
-            planned[name] = ((measured(sources.get(name, ((), ""))[0]), timing.total_ps),)
+            planned[name] = ((measured(sources.get(name, ((), ""))[0]), timing.total_ps, 0),)
     sites_of: dict[str, int] = {}
     for plan in planned.values():
-        for ran, _ in plan:
+        for ran, _, _ in plan:
             for node in ran:
                 sites_of[node] = sites_of.get(node, 0) + 1
     # A tf op several sites ran gives each an equal integer part of its TF time.
@@ -605,7 +649,8 @@ def build_profile(
     op_ps: dict[str, int] = {}
     for name, timing in timings.items():
         found = tuple(
-            Site(ran, ps, sum(next(tf_parts[node]) for node in ran)) for ran, ps in planned[name]
+            Site(ran, ps, sum(next(tf_parts[node]) for node in ran), invocations or 1)
+            for ran, ps, invocations in planned[name]
         )
         named = tuple(dict.fromkeys(node for site in found for node in site.sources))
         if name in by_program:

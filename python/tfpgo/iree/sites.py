@@ -24,6 +24,7 @@ whole to its executable's ops, and says so.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,15 @@ class SiteOps:
     # `compute` (its compute ops carry the names), `bindings` (only the values it
     # reads and writes do: a copy IREE made), "" (none)
     found_in: str = ""
+    # The loop of the program it runs in (its index among the flow phase's loops),
+    # OUTSIDE_LOOPS, or IN_NESTED_LOOPS.
+    loop: int = -1
+
+
+OUTSIDE_LOOPS, IN_NESTED_LOOPS = -1, -2
+# The loops IREE's flow phase keeps of the program's (`stablehlo.while` becomes
+# `scf.while`, possibly rotated into a do-while behind a zero-trip `scf.if`).
+_LOOP_OPS = ("scf.while", "scf.for")
 
 
 def compile_sites(
@@ -95,16 +105,35 @@ def read_sites(dispatch_creation: Path, flow: Path) -> dict[str, tuple[SiteOps, 
         if op.name == "flow.dispatch.workgroups"
     ]
     dispatches = [
-        (_export(op), tuple(location_names(op.location)))
-        for op in walk(ir.Module.parse(flow.read_text(), ir.Context()).operation)
+        (_export(op), loop)
+        for op, loop in _walk_loops(ir.Module.parse(flow.read_text(), ir.Context()).operation)
         if op.name == "flow.dispatch"
     ]
     if len(regions) != len(dispatches):
         return {}
     sites: dict[str, list[SiteOps]] = {}
-    for site, (export, _) in zip(regions, dispatches, strict=True):
-        sites.setdefault(export, []).append(site)
+    for site, (export, loop) in zip(regions, dispatches, strict=True):
+        sites.setdefault(export, []).append(dataclasses.replace(site, loop=loop))
     return {export: tuple(found) for export, found in sites.items()}
+
+
+def _walk_loops(op: Any) -> Iterator[tuple[Any, int]]:
+    """Every op under `op` in program order, with the loop it runs in
+    (`SiteOps.loop`)."""
+    loops = 0
+    pending: list[tuple[Any, int]] = [(op, OUTSIDE_LOOPS)]
+    while pending:
+        current, loop = pending.pop()
+        yield current, loop
+        if current.name in _LOOP_OPS:
+            loop, loops = (loops if loop == OUTSIDE_LOOPS else IN_NESTED_LOOPS), loops + 1
+        inner = [
+            (nested.operation, loop)
+            for region in current.regions
+            for block in region.blocks
+            for nested in block.operations
+        ]
+        pending.extend(reversed(inner))
 
 
 def _export(op: Any) -> str:
@@ -173,7 +202,8 @@ def location_names(location: Any) -> Iterator[str]:
 
     if isinstance(location, ir.NameLoc):
         if not location.name_str.endswith(":"):
-            yield location.name_str
+            # An op of a function body is `node@function`, as tfpgo-opt reads it.
+            yield location.name_str.split("@", 1)[0]
         yield from location_names(location.child_loc)
     elif isinstance(location, ir.FusedLoc):
         for inner in location.locations:

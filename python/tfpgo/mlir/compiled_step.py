@@ -116,10 +116,7 @@ def _stablehlo(concrete_function: Any, inputs: tuple[Any, ...], captured: list[A
             .decode()
         )
     except Exception as error:  # TensorFlow raises assorted errors for what XLA refuses
-        unsupported = _UNSUPPORTED.search(str(error))
-        if unsupported is not None:
-            raise XlaRefused(f"it has no XLA kernel for {unsupported[1]}") from None
-        raise XlaRefused(error_message(str(error), "unknown error")) from None
+        raise XlaRefused(xla_refusal(str(error))) from None
     # A copy stays a value of the same type: a reshape to it, which IREE folds away.
     text = _HLO_COPY.sub(r"\1 = stablehlo.reshape \2 : (\3) -> \3", text)
     other = _HLO_OP.search(text)
@@ -129,6 +126,15 @@ def _stablehlo(concrete_function: Any, inputs: tuple[Any, ...], captured: list[A
             "own dialect that IREE does not read"
         )
     return text
+
+
+def xla_refusal(message: str) -> str:
+    """Why TensorFlow's XLA compiler refused a step, from its error text: the op it
+    has no kernel for, else the message's first line."""
+    unsupported = _UNSUPPORTED.search(message)
+    if unsupported is not None:
+        return f"it has no XLA kernel for {unsupported[1]}"
+    return error_message(message, "unknown error")
 
 
 def _aliased_results(stablehlo: str, inputs: int, captured: int, outputs: int) -> list[int]:

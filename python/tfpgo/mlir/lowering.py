@@ -19,6 +19,7 @@ stay whole up to IREE, whose CSE would merge ops whose elided weights look alike
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from collections import Counter
@@ -137,6 +138,15 @@ def _count(number: int, noun: str) -> str:
 
 
 @dataclass(frozen=True)
+class Loop:
+    """A loop of a level and its measured trip count (`profiler_trip_count`)."""
+
+    name: str  # its tf node name (the tf.While's)
+    op: str
+    trip_count: float
+
+
+@dataclass(frozen=True)
 class LevelCoverage:
     """How much of the profile one abstraction level still holds."""
 
@@ -149,6 +159,7 @@ class LevelCoverage:
     profile_self_ps: int
     lost: tuple[LostSource, ...]  # hottest first
     route: Route = field(default_factory=lambda: Route(DIRECT_ROUTE))  # how tf became StableHLO
+    loops: tuple[Loop, ...] = ()  # with a measured trip count
 
     @property
     def coverage(self) -> float:
@@ -641,12 +652,27 @@ def _materialize(
             "--mlir-print-op-generic",
             f"--mlir-elide-elementsattrs-if-larger={ELIDE_ELEMENTS}",
             f"--tf-profile-materialize-annotations={by_name}summary-output={summary}",
+            "--tf-profile-branch-weights",
             f"--tf-profile-mark-hotspots=top-k={HOT_OPS}",
             f"--tf-profile-export-op-graph=output={op_graph}",
         ],
     )
     coverage = read_level_coverage(summary, level, annotated.name, tf_sources, profile_self_ps)
-    return LoweredLevel(replace(coverage, route=lowered.route), annotated, op_graph)
+    coverage = replace(coverage, route=lowered.route, loops=read_loops(op_graph))
+    return LoweredLevel(coverage, annotated, op_graph)
+
+
+def read_loops(op_graph: Path) -> tuple[Loop, ...]:
+    """The loops of an op graph that have a measured trip count. Only their lines
+    are decoded: the pass writes one node per line."""
+    loops = []
+    with op_graph.open() as lines:
+        for line in lines:
+            if '"trip_count":' not in line or '"trip_count":null' in line:
+                continue
+            node = json.loads(line.strip().rstrip(","))
+            loops.append(Loop(node["name"] or "", node["op"], float(node["trip_count"])))
+    return tuple(loops)
 
 
 def read_level_coverage(

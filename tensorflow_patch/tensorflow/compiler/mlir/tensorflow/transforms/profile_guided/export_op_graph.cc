@@ -213,6 +213,9 @@ private:
       json.attribute("hot", static_cast<bool>(hot));
       optional("hot_rank", static_cast<bool>(hot),
                [&] { json.value(hot.getInt()); });
+      auto trips = op->getAttrOfType<FloatAttr>(kProfilerTripCountAttrName);
+      optional("trip_count", static_cast<bool>(trips),
+               [&] { json.value(trips.getValueAsDouble()); });
     });
   }
 

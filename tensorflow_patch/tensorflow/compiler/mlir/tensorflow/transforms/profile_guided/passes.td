@@ -210,7 +210,9 @@ def ProfileBranchWeightsPass
     * `tf.If`, `tf.Case` (branch functions) and `tf.IfRegion`,
       `tf.CaseRegion` (regions) get `profiler_branch_counts = array<i64:
       ...>`, one count per branch in the op's order (then, else).
-    * `tf.While` (cond/body functions) and `tf.WhileRegion` get
+    * `tf.While` (cond/body functions), `tf.WhileRegion`, and the loops
+      lowerings make of them (`stablehlo.while`, `scf.while`: cond region,
+      then body region, their ops carrying their tf ops' records) get
       `profiler_branch_counts = array<i64: iterations, exits>` (the cond's
       two outcomes, like the weights of a loop latch) and
       `profiler_trip_count`, the mean iterations per execution (f64).

@@ -223,7 +223,11 @@ private:
       return CaseSite(op, symbols);
     if (name == "tf.IfRegion" && op->getNumRegions() == 2)
       return RegionSite(op, SiteKind::kBranches, {"then", "else"});
-    if (name == "tf.WhileRegion" && op->getNumRegions() == 2)
+    // A lowered loop (StableHLO's, or scf's at linalg) keeps its body's ops,
+    // and with them their tf ops' counts: cond region first, body second.
+    if (llvm::is_contained({"tf.WhileRegion", "stablehlo.while", "scf.while"},
+                           name) &&
+        op->getNumRegions() == 2)
       return RegionSite(op, SiteKind::kLoop, {"cond", "body"});
     if (name == "tf.CaseRegion" && op->getNumRegions() > 0) {
       llvm::SmallVector<std::string> labels;
