@@ -26,7 +26,7 @@ def _sgd_step():
 
     x = tf.constant(np.ones((1, 3), np.float32))
     step(x)  # a step that ran: TensorFlow knows its function
-    return step.get_concrete_function(x), (x,), (weights, steps, scale)
+    return step, (x,), (weights, steps, scale)
 
 
 def test_the_program_reads_every_variable_and_writes_the_updated_ones_back():

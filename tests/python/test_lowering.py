@@ -175,6 +175,24 @@ def test_a_recurrent_training_step_runs_under_iree(tmp_path, capsys):
     assert "100.00% of their time on tf ops, outputs within" in err
 
 
+def test_a_training_step_xla_refuses_as_traced_is_traced_again_under_jit_compile(
+    tmp_path, capsys
+):
+    """A Keras GRU's training step: XLA refuses the profiled trace (its loop
+    gradient sizes TensorLists at run time), so the step is traced again under
+    jit_compile; the profile's names match up to uniquified scopes, both loops
+    (forward and gradient) get their 10 trips, and IREE matches TensorFlow."""
+    result = _lowered_flow(tmp_path, "gru_text.py", mode="train")
+    stablehlo = result.levels[0]
+    assert "traced again under jit_compile" in stablehlo.route.why
+    assert [loop.trip_count for loop in stablehlo.loops] == [10.0, 10.0]
+    assert stablehlo.coverage >= 0.85, stablehlo.lost
+    # The optimizer's scope is `sgd_1` in the profile and `sgd` in the new trace.
+    assert not [source for source in stablehlo.lost if source.name.startswith("sgd_1/Mul")]
+    err = capsys.readouterr().err
+    assert "100.00% of their time on tf ops, outputs within" in err
+
+
 def test_a_step_that_draws_random_numbers_is_told_why_irees_outputs_differ(tmp_path):
     with pytest.raises(UserError) as failure:
         _lowered_flow(tmp_path, "random_in_step.py")

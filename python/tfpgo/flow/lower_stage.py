@@ -30,7 +30,7 @@ def lowerable(case: ModelCase) -> str | CompiledStep:
     program's parameters and results (freezing would leave its writes nothing to
     write to)."""
     if case.mode is Mode.TRAIN:
-        return compile_step(case.concrete_function(), case.inputs)
+        return compile_step(case.function, case.inputs)
     return lowering.freeze_and_export(case.concrete_function())
 
 
@@ -99,7 +99,7 @@ def _as_xla_compiles(neither: lowering.NoStableHlo, case: ModelCase) -> Compiled
     compiles it (what `jit_compile=True` runs); one line naming all three
     refusals where XLA refuses it too."""
     try:
-        return compile_step(case.concrete_function(), case.inputs)
+        return compile_step(case.function, case.inputs)
     except XlaRefused as refused:
         raise UserError(
             f"{neither.clause}, and TensorFlow's XLA compiler refuses it ({refused.reason}), "

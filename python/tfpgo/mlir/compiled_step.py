@@ -58,23 +58,43 @@ class CompiledStep:
     inputs: tuple[Any, ...]
     expected: tuple[Any, ...]
     written: tuple[str, ...]  # the variables the step writes, in result order
+    # Traced again under jit_compile (XLA refused the profiled trace): its node
+    # names may differ from the profile's in uniquified scopes (`sgd_1` → `sgd`).
+    retraced: bool = False
 
 
-def compile_step(concrete_function: Any, inputs: tuple[Any, ...]) -> CompiledStep:
-    """`concrete_function(*inputs)` (a step that was run, so that TensorFlow knows
-    it) as XLA's StableHLO, and the values to check IREE's run against."""
+def compile_step(function: Any, inputs: tuple[Any, ...]) -> CompiledStep:
+    """`function(*inputs)` (a step that was run, so that TensorFlow knows it: a
+    `tf.function` or a ConcreteFunction) as XLA's StableHLO, and the values to
+    check IREE's run against. Where XLA refuses the profiled trace (a loop's
+    gradient traced outside XLA sizes its TensorLists at run time), the step is
+    traced again under `jit_compile`, as XLA would run it (`retraced`)."""
     import numpy as np
     import tensorflow as tf
 
-    captured = list(concrete_function.captured_inputs)
-    stablehlo = _stablehlo(concrete_function, inputs, captured)
-    by_handle = {id(variable.handle): variable for variable in concrete_function.variables}
+    concrete = _concrete(function, inputs)
+    retraced = False
+    try:
+        stablehlo = _stablehlo(concrete, inputs)
+    except XlaRefused as refused:
+        python_function = getattr(function, "python_function", None)
+        if python_function is None:
+            raise
+        concrete = tf.function(python_function, jit_compile=True).get_concrete_function(*inputs)
+        try:
+            stablehlo = _stablehlo(concrete, inputs)
+        except XlaRefused:
+            raise refused from None
+        retraced = True
+    captured = list(concrete.captured_inputs)
+    by_handle = {id(variable.handle): variable for variable in concrete.variables}
     variables = [by_handle.get(id(handle)) for handle in captured]
     before = [
         np.asarray(handle) if variable is None else variable.numpy()
         for handle, variable in zip(captured, variables, strict=True)
     ]
-    outputs = [np.asarray(value) for value in tf.nest.flatten(concrete_function(*inputs))]
+    # TensorFlow's own kernels, the profiled step's: what IREE must reproduce.
+    outputs = [np.asarray(value) for value in tf.nest.flatten(function(*inputs))]
     results = _aliased_results(stablehlo, len(inputs), len(captured), len(outputs))
     expected = list(outputs)
     written = []
@@ -95,10 +115,17 @@ def compile_step(concrete_function: Any, inputs: tuple[Any, ...]) -> CompiledSte
         tuple(np.asarray(value) for value in inputs) + tuple(before),
         tuple(expected),
         tuple(written),
+        retraced,
     )
 
 
-def _stablehlo(concrete_function: Any, inputs: tuple[Any, ...], captured: list[Any]) -> str:
+def _concrete(function: Any, inputs: tuple[Any, ...]) -> Any:
+    if hasattr(function, "get_concrete_function"):
+        return function.get_concrete_function(*inputs)
+    return function
+
+
+def _stablehlo(concrete_function: Any, inputs: tuple[Any, ...]) -> str:
     from tensorflow.python.eager import context
     from tensorflow.python.eager.polymorphic_function import compiler_ir
 
@@ -110,7 +137,7 @@ def _stablehlo(concrete_function: Any, inputs: tuple[Any, ...], captured: list[A
                 platform_name=None,
                 function_name=concrete_function.name,
                 flat_args=list(inputs),
-                captured_inputs=captured,
+                captured_inputs=list(concrete_function.captured_inputs),
                 stage="stablehlo",
             )
             .decode()

@@ -288,7 +288,14 @@ def lower_compiled_step(
         by_node = scratch / "op_profile.nodes.json"
         attribution = annotate.read_attribution(tf_level.attribution)
         profile = OpProfile.read(tf_level.op_profile)
-        by_node_names(profile, annotate.landed_on(attribution)).write(by_node)
+        profile = by_node_names(profile, annotate.landed_on(attribution))
+        if step.retraced:
+            profile = by_scope_names(profile, set(_LOCATION_NAME.findall(step.stablehlo)))
+            why += (
+                "; traced again under jit_compile, XLA refusing the profiled trace, and the "
+                "profile's names matched up to uniquified scopes"
+            )
+        profile.write(by_node)
         route = Route(COMPILED_ROUTE, why)
         lowered = _Lowered(step.stablehlo, route, read_json(tf_level.op_graph), by_node)
         return _lower_stablehlo(lowered, levels, out, profile_self_ps, iree_run, scratch)
@@ -308,7 +315,36 @@ def by_node_names(profile: OpProfile, landed_on: Mapping[str, tuple[str, ...]]) 
     """`profile` with each entry that landed on one op under another name named as
     that op, where no other entry has or takes that name (two entries on one op
     keep their own names, and reach no lower level)."""
-    renamed = {name: ops[0] for name, ops in landed_on.items() if len(ops) == 1}
+    return _renamed(profile, {name: ops[0] for name, ops in landed_on.items() if len(ops) == 1})
+
+
+def by_scope_names(profile: OpProfile, names: set[str]) -> OpProfile:
+    """`profile` with each entry no name of `names` (a module's locations) has
+    renamed to the one name that equals it up to `_<k>` suffixes of its scopes
+    (a second trace uniquifies scopes anew: `sgd_1/Mul_3` is `sgd/Mul_3`), where
+    exactly one does and no other entry has or takes that name."""
+    candidates: dict[str, list[str]] = {}
+    for name in names:
+        candidates.setdefault(_unscoped(name), []).append(name)
+    renamed = {
+        op.name: found[0]
+        for op in profile.ops
+        if op.name not in names and len(found := candidates.get(_unscoped(op.name), [])) == 1
+    }
+    return _renamed(profile, renamed)
+
+
+def _unscoped(name: str) -> str:
+    *scopes, leaf = name.split("/")
+    return "/".join([*(re.sub(r"_\d+$", "", scope) for scope in scopes), leaf])
+
+
+# A name location (`loc("sgd/Mul")`).
+_LOCATION_NAME = re.compile(r'loc\("((?:[^"\\]|\\.)*)"')
+
+
+def _renamed(profile: OpProfile, renamed: dict[str, str]) -> OpProfile:
+    """`profile` with entries renamed where no other entry has or takes the name."""
     taken = Counter([*(op.name for op in profile.ops if op.name not in renamed), *renamed.values()])
     return replace(
         profile,
