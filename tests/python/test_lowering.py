@@ -175,9 +175,7 @@ def test_a_recurrent_training_step_runs_under_iree(tmp_path, capsys):
     assert "100.00% of their time on tf ops, outputs within" in err
 
 
-def test_a_training_step_xla_refuses_as_traced_is_traced_again_under_jit_compile(
-    tmp_path, capsys
-):
+def test_a_training_step_xla_refuses_as_traced_is_traced_again_under_jit_compile(tmp_path, capsys):
     """A Keras GRU's training step: XLA refuses the profiled trace (its loop
     gradient sizes TensorLists at run time), so the step is traced again under
     jit_compile; the profile's names match up to uniquified scopes, both loops
