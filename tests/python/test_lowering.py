@@ -95,7 +95,7 @@ def test_a_loop_over_tensor_lists_is_lowered_by_the_xla_bridge_route(tmp_path, c
 def test_a_keras_rnn_runs_under_iree_with_its_unread_loop_result_forwarded(tmp_path, capsys):
     """The built-in rnn (a GRU) lowers by the bridge route; its loop carries the
     last output, which it never reads and IREE 3.13 crashes on
-    (tfpgo.mlir.loop_results): taken from the state, IREE runs it with TensorFlow's
+    (tfpgo.mlir.iree_loops): taken from the state, IREE runs it with TensorFlow's
     outputs and every dispatch's time lands on tf ops."""
     result = run_flow(
         FlowOptions(
@@ -121,6 +121,8 @@ def test_a_keras_rnn_runs_under_iree_with_its_unread_loop_result_forwarded(tmp_p
     assert "stablehlo.while 'rnn_1/gru_1/while' 32 trips" in err
     assert "100.00% of their time on tf ops, outputs within" in err
     assert "sites in loops, invoked 32 times a run" in err
+    report = (result.output_dir / "report.md").read_text()
+    assert "| stablehlo | rnn_1/gru_1/while | stablehlo.while | 32 |" in report
     assert (result.output_dir / "model.iree.vmfb").is_file()
 
 
@@ -164,7 +166,7 @@ def test_a_training_step_runs_under_iree_with_its_variables_as_parameters(tmp_pa
 
 def test_a_recurrent_training_step_runs_under_iree(tmp_path, capsys):
     """The built-in rnn's training step: a GRU loop and its gradient loop, which
-    carries a value IREE 3.13 folds out of its results (tfpgo.mlir.loop_results);
+    carries a value IREE 3.13 folds out of its results (tfpgo.mlir.iree_loops);
     the loop bodies' records found through the tf level's names for them."""
     result = _lowered_flow(tmp_path, "rnn", mode="train")
     for level in result.levels:

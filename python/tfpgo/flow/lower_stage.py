@@ -42,6 +42,9 @@ def lower(
     note: Callable[[str], None],
     case: ModelCase | None,
 ) -> list[lowering.LoweredLevel]:
+    """Lowers `lowerable` to the levels `options.lower` asks for (an inference
+    step neither pass route lowers as XLA compiles it), runs `--tune` on IREE's
+    program, and says in one line a level what each holds."""
     iree = None
     if "iree" in options.lower and isinstance(lowerable, CompiledStep):
         iree = lowering.IreeRun(lowerable.inputs, lowerable.expected, options.steps, options.warmup)
@@ -67,19 +70,7 @@ def lower(
     if iree is not None:
         profile = IreeProfile.read(out / "iree_profile.json")
         write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH)
-        repeated = sorted({site.invocations for d in profile.dispatches for site in d.sites} - {1})
-        in_loops = sum(site.invocations > 1 for d in profile.dispatches for site in d.sites)
-        loops = (
-            f"; {in_loops} sites in loops, invoked {'/'.join(map(str, repeated))} times a run"
-            if in_loops
-            else ""
-        )
-        note(
-            f"iree: {len(profile.dispatches)} dispatches at "
-            f"{sum(len(d.sites) for d in profile.dispatches)} sites, "
-            f"{profile.attributed_ps / max(profile.dispatch_ps, 1):.2%} of their time on tf ops, "
-            f"outputs within {profile.outputs_max_abs:.3g} of TensorFlow's{loops}"
-        )
+        note(_iree_line(profile))
     if levels:
         note(f"stablehlo: lowered by {levels[0].coverage.route.text()}")
     for level in levels:
@@ -92,6 +83,24 @@ def lower(
             f"{coverage.coverage:.2%} of the op time reachable{loops}"
         )
     return levels
+
+
+def _iree_line(profile: IreeProfile) -> str:
+    """The run's line on IREE's program: its dispatches, the share of their time on
+    tf ops, the numerics, and the sites a loop runs again (their count a run)."""
+    sites = [site for dispatch in profile.dispatches for site in dispatch.sites]
+    repeated = sorted({site.invocations for site in sites} - {1})
+    in_loops = sum(site.invocations > 1 for site in sites)
+    loops = (
+        f"; {in_loops} sites in loops, invoked {'/'.join(map(str, repeated))} times a run"
+        if in_loops
+        else ""
+    )
+    return (
+        f"iree: {len(profile.dispatches)} dispatches at {len(sites)} sites, "
+        f"{profile.attributed_ps / max(profile.dispatch_ps, 1):.2%} of their time on tf ops, "
+        f"outputs within {profile.outputs_max_abs:.3g} of TensorFlow's{loops}"
+    )
 
 
 def _as_xla_compiles(neither: lowering.NoStableHlo, case: ModelCase) -> CompiledStep:

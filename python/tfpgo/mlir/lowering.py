@@ -33,7 +33,7 @@ from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
 from tfpgo.iree.tools import run_tool
-from tfpgo.mlir import annotate, jax_names, loop_results
+from tfpgo.mlir import annotate, iree_loops, jax_names
 from tfpgo.mlir.compiled_step import CompiledStep
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class Route:
     name: str
     why: str = ""
     # Loop results taken from the state they reshape, and loop-invariant carried
-    # values put behind a barrier (tfpgo.mlir.loop_results).
+    # values put behind a barrier (tfpgo.mlir.iree_loops).
     forwarded_results: int = 0
     barriers: int = 0
 
@@ -378,9 +378,9 @@ def _lower_stablehlo(
     scratch: Path,
 ) -> list[LoweredLevel]:
     # Keras's RNN loops, and their gradients, carry values IREE 3.13 cannot
-    # compile as they are (tfpgo.mlir.loop_results).
-    loops = loop_results.forward_unread_loop_results(lowered.stablehlo)
-    route = replace(lowered.route, forwarded_results=loops.results, barriers=loops.barriers)
+    # compile as they are (tfpgo.mlir.iree_loops).
+    loops = iree_loops.rewrite_loops(lowered.stablehlo)
+    route = replace(lowered.route, forwarded_results=loops.forwarded, barriers=loops.barriers)
     lowered = replace(lowered, stablehlo=loops.text, route=route)
     tf_sources = _annotated_sources(lowered.tf_graph)
     stablehlo = scratch / "stablehlo.mlir"

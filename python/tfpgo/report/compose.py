@@ -285,6 +285,14 @@ def _sections(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]
         if lost:
             header = ["level", "tf op", "self", "why"]
             sections.append(("Profiled ops no lowered op carries", header, lost))
+        loops = [
+            [level.level, loop.name, loop.op, f"{loop.trip_count:g}"]
+            for level in inputs.levels
+            for loop in level.loops
+        ]
+        if loops:
+            header = ["level", "loop (tf node)", "op", "trip count"]
+            sections.append(("Loops and their measured trip counts", header, loops))
     if attribution.merged:
         rows = [
             [entry.name, ", ".join(entry.ops), f"by {entry.merged_by}", format_ps(entry.self_ps)]

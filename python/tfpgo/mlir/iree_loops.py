@@ -1,4 +1,4 @@
-"""Loop results forwarded out of the loop that never reads them.
+"""StableHLO loops rewritten, exactly, into forms IREE 3.13 compiles.
 
 Keras's RNN layer keeps the last step's output in a one-element list that the
 loop overwrites every step and never reads; the XLA bridge route makes it a
@@ -40,21 +40,23 @@ _SHAPE_OPS = ("stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_i
 
 
 @dataclass(frozen=True)
-class Forwarded:
+class LoopRewrites:
     """The module text after the rewrites, how many loop results they forwarded,
     and how many loop-invariant carried values they put behind a barrier."""
 
     text: str
-    results: int
+    forwarded: int
     barriers: int = 0
 
 
-def forward_unread_loop_results(text: str) -> Forwarded:
+def rewrite_loops(text: str) -> LoopRewrites:
     """`text` (StableHLO, printed with debug locations) with every loop result
     whose carried value the loop never reads, and yields as shape ops of another
-    carried value, taken from that value's result instead (module docstring)."""
+    carried value, taken from that value's result instead, and every value a loop
+    yields from no carried value behind an optimization barrier (module
+    docstring)."""
     if "stablehlo.while" not in text:
-        return Forwarded(text, 0)
+        return LoopRewrites(text, 0)
     from iree.compiler import ir
 
     with ir.Context() as context:
@@ -83,8 +85,8 @@ def forward_unread_loop_results(text: str) -> Forwarded:
         forwarded = sum(_forward(loop) for loop in loops)
         barriers = sum(_keep_invariant_values(loop) for loop in loops)
         if not forwarded and not barriers:
-            return Forwarded(text, 0)
-        return Forwarded(module.operation.get_asm(enable_debug_info=True), forwarded, barriers)
+            return LoopRewrites(text, 0)
+        return LoopRewrites(module.operation.get_asm(enable_debug_info=True), forwarded, barriers)
 
 
 def _forward(loop: Any) -> int:

@@ -1,6 +1,6 @@
-"""tfpgo.mlir.loop_results: a loop result the loop never reads, taken from the
-state it reshapes, only where that is the same value (real IREE parser and
-compiler)."""
+"""tfpgo.mlir.iree_loops: a loop result the loop never reads, taken from the
+state it reshapes, only where that is the same value (real IREE parser,
+compiler and runtime)."""
 
 import re
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from tfpgo.iree.run import DEVICE, IREE_FLAGS
 from tfpgo.iree.tools import run_tool
-from tfpgo.mlir.loop_results import forward_unread_loop_results
+from tfpgo.mlir.iree_loops import rewrite_loops
 
 # Keras's last RNN layer as the XLA bridge route lowers it: `%out` is a
 # one-element list the loop overwrites with the new state and never reads.
@@ -61,8 +61,8 @@ def _run(module: str, tmp_path, x, w):
 
 
 def test_the_unread_result_is_the_states_reshape_and_iree_compiles_it(tmp_path):
-    forwarded = forward_unread_loop_results(_rnn())
-    assert forwarded.results == 1
+    forwarded = rewrite_loops(_rnn())
+    assert forwarded.forwarded == 1
     # The result's reshape now reads the state's result, after the loop, and keeps
     # its location (the profile's record rides in it); nothing reads the result.
     (loop,) = re.findall(r"(%\w+):3 = stablehlo.while", forwarded.text)
@@ -81,14 +81,12 @@ def test_the_unread_result_is_the_states_reshape_and_iree_compiles_it(tmp_path):
 
 def test_a_result_is_kept_where_forwarding_would_change_it():
     # Another initial value: a loop that runs no step returns 1.0, not the state's 0.0.
-    assert forward_unread_loop_results(_rnn(out_init="1.0")).results == 0
+    assert rewrite_loops(_rnn(out_init="1.0")).forwarded == 0
     # A value the body reads (an accumulation) is the loop's own.
     accumulated = _rnn(out_next="%acc").replace(
         "%i1 = stablehlo.add %i, %c1",
         "%acc = stablehlo.add %o, %out : tensor<1x2x4xf32>\n    %i1 = stablehlo.add %i, %c1",
     )
-    assert forward_unread_loop_results(accumulated).results == 0
+    assert rewrite_loops(accumulated).forwarded == 0
     # No loop, no parse: the text comes back as it is.
-    assert forward_unread_loop_results("func.func @f() { return }").text == (
-        "func.func @f() { return }"
-    )
+    assert rewrite_loops("func.func @f() { return }").text == ("func.func @f() { return }")
