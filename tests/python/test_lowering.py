@@ -123,6 +123,8 @@ def test_a_keras_rnn_runs_under_iree_with_its_unread_loop_result_forwarded(tmp_p
     assert "sites in loops, invoked 32 times a run" in err
     report = (result.output_dir / "report.md").read_text()
     assert "| stablehlo | rnn_1/gru_1/while | stablehlo.while | 32 |" in report
+    picture = (result.output_dir / "op_graph.stablehlo.svg").read_text()
+    assert "stablehlo.while rnn_1/gru_1/while, 32 trips" in picture
     assert (result.output_dir / "model.iree.vmfb").is_file()
 
 

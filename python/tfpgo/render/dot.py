@@ -85,7 +85,8 @@ def _cluster_paths(graph: RenderGraph) -> dict[int, list[tuple[tuple, str, str]]
     paths: dict[int, list] = {}
 
     def region(node: RenderNode) -> tuple:
-        return (("region", node.id), f"{node.op_type} {node.name}", "region")
+        trips = f", {node.trip_count:g} trips" if node.trip_count is not None else ""
+        return (("region", node.id), f"{node.op_type} {node.name}{trips}", "region")
 
     def base(node: RenderNode) -> list:
         """Clusters around a node's position: its function and enclosing regions."""

@@ -263,6 +263,7 @@ def _load_op_graph(path: Path, document: dict) -> RenderGraph:
                 fused_into=fused_into,
                 xla_fusion=xla_fusion or None,
                 parent=field(path, where, raw, "parent", (int,), optional=True),
+                trip_count=field(path, where, raw, "trip_count", (int, float), optional=True),
                 hot=bool(raw.get("hot")),
                 hot_rank=field(path, where, raw, "hot_rank", (int,), optional=True),
                 details=(("id", str(node_id)),)

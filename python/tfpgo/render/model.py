@@ -67,6 +67,7 @@ class RenderNode:
     fused_into: str | None = None
     xla_fusion: str | None = None  # the XLA fusion that ran most of this op (op graph)
     parent: int | None = None  # region-holding op (op graph)
+    trip_count: float | None = None  # a loop's measured mean iterations (op graph)
     hot: bool = False  # marked by the document (tf-profile-mark-hotspots)
     hot_rank: int | None = None
     members: int = 1  # how many original nodes a summary stands for
