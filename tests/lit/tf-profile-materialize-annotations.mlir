@@ -23,6 +23,10 @@
 // RUN:   | FileCheck %s --check-prefix=SPLIT
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/tosa.mlir --tf-profile-materialize-annotations \
 // RUN:   | FileCheck %s --check-prefix=TOSA
+// RUN: %tfpgo_opt --allow-unregistered-dialect --mlir-print-debuginfo %t/inlined.mlir \
+// RUN:   --tf-profile-materialize-annotations --tf-profile-export-op-graph="output=%t.inlined.json" \
+// RUN:   | FileCheck %s --check-prefix=INLINED
+// RUN: FileCheck %s --check-prefix=INLINED-GRAPH < %t.inlined.json
 // RUN: %tfpgo_opt %t/missing.mlir -verify-diagnostics \
 // RUN:   --tf-profile-materialize-annotations="path-to-profile=%t/absent.json"
 // RUN: %tfpgo_opt %t/unwritable.mlir -verify-diagnostics \
@@ -176,6 +180,34 @@ func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
   }) {dimensions = array<i64: 0>} : (tensor<4xf32>, tensor<f32>) -> tensor<f32> loc(#mean)
   %m = "stablehlo.divide"(%s, %c) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc(#mean)
   return %m : tensor<f32>
+}
+
+//--- inlined.mlir
+// A loop body inlined by the XLA bridge route: its ops' records sit inside the
+// callee of a CallSiteLoc. The linalg.generic carries the record once; the ops
+// of its body keep no copy of it, in their attributes or their locations, so
+// the op graph charges the source once (it charged it three times).
+#less = loc(fused<{profiler_data = {count = 5 : i64, dur = 9 : i64, max = 9 : i64, min = 9 : i64, p50 = 9 : i64, p95 = 9 : i64, self = 45 : i64, share = 1.0 : f64, source = "w/Less", total = 45 : i64, ts = 1 : i64}}>["w/Less"])
+#caller = loc("w")
+// INLINED-LABEL: func.func @main
+// INLINED: tensor.empty() {profiler_data = {{.*}}self = 0 : i64
+// INLINED: linalg.generic {{.*}} attrs = {profiler_data = {{.*}}self = 45 : i64, {{.*}}source = "w/Less"
+// INLINED-NOT: profiler_data
+// INLINED: arith.cmpi slt
+// INLINED-NOT: profiler_data
+// INLINED: #[[LESS:loc[0-9]+]] = loc("w/Less")
+// INLINED-NOT: profiler_data
+// INLINED: loc(callsite(#[[LESS]] at
+// INLINED-GRAPH: "op":"linalg.generic"{{.*}}"self":45
+// INLINED-GRAPH-NOT: "self":45
+func.func @main(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi1> {
+  %e = tensor.empty() : tensor<4xi1> loc(callsite(#less at #caller))
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x, %y : tensor<4xi32>, tensor<4xi32>) outs(%e : tensor<4xi1>) {
+  ^bb0(%a: i32, %b: i32, %o: i1):
+    %c = arith.cmpi slt, %a, %b : i32 loc(callsite(#less at #caller))
+    linalg.yield %c : i1 loc(callsite(#less at #caller))
+  } -> tensor<4xi1> loc(callsite(#less at #caller))
+  return %0 : tensor<4xi1>
 }
 
 //--- tosa.mlir

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tfpgo.errors import UserError
+from tfpgo.flow.conservation import check_output
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir import annotate, lowering
@@ -90,6 +91,7 @@ def test_a_loop_over_tensor_lists_is_lowered_by_the_xla_bridge_route(tmp_path, c
     assert "outputs within" in err
     report = (out / "report.md").read_text()
     assert "| TensorFlow's XLA bridge passes, since tf.TensorList" in report
+    assert all(level_sum.holds for level_sum in check_output(out))
 
 
 def test_a_keras_rnn_runs_under_iree_with_its_unread_loop_result_forwarded(tmp_path, capsys):
@@ -125,6 +127,9 @@ def test_a_keras_rnn_runs_under_iree_with_its_unread_loop_result_forwarded(tmp_p
     assert "| stablehlo | rnn_1/gru_1/while | stablehlo.while | 32 |" in report
     picture = (result.output_dir / "op_graph.stablehlo.svg").read_text()
     assert "stablehlo.while rnn_1/gru_1/while, 32 trips" in picture
+    # Each loop-body op charged once at every level (its inlined location kept a
+    # copy of the record on the ops of a linalg.generic's body: 1.35x at linalg).
+    assert all(level_sum.holds for level_sum in check_output(result.output_dir))
     assert (result.output_dir / "model.iree.vmfb").is_file()
 
 
@@ -191,6 +196,7 @@ def test_a_training_step_xla_refuses_as_traced_is_traced_again_under_jit_compile
     assert stablehlo.coverage >= 0.85, stablehlo.lost
     # The optimizer's scope is `sgd_1` in the profile and `sgd` in the new trace.
     assert not [source for source in stablehlo.lost if source.name.startswith("sgd_1/Mul")]
+    assert all(level_sum.holds for level_sum in check_output(result.output_dir))
     err = capsys.readouterr().err
     assert "100.00% of their time on tf ops, outputs within" in err
 

@@ -277,11 +277,39 @@ Location WithForwardedProfile(Location loc, DictionaryAttr data) {
 }
 
 Location WithoutProfileInLocation(Location loc) {
-  // Records are only ever stacked at the top: peel every layer.
-  while (auto fused = llvm::dyn_cast<FusedLoc>(loc)) {
-    if (!ProfileOfMetadata(fused))
-      break;
-    loc = FusedLoc::get(loc->getContext(), fused.getLocations());
+  // Wherever CollectProfilesInLocation finds a record: records are stacked at
+  // the top, but inlining wraps a callee's locations, records and all, in a
+  // CallSiteLoc (the loop bodies of the XLA bridge route).
+  MLIRContext *context = loc->getContext();
+  if (auto fused = llvm::dyn_cast<FusedLoc>(loc)) {
+    llvm::SmallVector<Location> inner;
+    bool changed = false;
+    for (Location location : fused.getLocations()) {
+      inner.push_back(WithoutProfileInLocation(location));
+      changed |= inner.back() != location;
+    }
+    if (ProfileOfMetadata(fused))
+      return FusedLoc::get(context, inner);
+    return changed ? FusedLoc::get(context, inner, fused.getMetadata()) : loc;
+  }
+  if (auto name_loc = llvm::dyn_cast<NameLoc>(loc)) {
+    Location child = WithoutProfileInLocation(name_loc.getChildLoc());
+    return child == name_loc.getChildLoc()
+               ? loc
+               : NameLoc::get(name_loc.getName(), child);
+  }
+  if (auto call_loc = llvm::dyn_cast<CallSiteLoc>(loc)) {
+    Location callee = WithoutProfileInLocation(call_loc.getCallee());
+    return callee == call_loc.getCallee()
+               ? loc
+               : CallSiteLoc::get(callee, call_loc.getCaller());
+  }
+  if (auto opaque_loc = llvm::dyn_cast<OpaqueLoc>(loc)) {
+    Location fallback = WithoutProfileInLocation(opaque_loc.getFallbackLocation());
+    return fallback == opaque_loc.getFallbackLocation()
+               ? loc
+               : OpaqueLoc::get(opaque_loc.getUnderlyingLocation(),
+                                opaque_loc.getUnderlyingTypeID(), fallback);
   }
   return loc;
 }
