@@ -6,7 +6,7 @@ import pytest
 
 from tfpgo.errors import UserError
 from tfpgo.mlir import compiled_step
-from tfpgo.mlir.lowering import by_node_names
+from tfpgo.mlir.profile_names import by_node_names
 
 
 def _sgd_step():

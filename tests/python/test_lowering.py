@@ -9,7 +9,7 @@ from tfpgo.errors import UserError
 from tfpgo.flow.conservation import check_output
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.iree.run import IreeProfile
-from tfpgo.mlir import annotate, lowering
+from tfpgo.mlir import annotate, lowering, routes
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 
@@ -68,10 +68,10 @@ def test_a_loop_over_tensor_lists_is_lowered_by_the_xla_bridge_route(tmp_path, c
     runs the program with TensorFlow's outputs, and the loop's profile reaches
     every level."""
     result = _lowered_flow(tmp_path, "tensor_array_loop.py")
-    routes = {level.level: level.route for level in result.levels}
-    assert set(routes) == {"stablehlo", "linalg"}
-    for route in routes.values():
-        assert route.name == lowering.BRIDGE_ROUTE
+    taken = {level.level: level.route for level in result.levels}
+    assert set(taken) == {"stablehlo", "linalg"}
+    for route in taken.values():
+        assert route.name == routes.BRIDGE_ROUTE
         assert route.why.startswith("tf.TensorList") and "has no StableHLO lowering" in route.why
     # Every tf op reaches StableHLO but the stack of the list's states, which the
     # decomposition made the loop's buffer itself: listed, with that reason.
@@ -139,7 +139,7 @@ def test_a_step_neither_pass_pipeline_lowers_is_taken_as_xla_compiles_it(tmp_pat
     with every op's time reachable and IREE's outputs TensorFlow's."""
     result = _lowered_flow(tmp_path, "resize_step.py")
     for level in result.levels:
-        assert level.route.name == lowering.COMPILED_ROUTE
+        assert level.route.name == routes.COMPILED_ROUTE
         assert level.route.why == (
             "tf.ResizeBilinear (node 'resize/ResizeBilinear') has no StableHLO lowering on "
             "either route before it"
@@ -156,7 +156,7 @@ def test_a_training_step_runs_under_iree_with_its_variables_as_parameters(tmp_pa
     node names in XLA's locations."""
     result = _lowered_flow(tmp_path, "small_convnet.py", mode="train")
     for level in result.levels:
-        assert level.route.name == lowering.COMPILED_ROUTE
+        assert level.route.name == routes.COMPILED_ROUTE
         # Only the variables' reads and writes are lost (they are the program's
         # parameters and results), each with that reason; every other op is reached.
         assert {source.op for source in level.lost} == {"tf.ReadVariableOp", "tf.AssignVariableOp"}
@@ -271,12 +271,12 @@ def test_location_records_survive_tensorflows_passes(tmp_path):
     )
     text = carried.read_text()
     sources = {}
-    for pipeline in ("tf-standard-pipeline", lowering.TF_TO_STABLEHLO):
+    for pipeline in ("tf-standard-pipeline", routes.TF_TO_STABLEHLO):
         output = tf.mlir.experimental.run_pass_pipeline(text, pipeline, show_debug_info=True)
         assert "fused<{profiler_data = {" in output, pipeline
         assert '"convnet_1/conv_1/Relu"' in output, pipeline
         passed = tmp_path / "passed.mlir"
-        if pipeline == lowering.TF_TO_STABLEHLO:  # tfpgo-opt reads StableHLO generic
+        if pipeline == routes.TF_TO_STABLEHLO:  # tfpgo-opt reads StableHLO generic
             lowering.write_generic_stablehlo(output, passed)
         else:
             passed.write_text(output)
@@ -288,4 +288,4 @@ def test_location_records_survive_tensorflows_passes(tmp_path):
         )
         level = lowering.read_level_coverage(summary, pipeline, passed.name, {}, 1)
         sources[pipeline] = level.sources
-    assert sources["tf-standard-pipeline"] > 0 and sources[lowering.TF_TO_STABLEHLO] > 0
+    assert sources["tf-standard-pipeline"] > 0 and sources[routes.TF_TO_STABLEHLO] > 0

@@ -18,7 +18,7 @@ from tfpgo.errors import UserError
 from tfpgo.flow.options import FlowOptions
 from tfpgo.iree.program import ProfiledProgram, Workload
 from tfpgo.iree.run import IREE_OP_GRAPH, IreeProfile, write_iree_op_graph
-from tfpgo.mlir import lowering
+from tfpgo.mlir import lowering, routes
 from tfpgo.mlir.compiled_step import CompiledStep, XlaRefused, compile_step
 from tfpgo.models import ModelCase
 from tfpgo.models.case import Mode
@@ -59,7 +59,7 @@ def lower(
     else:
         try:
             levels = lowering.lower(lowerable, op_profile, asked, out, total, iree)
-        except lowering.NoStableHlo as neither:
+        except routes.NoStableHlo as neither:
             if case is None:  # a module of the user's: no function to compile
                 raise
             step = _as_xla_compiles(neither, case)
@@ -103,7 +103,7 @@ def _iree_line(profile: IreeProfile) -> str:
     )
 
 
-def _as_xla_compiles(neither: lowering.NoStableHlo, case: ModelCase) -> CompiledStep:
+def _as_xla_compiles(neither: routes.NoStableHlo, case: ModelCase) -> CompiledStep:
     """An inference step neither of TensorFlow's passes lower, as its XLA compiler
     compiles it (what `jit_compile=True` runs); one line naming all three
     refusals where XLA refuses it too."""

@@ -22,47 +22,26 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
 from tfpgo.iree.tools import run_tool
-from tfpgo.mlir import annotate, iree_loops, jax_names
+from tfpgo.mlir import annotate, iree_loops, jax_names, profile_names, routes
 from tfpgo.mlir.compiled_step import CompiledStep
-
-if TYPE_CHECKING:
-    from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.mlir.diagnostics import error_message
+from tfpgo.mlir.routes import COMPILED_ROUTE, DIRECT_ROUTE, Route
 
 LEVELS = ("stablehlo", "linalg", "iree")
 # Levels written as annotated modules; `iree` compiles and runs the program
 # (tfpgo.iree.run) after them.
 MODULE_LEVELS = ("stablehlo", "linalg")
 LEVEL_FORMAT = "tfpgo.level_profile"
-TF_TO_STABLEHLO = "tf-shape-inference,tf-stablehlo"
-# TensorFlow's XLA bridge route, in the order of tf2xla's
-# CreateConvertMlirToXlaHloPipeline: functional control flow into regions and
-# functions inlined, so that shape inference reaches loop bodies; shapes inferred
-# twice around a canonicalize, which removes the variant casts the region
-# conversion puts before each loop (they would hide a list's element shape); then
-# TensorList, TensorArray and Stack ops decomposed into tensors, before the same
-# legalization. The decompositions act on the function named `main` only.
-BRIDGE_TO_STABLEHLO = (
-    "tf-functional-control-flow-to-regions,inline,tf-shape-inference,func.func(canonicalize),"
-    "tf-shape-inference,tf-tensor-list-ops-decomposition,tf-tensor-array-ops-decomposition,"
-    "tf-stack-ops-decomposition,tf-stablehlo"
-)
-# The routes to StableHLO: TensorFlow's direct legalization first (its module is
-# closer to the tf ops), then the XLA bridge's (loops over TensorLists).
-DIRECT_ROUTE, BRIDGE_ROUTE = "tf-stablehlo", "XLA bridge"
-# A training step: TensorFlow's XLA compiler's own StableHLO (tfpgo.mlir.compiled_step).
-COMPILED_ROUTE = "XLA compiler"
 # A function argument's name location (`%arg13: tensor<...> loc("x")`).
 _ARGUMENT_NAME = re.compile(r'%arg\d+: [^,)]*? loc\("((?:[^"\\]|\\.)*)"\)')
 # A tf dialect op in generic or custom form.
@@ -99,42 +78,6 @@ class LostSource:
                 "the list's buffer itself, with no op of its own"
             )
         return "no op at this level carries its location: folded or erased by the lowering"
-
-
-@dataclass(frozen=True)
-class Route:
-    """How the tf module became StableHLO: `DIRECT_ROUTE`, or `BRIDGE_ROUTE` and
-    why the direct one could not (`why`: the op it could not lower)."""
-
-    name: str
-    why: str = ""
-    # Loop results taken from the state they reshape, and loop-invariant carried
-    # values put behind a barrier (tfpgo.mlir.iree_loops).
-    forwarded_results: int = 0
-    barriers: int = 0
-
-    def text(self) -> str:
-        if not self.why:
-            how = f"TensorFlow's {self.name}"
-        elif self.name == COMPILED_ROUTE:
-            how = f"TensorFlow's {self.name} (jit_compile's StableHLO), since {self.why}"
-        else:
-            how = f"TensorFlow's {self.name} passes, since {self.why} in tf-stablehlo alone"
-        if self.forwarded_results:
-            how += (
-                f"; {_count(self.forwarded_results, 'loop result')} the loop never reads "
-                "taken from the state reshaped"
-            )
-        if self.barriers:
-            how += (
-                f"; {_count(self.barriers, 'loop-invariant carried value')} kept through an "
-                "optimization barrier"
-            )
-        return how
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 @dataclass(frozen=True)
@@ -262,7 +205,7 @@ def lower(
             scratch / "attribution.tf.json",
             carry_in_location=True,
         )
-        stablehlo_text, route = _tf_to_stablehlo(carried)
+        stablehlo_text, route = routes.tf_to_stablehlo(carried)
         lowered = _Lowered(stablehlo_text, route, read_json(scratch / "op_graph.tf.json"))
         return _lower_stablehlo(lowered, levels, out, profile_self_ps, iree_run, scratch)
 
@@ -288,9 +231,11 @@ def lower_compiled_step(
         by_node = scratch / "op_profile.nodes.json"
         attribution = annotate.read_attribution(tf_level.attribution)
         profile = OpProfile.read(tf_level.op_profile)
-        profile = by_node_names(profile, annotate.landed_on(attribution))
+        profile = profile_names.by_node_names(profile, annotate.landed_on(attribution))
         if step.retraced:
-            profile = by_scope_names(profile, set(_LOCATION_NAME.findall(step.stablehlo)))
+            profile = profile_names.by_scope_names(
+                profile, profile_names.location_names(step.stablehlo)
+            )
             why += (
                 "; traced again under jit_compile, XLA refusing the profiled trace, and the "
                 "profile's names matched up to uniquified scopes"
@@ -309,52 +254,6 @@ class TfLevel:
     op_profile: Path
     attribution: Path
     op_graph: Path
-
-
-def by_node_names(profile: OpProfile, landed_on: Mapping[str, tuple[str, ...]]) -> OpProfile:
-    """`profile` with each entry that landed on one op under another name named as
-    that op, where no other entry has or takes that name (two entries on one op
-    keep their own names, and reach no lower level)."""
-    return _renamed(profile, {name: ops[0] for name, ops in landed_on.items() if len(ops) == 1})
-
-
-def by_scope_names(profile: OpProfile, names: set[str]) -> OpProfile:
-    """`profile` with each entry no name of `names` (a module's locations) has
-    renamed to the one name that equals it up to `_<k>` suffixes of its scopes
-    (a second trace uniquifies scopes anew: `sgd_1/Mul_3` is `sgd/Mul_3`), where
-    exactly one does and no other entry has or takes that name."""
-    candidates: dict[str, list[str]] = {}
-    for name in names:
-        candidates.setdefault(_unscoped(name), []).append(name)
-    renamed = {
-        op.name: found[0]
-        for op in profile.ops
-        if op.name not in names and len(found := candidates.get(_unscoped(op.name), [])) == 1
-    }
-    return _renamed(profile, renamed)
-
-
-def _unscoped(name: str) -> str:
-    *scopes, leaf = name.split("/")
-    return "/".join([*(re.sub(r"_\d+$", "", scope) for scope in scopes), leaf])
-
-
-# A name location (`loc("sgd/Mul")`).
-_LOCATION_NAME = re.compile(r'loc\("((?:[^"\\]|\\.)*)"')
-
-
-def _renamed(profile: OpProfile, renamed: dict[str, str]) -> OpProfile:
-    """`profile` with entries renamed where no other entry has or takes the name."""
-    taken = Counter([*(op.name for op in profile.ops if op.name not in renamed), *renamed.values()])
-    return replace(
-        profile,
-        ops=tuple(
-            replace(op, name=renamed[op.name])
-            if op.name in renamed and taken[renamed[op.name]] == 1
-            else op
-            for op in profile.ops
-        ),
-    )
 
 
 @dataclass(frozen=True)
@@ -418,7 +317,7 @@ def _compile_and_run(
 
     from tfpgo.iree import run as iree_run
 
-    entry = _ENTRY_FUNCTION.search(stablehlo_text)
+    entry = routes.ENTRY_FUNCTION.search(stablehlo_text)
     if entry is None:
         raise UserError("iree level: the StableHLO module has no public function to run")
     scratch = stablehlo.parent
@@ -445,10 +344,6 @@ def _compile_and_run(
         (out / written.name).write_bytes(written.read_bytes())
     if run.then is not None:
         run.then(stablehlo, workload, program)
-
-
-# The public function of a lowered module: the one the runtime calls.
-_ENTRY_FUNCTION = re.compile(r"func\.func @([\w.$-]+)\(")
 
 
 def is_stablehlo(module_text: str) -> bool:
@@ -536,26 +431,6 @@ def _as_func(match: re.Match[str]) -> str:
     return match[0].replace('"util.func"', '"func.func"', 1)
 
 
-def _tf_to_stablehlo(carried: Path) -> tuple[str, Route]:
-    """StableHLO from the carried tf module, and the route that made it: the
-    direct legalization, else the XLA bridge's (`BRIDGE_TO_STABLEHLO`); one
-    UserError line naming what neither could lower."""
-    text = carried.read_text()
-    try:
-        return _run_tf_passes(text, TF_TO_STABLEHLO), Route(DIRECT_ROUTE)
-    except _NotLowered as direct:
-        entry = _ENTRY_FUNCTION.search(text)
-        try:
-            if entry is None:
-                raise _NotLowered("the module has no function to lower") from None
-            # The decompositions look for `main`; the name goes back afterwards.
-            named = re.sub(rf"@{re.escape(entry[1])}\b", "@main", text)
-            lowered = _run_tf_passes(named, BRIDGE_TO_STABLEHLO)
-        except _NotLowered as bridge:
-            raise NoStableHlo(str(direct), str(bridge)) from None
-        return re.sub(r"@main\b", f"@{entry[1]}", lowered), Route(BRIDGE_ROUTE, str(direct))
-
-
 def _with_known_cause(error: UserError, stablehlo_text: str) -> UserError:
     """An `--lower iree` failure with the cause known for its kind of program
     (docs/lowering.md): outputs that differ in a step that draws random numbers,
@@ -571,63 +446,6 @@ def _with_known_cause(error: UserError, stablehlo_text: str) -> UserError:
             "in as an input) for IREE's outputs to be comparable"
         )
     return error
-
-
-class NoStableHlo(UserError):
-    """Neither TensorFlow route lowers the module: why each stopped, as clauses."""
-
-    def __init__(self, direct: str, bridge: str) -> None:
-        self.direct, self.bridge = direct, bridge
-        self.clause = (
-            f"cannot lower to StableHLO: {direct} in TensorFlow's tf-stablehlo, and its XLA "
-            f"bridge passes stopped too ({bridge})"
-        )
-        self.consequence = "so the profile stops at the tf level (run without --lower)"
-        super().__init__(f"{self.clause}, {self.consequence}")
-
-
-class _NotLowered(Exception):
-    """A pass pipeline could not lower the module: why, as a clause."""
-
-
-def _run_tf_passes(text: str, pipeline: str) -> str:
-    """`text` through TensorFlow's `pipeline`, with every tf op lowered."""
-    import tensorflow as tf
-
-    try:
-        lowered = tf.mlir.experimental.run_pass_pipeline(text, pipeline, show_debug_info=True)
-    except Exception as error:  # TensorFlow raises bare Exceptions with MLIR diagnostics
-        raise _NotLowered(error_message(str(error), "unknown error")) from None
-    # tf-stablehlo converts partially: an op without a lowering stays a tf op.
-    left = _tf_ops_left(lowered)
-    if left:
-        # A constant left over (a variant-typed one) is a consequence; name a cause.
-        op, node = next(((op, node) for op, node in left if op != "tf.Const"), left[0])
-        more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
-        raise _NotLowered(f"{op} (node '{node}'){more} has no StableHLO lowering")
-    return lowered
-
-
-_TF_OP = re.compile(r'"(tf\.\w+)"\(.*loc\((#loc\d+)\)\s*$', re.MULTILINE)
-_LOC_ALIAS = re.compile(r"^(#loc\d+) = (.*)$", re.MULTILINE)
-# A quoted name right after `(` or `[`: `callsite("n"(...`, `loc("n"`, `["n"`.
-_NODE_NAME = re.compile(r'(?<=[(\[])"([^"]*[^":])"')
-
-
-def _tf_ops_left(module: str) -> list[tuple[str, str]]:
-    """(op, node name) of every tf op in a printed module with debug locations."""
-    aliases = dict(_LOC_ALIAS.findall(module))
-    left = []
-    for op, alias in _TF_OP.findall(module):
-        location = aliases.get(alias, "")
-        # Follow aliases until a quoted name shows (callee first, as TF prints).
-        for _ in range(8):
-            name = _NODE_NAME.search(location)
-            if name or "#loc" not in location:
-                break
-            location = re.sub(r"#loc\d+", lambda m: aliases.get(m[0], ""), location)
-        left.append((op, name[1] if name else "?"))
-    return left
 
 
 def write_generic_stablehlo(text: str, path: Path) -> None:

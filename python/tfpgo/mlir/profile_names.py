@@ -1,0 +1,68 @@
+"""A profile's entries renamed to the names a lowered module's locations use.
+
+TensorFlow's XLA compiler names each op of its StableHLO after its tf node,
+but not as the runtime profiled it: an op of a loop body ran as
+`w/while/body/_1/w/while/add`, and a second trace of a step (under
+`jit_compile`) uniquifies scopes anew (`sgd_1` becomes `sgd`). The profile
+handed to `tf-profile-materialize-annotations` (`path-to-profile`) is renamed
+first, an entry only where its new name is unambiguous.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import replace
+
+from tfpgo.attribution.op_profile import OpProfile
+
+# A name location (`loc("sgd/Mul")`).
+_LOCATION_NAME = re.compile(r'loc\("((?:[^"\\]|\\.)*)"')
+
+
+def location_names(module_text: str) -> set[str]:
+    """The names of a printed module's name locations."""
+    return set(_LOCATION_NAME.findall(module_text))
+
+
+def by_node_names(profile: OpProfile, landed_on: Mapping[str, tuple[str, ...]]) -> OpProfile:
+    """`profile` with each entry that landed on one op under another name named as
+    that op, where no other entry has or takes that name (two entries on one op
+    keep their own names, and reach no lower level)."""
+    return _renamed(profile, {name: ops[0] for name, ops in landed_on.items() if len(ops) == 1})
+
+
+def by_scope_names(profile: OpProfile, names: set[str]) -> OpProfile:
+    """`profile` with each entry no name of `names` (a module's locations) has
+    renamed to the one name that equals it up to `_<k>` suffixes of its scopes
+    (a second trace uniquifies scopes anew: `sgd_1/Mul_3` is `sgd/Mul_3`), where
+    exactly one does and no other entry has or takes that name."""
+    candidates: dict[str, list[str]] = {}
+    for name in names:
+        candidates.setdefault(_unscoped(name), []).append(name)
+    renamed = {
+        op.name: found[0]
+        for op in profile.ops
+        if op.name not in names and len(found := candidates.get(_unscoped(op.name), [])) == 1
+    }
+    return _renamed(profile, renamed)
+
+
+def _unscoped(name: str) -> str:
+    *scopes, leaf = name.split("/")
+    return "/".join([*(re.sub(r"_\d+$", "", scope) for scope in scopes), leaf])
+
+
+def _renamed(profile: OpProfile, renamed: dict[str, str]) -> OpProfile:
+    """`profile` with entries renamed where no other entry has or takes the name."""
+    taken = Counter([*(op.name for op in profile.ops if op.name not in renamed), *renamed.values()])
+    return replace(
+        profile,
+        ops=tuple(
+            replace(op, name=renamed[op.name])
+            if op.name in renamed and taken[renamed[op.name]] == 1
+            else op
+            for op in profile.ops
+        ),
+    )

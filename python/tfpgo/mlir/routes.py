@@ -1,0 +1,155 @@
+"""The routes from a tf module to StableHLO, and how the run names the one taken.
+
+TensorFlow's direct legalization (`tf-shape-inference,tf-stablehlo`) first: its
+module is closest to the tf ops. Where it leaves a tf op (the list ops of loops
+over TensorLists), the passes of TensorFlow's XLA bridge. Where neither lowers a
+step, or for a training step, TensorFlow's XLA compiler's own StableHLO
+(tfpgo.mlir.compiled_step), taken by the lower stage (tfpgo.flow.lower_stage).
+docs/lowering.md has the three routes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfpgo.errors import UserError
+from tfpgo.mlir.diagnostics import error_message
+
+TF_TO_STABLEHLO = "tf-shape-inference,tf-stablehlo"
+# TensorFlow's XLA bridge route, in the order of tf2xla's
+# CreateConvertMlirToXlaHloPipeline: functional control flow into regions and
+# functions inlined, so that shape inference reaches loop bodies; shapes inferred
+# twice around a canonicalize, which removes the variant casts the region
+# conversion puts before each loop (they would hide a list's element shape); then
+# TensorList, TensorArray and Stack ops decomposed into tensors, before the same
+# legalization. The decompositions act on the function named `main` only.
+BRIDGE_TO_STABLEHLO = (
+    "tf-functional-control-flow-to-regions,inline,tf-shape-inference,func.func(canonicalize),"
+    "tf-shape-inference,tf-tensor-list-ops-decomposition,tf-tensor-array-ops-decomposition,"
+    "tf-stack-ops-decomposition,tf-stablehlo"
+)
+# The routes to StableHLO: TensorFlow's direct legalization first (its module is
+# closer to the tf ops), then the XLA bridge's (loops over TensorLists).
+DIRECT_ROUTE, BRIDGE_ROUTE = "tf-stablehlo", "XLA bridge"
+# A training step, or a step neither pass route lowers: TensorFlow's XLA
+# compiler's own StableHLO (tfpgo.mlir.compiled_step).
+COMPILED_ROUTE = "XLA compiler"
+
+# The public function of a lowered module: the one the runtime calls.
+ENTRY_FUNCTION = re.compile(r"func\.func @([\w.$-]+)\(")
+
+
+@dataclass(frozen=True)
+class Route:
+    """How the step became StableHLO: `DIRECT_ROUTE`; `BRIDGE_ROUTE` and why the
+    direct one could not (`why`: the op it could not lower); or `COMPILED_ROUTE`
+    and why (a training step's variables, or the op no pass route lowers)."""
+
+    name: str
+    why: str = ""
+    # Loop results taken from the state they reshape, and loop-invariant carried
+    # values put behind a barrier (tfpgo.mlir.iree_loops).
+    forwarded_results: int = 0
+    barriers: int = 0
+
+    def text(self) -> str:
+        if not self.why:
+            how = f"TensorFlow's {self.name}"
+        elif self.name == COMPILED_ROUTE:
+            how = f"TensorFlow's {self.name} (jit_compile's StableHLO), since {self.why}"
+        else:
+            how = f"TensorFlow's {self.name} passes, since {self.why} in tf-stablehlo alone"
+        if self.forwarded_results:
+            how += (
+                f"; {_count(self.forwarded_results, 'loop result')} the loop never reads "
+                "taken from the state reshaped"
+            )
+        if self.barriers:
+            how += (
+                f"; {_count(self.barriers, 'loop-invariant carried value')} kept through an "
+                "optimization barrier"
+            )
+        return how
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def tf_to_stablehlo(carried: Path) -> tuple[str, Route]:
+    """StableHLO from the carried tf module, and the route that made it: the
+    direct legalization, else the XLA bridge's (`BRIDGE_TO_STABLEHLO`); one
+    UserError line naming what neither could lower."""
+    text = carried.read_text()
+    try:
+        return _run_tf_passes(text, TF_TO_STABLEHLO), Route(DIRECT_ROUTE)
+    except _NotLowered as direct:
+        entry = ENTRY_FUNCTION.search(text)
+        try:
+            if entry is None:
+                raise _NotLowered("the module has no function to lower") from None
+            # The decompositions look for `main`; the name goes back afterwards.
+            named = re.sub(rf"@{re.escape(entry[1])}\b", "@main", text)
+            lowered = _run_tf_passes(named, BRIDGE_TO_STABLEHLO)
+        except _NotLowered as bridge:
+            raise NoStableHlo(str(direct), str(bridge)) from None
+        return re.sub(r"@main\b", f"@{entry[1]}", lowered), Route(BRIDGE_ROUTE, str(direct))
+
+
+class NoStableHlo(UserError):
+    """Neither TensorFlow route lowers the module: why each stopped, as clauses."""
+
+    def __init__(self, direct: str, bridge: str) -> None:
+        self.direct, self.bridge = direct, bridge
+        self.clause = (
+            f"cannot lower to StableHLO: {direct} in TensorFlow's tf-stablehlo, and its XLA "
+            f"bridge passes stopped too ({bridge})"
+        )
+        self.consequence = "so the profile stops at the tf level (run without --lower)"
+        super().__init__(f"{self.clause}, {self.consequence}")
+
+
+class _NotLowered(Exception):
+    """A pass pipeline could not lower the module: why, as a clause."""
+
+
+def _run_tf_passes(text: str, pipeline: str) -> str:
+    """`text` through TensorFlow's `pipeline`, with every tf op lowered."""
+    import tensorflow as tf
+
+    try:
+        lowered = tf.mlir.experimental.run_pass_pipeline(text, pipeline, show_debug_info=True)
+    except Exception as error:  # TensorFlow raises bare Exceptions with MLIR diagnostics
+        raise _NotLowered(error_message(str(error), "unknown error")) from None
+    # tf-stablehlo converts partially: an op without a lowering stays a tf op.
+    left = _tf_ops_left(lowered)
+    if left:
+        # A constant left over (a variant-typed one) is a consequence; name a cause.
+        op, node = next(((op, node) for op, node in left if op != "tf.Const"), left[0])
+        more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+        raise _NotLowered(f"{op} (node '{node}'){more} has no StableHLO lowering")
+    return lowered
+
+
+_TF_OP = re.compile(r'"(tf\.\w+)"\(.*loc\((#loc\d+)\)\s*$', re.MULTILINE)
+_LOC_ALIAS = re.compile(r"^(#loc\d+) = (.*)$", re.MULTILINE)
+# A quoted name right after `(` or `[`: `callsite("n"(...`, `loc("n"`, `["n"`.
+_NODE_NAME = re.compile(r'(?<=[(\[])"([^"]*[^":])"')
+
+
+def _tf_ops_left(module: str) -> list[tuple[str, str]]:
+    """(op, node name) of every tf op in a printed module with debug locations."""
+    aliases = dict(_LOC_ALIAS.findall(module))
+    left = []
+    for op, alias in _TF_OP.findall(module):
+        location = aliases.get(alias, "")
+        # Follow aliases until a quoted name shows (callee first, as TF prints).
+        for _ in range(8):
+            name = _NODE_NAME.search(location)
+            if name or "#loc" not in location:
+                break
+            location = re.sub(r"#loc\d+", lambda m: aliases.get(m[0], ""), location)
+        left.append((op, name[1] if name else "?"))
+    return left
