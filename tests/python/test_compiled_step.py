@@ -6,7 +6,7 @@ import pytest
 
 from tfpgo.errors import UserError
 from tfpgo.mlir import compiled_step
-from tfpgo.mlir.profile_names import by_node_names
+from tfpgo.mlir.profile_names import by_node_names, with_profile_names
 
 
 def _sgd_step():
@@ -82,3 +82,18 @@ def test_profile_entries_take_the_name_of_the_one_node_they_landed_on():
     renamed = by_node_names(profile, landed_on)
     assert [op.name for op in renamed.ops] == ["w/add", "w/body/_1/w/mul", "w/body/_2/w/mul", "x"]
     assert [op.self_ps for op in renamed.ops] == [op.self_ps for op in profile.ops]
+
+
+def test_a_second_traces_locations_take_the_profiles_names_up_to_scope_suffixes():
+    module = (
+        'a = loc("sgd/Mul_3")\nb = loc("sgd/Mul")\nc = loc("net/dense/MatMul")\n'
+        'd = loc("opt/Add")\ne = loc("opt_2/Add")\n'
+    )
+    names = {"sgd_1/Mul_3", "sgd_1/Mul", "net/dense/MatMul", "opt_1/Add"}
+    renamed = with_profile_names(module, names)
+    # Scopes renamed; a leaf's own `_3` stays; a name two locations would take
+    # (opt/Add and opt_2/Add both mean opt_1/Add) goes to neither.
+    assert renamed == (
+        'a = loc("sgd_1/Mul_3")\nb = loc("sgd_1/Mul")\nc = loc("net/dense/MatMul")\n'
+        'd = loc("opt/Add")\ne = loc("opt_2/Add")\n'
+    )

@@ -232,17 +232,17 @@ def lower_compiled_step(
         attribution = annotate.read_attribution(tf_level.attribution)
         profile = OpProfile.read(tf_level.op_profile)
         profile = profile_names.by_node_names(profile, annotate.landed_on(attribution))
+        stablehlo = step.stablehlo
         if step.retraced:
-            profile = profile_names.by_scope_names(
-                profile, profile_names.location_names(step.stablehlo)
-            )
+            names = {op.name for op in profile.ops}
+            stablehlo = profile_names.with_profile_names(stablehlo, names)
             why += (
-                "; traced again under jit_compile, XLA refusing the profiled trace, and the "
-                "profile's names matched up to uniquified scopes"
+                "; traced again under jit_compile, XLA refusing the profiled trace, its names "
+                "matched to the profile's up to uniquified scopes"
             )
         profile.write(by_node)
         route = Route(COMPILED_ROUTE, why)
-        lowered = _Lowered(step.stablehlo, route, read_json(tf_level.op_graph), by_node)
+        lowered = _Lowered(stablehlo, route, read_json(tf_level.op_graph), by_node)
         return _lower_stablehlo(lowered, levels, out, profile_self_ps, iree_run, scratch)
 
 

@@ -1,11 +1,12 @@
-"""A profile's entries renamed to the names a lowered module's locations use.
+"""A profile's names and a lowered module's location names, made to meet.
 
 TensorFlow's XLA compiler names each op of its StableHLO after its tf node,
 but not as the runtime profiled it: an op of a loop body ran as
-`w/while/body/_1/w/while/add`, and a second trace of a step (under
-`jit_compile`) uniquifies scopes anew (`sgd_1` becomes `sgd`). The profile
-handed to `tf-profile-materialize-annotations` (`path-to-profile`) is renamed
-first, an entry only where its new name is unambiguous.
+`w/while/body/_1/w/while/add`, its node is `w/while/add`. The profile handed to
+`tf-profile-materialize-annotations` (`path-to-profile`) takes the node names
+the tf level resolved. A second trace of a step (under `jit_compile`)
+uniquifies scopes anew (`sgd_1` becomes `sgd`): the module's locations take
+the profile's names. Either only where the new name is unambiguous.
 """
 
 from __future__ import annotations
@@ -33,20 +34,29 @@ def by_node_names(profile: OpProfile, landed_on: Mapping[str, tuple[str, ...]]) 
     return _renamed(profile, {name: ops[0] for name, ops in landed_on.items() if len(ops) == 1})
 
 
-def by_scope_names(profile: OpProfile, names: set[str]) -> OpProfile:
-    """`profile` with each entry no name of `names` (a module's locations) has
-    renamed to the one name that equals it up to `_<k>` suffixes of its scopes
-    (a second trace uniquifies scopes anew: `sgd_1/Mul_3` is `sgd/Mul_3`), where
-    exactly one does and no other entry has or takes that name."""
+def with_profile_names(module_text: str, names: set[str]) -> str:
+    """`module_text` with each name location no entry of `names` (a profile's)
+    has renamed to the one entry name equal to it up to `_<k>` suffixes of its
+    scopes (a second trace uniquifies scopes anew: its `sgd/Mul_3` is the
+    profile's `sgd_1/Mul_3`), where exactly one is and no other location takes
+    it. The module then names the tf level's nodes, as every record's `source`
+    must."""
     candidates: dict[str, list[str]] = {}
     for name in names:
         candidates.setdefault(_unscoped(name), []).append(name)
-    renamed = {
-        op.name: found[0]
-        for op in profile.ops
-        if op.name not in names and len(found := candidates.get(_unscoped(op.name), [])) == 1
+    located = location_names(module_text)
+    targets = {
+        location: found[0]
+        for location in located - names
+        if len(found := candidates.get(_unscoped(location), [])) == 1
     }
-    return _renamed(profile, renamed)
+    taken = Counter(targets.values())
+    targets = {
+        location: name
+        for location, name in targets.items()
+        if taken[name] == 1 and name not in located
+    }
+    return _LOCATION_NAME.sub(lambda match: f'loc("{targets.get(match[1], match[1])}"', module_text)
 
 
 def _unscoped(name: str) -> str:
