@@ -149,6 +149,22 @@ def test_a_step_neither_pass_pipeline_lowers_is_taken_as_xla_compiles_it(tmp_pat
     assert "100.00% of their time on tf ops, outputs within" in err
 
 
+def test_the_issues_two_layer_lstm_lowers_by_the_bridge_route_and_runs_under_iree(
+    tmp_path, capsys
+):
+    """Embedding -> LSTM(sequences) -> LSTM -> Dense: both loops lower by the XLA
+    bridge route, the last layer's unread output is forwarded, IREE matches
+    TensorFlow, and each loop's 8 steps are measured at StableHLO and linalg."""
+    result = _lowered_flow(tmp_path, "lstm_text.py")
+    for level in result.levels:
+        assert level.route.name == routes.BRIDGE_ROUTE and level.route.forwarded_results == 1
+        assert [loop.trip_count for loop in level.loops] == [8.0, 8.0]
+    err = capsys.readouterr().err
+    assert "100.00% of their time on tf ops, outputs within" in err
+    assert "invoked 8 times a run" in err
+    assert all(level_sum.holds for level_sum in check_output(result.output_dir))
+
+
 def test_a_training_step_runs_under_iree_with_its_variables_as_parameters(tmp_path, capsys):
     """A training step lowers as TensorFlow's XLA compiler lowers it: IREE runs it
     from the variables' values and matches TensorFlow's loss and every updated
