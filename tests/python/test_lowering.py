@@ -149,9 +149,7 @@ def test_a_step_neither_pass_pipeline_lowers_is_taken_as_xla_compiles_it(tmp_pat
     assert "100.00% of their time on tf ops, outputs within" in err
 
 
-def test_the_issues_two_layer_lstm_lowers_by_the_bridge_route_and_runs_under_iree(
-    tmp_path, capsys
-):
+def test_the_issues_two_layer_lstm_lowers_by_the_bridge_route_and_runs_under_iree(tmp_path, capsys):
     """Embedding -> LSTM(sequences) -> LSTM -> Dense: both loops lower by the XLA
     bridge route, the last layer's unread output is forwarded, IREE matches
     TensorFlow, and each loop's 8 steps are measured at StableHLO and linalg."""
