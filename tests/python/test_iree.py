@@ -4,6 +4,7 @@ profiling and attributed to tf ops (real compiler and runtime, a small model).""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import statistics
@@ -17,6 +18,7 @@ from tfpgo.errors import UserError
 from tfpgo.flow.conservation import check_output
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.iree import run as iree_run
+from tfpgo.iree.program import Workload, check_outputs, profile_program
 from tfpgo.iree.run import BY_EXECUTABLE, BY_PROGRAM, IreeProfile, Site, Timing
 from tfpgo.iree.sites import IN_NESTED_LOOPS, OUTSIDE_LOOPS, SiteOps, compile_sites
 from tfpgo.iree.tools import run_tool
@@ -114,17 +116,42 @@ def test_outputs_that_differ_are_one_error_line(tmp_path):
     iree_run.compile_module(stablehlo, vmfb, sources, tmp_path / "tiny.mlirbc")
     x = np.arange(4, dtype=np.float32)
     np.save(tmp_path / "x.npy", x)
-    assert iree_run.run_and_compare(vmfb, "main", [tmp_path / "x.npy"], [x * x], tmp_path) == 0
+    outputs = iree_run.run_outputs(vmfb, "main", [tmp_path / "x.npy"], 1, tmp_path)
+    assert iree_run.compare_outputs("main", outputs, [x * x]) == 0
     with pytest.raises(UserError) as error:
-        iree_run.run_and_compare(vmfb, "main", [tmp_path / "x.npy"], [x * x + 1], tmp_path)
+        iree_run.compare_outputs("main", outputs, [x * x + 1])
     assert "\n" not in str(error.value)
     assert str(error.value).startswith("iree level: output 0 of main differs from TensorFlow's")
+    with pytest.raises(UserError, match="differs from the original program's"):
+        iree_run.compare_outputs("main", outputs, [x * x + 1], iree_run.ORIGINAL_PROGRAM)
     timings = iree_run.profile_dispatches(vmfb, "main", [tmp_path / "x.npy"], 4, tmp_path, 2)
     ((name, timing),) = timings.items()
     assert timing.count == 4 and timing.total_ps > 0  # 6 runs profiled, 2 warm-up runs dropped
     assert timing.invocation_ps == (timing.total_ps,)  # one site, invoked once a run
     parsed = iree_run.parse_sources(sources)
     assert iree_run.dispatch_sources(parsed)[name] == (("square",), "compute")
+
+
+def test_a_program_that_may_differ_from_tensorflow_is_profiled_and_says_why(tmp_path):
+    """Outputs that differ from TensorFlow's fail a program, unless the workload
+    says why they may (random numbers drawn with other bits): then the profile
+    records that reason and the program's own outputs, which variants are held to."""
+    stablehlo = tmp_path / "tiny.mlir"
+    stablehlo.write_text(TINY)
+    x = np.arange(4, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    workload = Workload("main", (tmp_path / "x.npy",), (x * x + 1,), 1, 0, {}, {})
+    with pytest.raises(UserError, match="differs from TensorFlow's"):
+        profile_program(stablehlo, (), tmp_path / "strict", workload, "tiny.vmfb")
+    lenient = dataclasses.replace(workload, may_differ="it draws random numbers")
+    program = profile_program(stablehlo, (), tmp_path / "lenient", lenient, "tiny.vmfb")
+    assert program.profile.outputs_unchecked == "it draws random numbers"
+    assert program.profile.outputs_max_abs == 1.0
+    np.testing.assert_array_equal(program.outputs[0], x * x)
+    held = dataclasses.replace(
+        workload, expected=program.outputs, expected_from=iree_run.ORIGINAL_PROGRAM
+    )
+    assert check_outputs(program.vmfb, held, tmp_path) == 0.0
 
 
 def test_build_profile_splits_and_lists_unattributed_dispatches(tmp_path):

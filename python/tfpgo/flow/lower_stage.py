@@ -99,7 +99,7 @@ def _iree_line(profile: IreeProfile) -> str:
     return (
         f"iree: {len(profile.dispatches)} dispatches at {len(sites)} sites, "
         f"{profile.attributed_ps / max(profile.dispatch_ps, 1):.2%} of their time on tf ops, "
-        f"outputs within {profile.outputs_max_abs:.3g} of TensorFlow's{loops}"
+        f"{profile.outputs_text()}{loops}"
     )
 
 

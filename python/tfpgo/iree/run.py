@@ -59,6 +59,9 @@ ELIDE_ELEMENTS = 64  # constants larger than this are elided in model.dispatches
 # kernels of another compiler reassociate sums.
 RTOL = 1e-3
 ATOL = 1e-5
+# Whose outputs a program's are compared with: TensorFlow's step, or (a step that
+# draws random numbers, which IREE draws with other bits) the original program's.
+TENSORFLOW, ORIGINAL_PROGRAM = "TensorFlow's", "the original program's"
 
 
 @dataclass(frozen=True)
@@ -123,10 +126,22 @@ class IreeProfile:
     op_ps: dict[str, int] = field(default_factory=dict)
     # per tf node of `op_ps`: its TensorFlow self time over the profiled steps
     op_tf_ps: dict[str, int] = field(default_factory=dict)
+    # Why the outputs could not be held to TensorFlow's ("" when they were).
+    outputs_unchecked: str = ""
 
     @property
     def dispatch_ps(self) -> int:
         return sum(d.total_ps for d in self.dispatches)
+
+    def outputs_text(self) -> str:
+        """How IREE's outputs compare with TensorFlow's, for a line of the run or
+        the report."""
+        if self.outputs_unchecked:
+            return (
+                f"outputs not held to TensorFlow's (max |Δ| {self.outputs_max_abs:.3g}): "
+                f"{self.outputs_unchecked}"
+            )
+        return f"outputs within {self.outputs_max_abs:.3g} of TensorFlow's"
 
     @property
     def attributed_ps(self) -> int:
@@ -138,7 +153,12 @@ class IreeProfile:
             "entry": self.entry,
             "runs": self.runs,
             "warmup": self.warmup,
-            "outputs": {"max_abs": self.outputs_max_abs, "rtol": self.rtol, "atol": self.atol},
+            "outputs": {
+                "max_abs": self.outputs_max_abs,
+                "rtol": self.rtol,
+                "atol": self.atol,
+                "unchecked": self.outputs_unchecked or None,
+            },
             "totals": {
                 "dispatch_ps": self.dispatch_ps,
                 "dispatch_attributed_ps": self.attributed_ps,
@@ -174,6 +194,7 @@ class IreeProfile:
                 tuple(_read_dispatch(d) for d in document["dispatches"]),
                 {op["name"]: op["iree_ps"] for op in document["ops"]},
                 {op["name"]: op["tf_self_ps"] for op in document["ops"]},
+                outputs.get("unchecked") or "",
             )
         except (KeyError, TypeError) as error:
             raise UserError(f"{path}: malformed {FORMAT} document ({error})") from None
@@ -472,25 +493,33 @@ def _tf_parts(
     }
 
 
-def run_and_compare(
-    vmfb: Path, entry: str, inputs: Sequence[Path], expected: Sequence[Any], scratch: Path
-) -> float:
-    """Runs `entry` once on `inputs` (.npy files) and returns max |IREE - TF| over the
-    outputs; a mismatch beyond RTOL/ATOL is one UserError line."""
+def run_outputs(
+    vmfb: Path, entry: str, inputs: Sequence[Path], count: int, scratch: Path
+) -> tuple[Any, ...]:
+    """Runs `entry` once on `inputs` (.npy files): its `count` outputs (numpy)."""
     import numpy as np
 
-    outputs = [scratch / f"iree_output_{i}.npy" for i in range(len(expected))]
+    outputs = [scratch / f"iree_output_{i}.npy" for i in range(count)]
     args = [f"--module={vmfb}", f"--device={DEVICE}", f"--function={entry}"]
     args += [f"--input=@{path}" for path in inputs] + [f"--output=@{path}" for path in outputs]
     run_tool("iree-run-module", args, "iree level (run)")
+    return tuple(np.load(path) for path in outputs)
+
+
+def compare_outputs(
+    entry: str, outputs: Sequence[Any], expected: Sequence[Any], whose: str = TENSORFLOW
+) -> float:
+    """max |IREE - expected| over the outputs; a mismatch beyond RTOL/ATOL is one
+    UserError line (OutputsDiffer) naming `whose` outputs were expected."""
+    import numpy as np
+
     worst = 0.0
-    for index, (path, want) in enumerate(zip(outputs, expected, strict=True)):
-        got = np.load(path)
+    for index, (got, want) in enumerate(zip(outputs, expected, strict=True)):
         want = np.asarray(want)
         if got.shape != want.shape or not np.allclose(got, want, rtol=RTOL, atol=ATOL):
             difference = np.abs(got - want).max() if got.shape == want.shape else float("inf")
             raise OutputsDiffer(
-                f"iree level: output {index} of {entry} differs from TensorFlow's "
+                f"iree level: output {index} of {entry} differs from {whose} "
                 f"(max |Δ| {difference:.3g}, shapes {got.shape} and {want.shape}, tolerance "
                 f"{RTOL:g} relative + {ATOL:g})"
             )
@@ -498,9 +527,22 @@ def run_and_compare(
     return worst
 
 
+def largest_difference(outputs: Sequence[Any], expected: Sequence[Any]) -> float:
+    """max |IREE - expected| over outputs of the same shapes (inf where they differ)."""
+    import numpy as np
+
+    worst = 0.0
+    for got, want in zip(outputs, expected, strict=True):
+        want = np.asarray(want)
+        if got.shape != want.shape:
+            return float("inf")
+        worst = max(worst, float(np.abs(got - want).max()) if got.size else 0.0)
+    return worst
+
+
 class OutputsDiffer(UserError):
-    """IREE's outputs are not TensorFlow's: `what` says which and by how much; the
-    line blames IREE unless a caller knows another cause."""
+    """IREE's outputs are not the expected ones: `what` says which and by how much;
+    the line blames IREE unless a caller knows another cause."""
 
     def __init__(self, what: str) -> None:
         super().__init__(f"{what}: IREE computes something else; report it with model.iree.vmfb")
@@ -601,6 +643,7 @@ def build_profile(
     tf_self_ps: dict[str, int],
     fused_into: dict[str, str],
     sites: dict[str, tuple[SiteOps, ...]] | None = None,
+    outputs_unchecked: str = "",
 ) -> IreeProfile:
     """The dispatches, largest first, each with its sites, their tf ops and TF self
     time; per tf op, its equal integer share of every site that ran it.
@@ -668,5 +711,6 @@ def build_profile(
     dispatches.sort(key=lambda d: (-d.total_ps, d.name))
     op_tf = {node: tf_self_ps.get(node, 0) for node in op_ps}
     return IreeProfile(
-        source, entry, runs, warmup, max_abs, RTOL, ATOL, tuple(dispatches), op_ps, op_tf
-    )
+        source, entry, runs, warmup, max_abs, RTOL, ATOL, tuple(dispatches), op_ps, op_tf,
+        outputs_unchecked,
+    )  # fmt: skip

@@ -28,8 +28,7 @@ def iree_summary(profile: IreeProfile, tf_steps: int, tf_op_self_ps: int) -> str
         f"IREE ({profile.runs} runs, llvm-cpu for this host): {format_ps(iree_step)} of "
         f"dispatch time a step against {format_ps(tf_step)} of TensorFlow op time; "
         f"{len(profile.dispatches)} dispatches at {sites} sites{caveat}, {share:.2%} of their "
-        "time on tf ops; outputs "
-        f"within {profile.outputs_max_abs:.3g} of TensorFlow's (tolerance {profile.rtol:g} "
+        f"time on tf ops; {profile.outputs_text()} (tolerance {profile.rtol:g} "
         f"relative + {profile.atol:g})."
     )
 
