@@ -305,7 +305,8 @@ Location WithoutProfileInLocation(Location loc) {
                : CallSiteLoc::get(callee, call_loc.getCaller());
   }
   if (auto opaque_loc = llvm::dyn_cast<OpaqueLoc>(loc)) {
-    Location fallback = WithoutProfileInLocation(opaque_loc.getFallbackLocation());
+    Location fallback =
+        WithoutProfileInLocation(opaque_loc.getFallbackLocation());
     return fallback == opaque_loc.getFallbackLocation()
                ? loc
                : OpaqueLoc::get(opaque_loc.getUnderlyingLocation(),
