@@ -1,4 +1,5 @@
-"""What one run of the flow is asked to do: `pgo`'s options, as a record."""
+"""What one run of the flow is asked to do: `pgo`'s options, as a record, and
+the checks that refuse a run that could not do it."""
 
 from __future__ import annotations
 
@@ -6,9 +7,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfpgo import HOT_OPS
-from tfpgo.models import DEFAULT_MODEL
+from tfpgo.atomic import check_output_path
+from tfpgo.cli import working_directory
+from tfpgo.errors import UserError
+from tfpgo.mlir import annotate, lowering
+from tfpgo.models import DEFAULT_MODEL, check_model_spec
 from tfpgo.models.profiling import ProfilerLevels
+from tfpgo.models.user import SignatureChoice, parse_input
+from tfpgo.render import PICTURE_FORMATS
 from tfpgo.trace.hosts import HostReading
+from tfpgo.trace.readers import check_trace_input
 
 
 @dataclass(frozen=True)
@@ -49,3 +57,102 @@ class FlowOptions:
     inputs: tuple[str, ...] = ()
     # How the hosts of a multi-host trace are read (local processes, or a Dask cluster).
     host_reading: HostReading = field(default_factory=HostReading)
+
+
+def check_options(options: FlowOptions) -> None:
+    """Refuses, in one line each, options that do not go together or name what is
+    not there, before anything runs."""
+    if (options.from_trace is None) != (options.mlir is None):
+        raise UserError("--from-trace and --mlir go together: the trace and the module it ran")
+    if options.from_trace is None:
+        check_model_spec(options.model)
+    unknown = sorted(set(options.formats) - set(PICTURE_FORMATS))
+    if unknown or not options.formats:
+        named = f"unknown {', '.join(unknown)}" if unknown else "no format named"
+        raise UserError(f"--formats: {named}; use {','.join(PICTURE_FORMATS)}")
+    if options.top_k < 0:
+        raise UserError("--top-k must not be negative")
+    lowering.check_levels(options.lower)
+    if "iree" in options.lower and options.from_trace is not None:
+        raise UserError(
+            "--lower iree compiles and runs the loaded model's step: it needs a model to "
+            "profile (not --from-trace)"
+        )
+    if options.tune_budget_s is not None and "iree" not in options.lower:
+        raise UserError("--tune tunes the program IREE compiles: add --lower iree")
+    if options.optimize and options.from_trace is not None:
+        raise UserError("--optimize measures the loaded model: it does not go with --from-trace")
+    _check_signature_choice(options)
+    if options.optimize_unchecked and not options.optimize:
+        raise UserError(
+            "--optimize-unchecked says which candidates --optimize times: add --optimize"
+        )
+    if options.optimize_budget_s is not None and not options.optimize:
+        raise UserError("--optimize-budget bounds --optimize: add --optimize")
+    _check_output_dir(options.output_dir, options.from_trace)
+    if options.from_trace is not None and options.mlir is not None:
+        check_trace_input(options.from_trace, "--from-trace")
+        _check_module_input(options.mlir)
+
+
+def _check_module_input(mlir: Path) -> None:
+    """--mlir: a readable text module that tfpgo-opt parses (StableHLO, which it
+    reads only in generic form, is parsed when annotated)."""
+    if not mlir.is_file():
+        problem = "is a directory" if mlir.is_dir() else "no such file"
+        raise UserError(f"--mlir {mlir}: {problem}; pass the .mlir file of the traced step")
+    try:
+        text = mlir.read_text()
+    except OSError as error:
+        raise UserError(f"--mlir {mlir}: cannot read: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"--mlir {mlir}: not text; pass the MLIR in its text form") from None
+    if not lowering.is_stablehlo(text):
+        annotate.check_module(mlir, "--mlir")
+
+
+def signature_choice(options: FlowOptions) -> SignatureChoice:
+    return SignatureChoice(options.signature, options.inputs)
+
+
+def _check_signature_choice(options: FlowOptions) -> None:
+    """--signature and --input: well formed, and for a SavedModel directory only."""
+    for text in options.inputs:
+        parse_input(text)
+    if not options.signature:
+        raise UserError("--signature: empty; name a signature of the SavedModel")
+    chosen = options.inputs or options.signature != SignatureChoice().signature
+    if chosen and (options.from_trace is not None or not Path(options.model).is_dir()):
+        raise UserError(
+            f"--signature and --input choose what a SavedModel directory runs; "
+            f"{options.model} is not one"
+        )
+
+
+# Every finished run writes these: a directory holding them is a previous output.
+_OUTPUT_SIGNATURE = ("report.md", "op_profile.json")
+
+
+def _check_output_dir(path: Path, from_trace: Path | None) -> None:
+    """The output directory is replaced as a whole on success: refuse anything but
+    a new or empty directory or a previous pgo output, so no user file is lost."""
+    check_output_path(path, "--output-dir", directory=True)
+    here = working_directory().resolve()
+    if here == path.resolve() or path.resolve() in here.parents:
+        raise UserError(
+            f"--output-dir {path}: is the directory you run from (or contains it), and the "
+            "output directory is replaced as a whole; name a subdirectory such as pgo_out"
+        )
+    if path.is_dir() and any(path.iterdir()):
+        missing = [name for name in _OUTPUT_SIGNATURE if not (path / name).is_file()]
+        if missing:
+            raise UserError(
+                f"--output-dir {path}: not empty and not a previous pgo output (no "
+                f"{', '.join(missing)}); pgo replaces it as a whole, so name a new or "
+                "empty directory"
+            )
+    if from_trace is not None and from_trace.resolve() == path.resolve():
+        raise UserError(
+            f"--from-trace {from_trace}: is the output directory itself; pass its profile/ "
+            "logdir (the output directory is replaced)"
+        )

@@ -335,7 +335,7 @@ class Timing:
 
     @property
     def ratio(self) -> float:
-        return self.ps / self.iree_ps if self.iree_ps > 0 else float("inf")
+        return dispatch_tiles.against_iree(self.ps, self.iree_ps)
 
 
 @dataclass(frozen=True)

@@ -275,7 +275,13 @@ class Trial:
 
     @property
     def ratio(self) -> float:
-        return self.ps / self.iree_ps if self.iree_ps > 0 else float("inf")
+        return against_iree(self.ps, self.iree_ps)
+
+
+def against_iree(ps: float, iree_ps: float) -> float:
+    """A variant's time over IREE's own choice's at the same place; infinite when
+    IREE's is unknown (no variant can be said to beat it)."""
+    return ps / iree_ps if iree_ps > 0 else float("inf")
 
 
 @dataclass(frozen=True)
