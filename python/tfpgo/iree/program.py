@@ -84,10 +84,8 @@ def profile_program(
     except iree_run.OutputsDiffer:
         if not workload.may_differ:
             raise
-        max_abs, unchecked = (
-            iree_run.largest_difference(outputs, workload.expected),
-            (workload.may_differ),
-        )
+        max_abs = iree_run.largest_difference(outputs, workload.expected)
+        unchecked = workload.may_differ
     sites = compile_sites(stablehlo, (*iree_run.IREE_FLAGS, *flags), directory, SITES_TIMEOUT_S)
     timings = iree_run.profile_dispatches(
         vmfb, workload.entry, workload.inputs, workload.runs, directory, workload.warmup

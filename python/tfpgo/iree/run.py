@@ -513,18 +513,16 @@ def compare_outputs(
     UserError line (OutputsDiffer) naming `whose` outputs were expected."""
     import numpy as np
 
-    worst = 0.0
     for index, (got, want) in enumerate(zip(outputs, expected, strict=True)):
         want = np.asarray(want)
         if got.shape != want.shape or not np.allclose(got, want, rtol=RTOL, atol=ATOL):
-            difference = np.abs(got - want).max() if got.shape == want.shape else float("inf")
+            difference = largest_difference((got,), (want,))
             raise OutputsDiffer(
                 f"iree level: output {index} of {entry} differs from {whose} "
                 f"(max |Δ| {difference:.3g}, shapes {got.shape} and {want.shape}, tolerance "
                 f"{RTOL:g} relative + {ATOL:g})"
             )
-        worst = max(worst, float(np.abs(got - want).max()) if got.size else 0.0)
-    return worst
+    return largest_difference(outputs, expected)
 
 
 def largest_difference(outputs: Sequence[Any], expected: Sequence[Any]) -> float:
