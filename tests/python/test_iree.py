@@ -148,10 +148,12 @@ def test_a_program_that_may_differ_from_tensorflow_is_profiled_and_says_why(tmp_
     assert program.profile.outputs_unchecked == "it draws random numbers"
     assert program.profile.outputs_max_abs == 1.0
     np.testing.assert_array_equal(program.outputs[0], x * x)
-    held = dataclasses.replace(
-        workload, expected=program.outputs, expected_from=iree_run.ORIGINAL_PROGRAM
-    )
+    held = lenient.held_to(program.outputs)
     assert check_outputs(program.vmfb, held, tmp_path) == 0.0
+    # Held to the original program, a variant's mismatch is no longer tolerated.
+    off = dataclasses.replace(held, expected=(x * x + 1,))
+    with pytest.raises(UserError, match="differs from the original program's"):
+        profile_program(stablehlo, (), tmp_path / "variant", off, "tiny.vmfb")
 
 
 def test_build_profile_splits_and_lists_unattributed_dispatches(tmp_path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,13 @@ class Workload:
     # Why IREE's outputs may differ from TensorFlow's, its program being right
     # (it draws random numbers with other bits); "" when they may not.
     may_differ: str = ""
+
+    def held_to(self, outputs: tuple[Any, ...]) -> Workload:
+        """This workload expecting `outputs`, the original program's (which draw
+        the same random bits as its variants), and tolerating no mismatch."""
+        return replace(
+            self, expected=outputs, expected_from=iree_run.ORIGINAL_PROGRAM, may_differ=""
+        )
 
 
 @dataclass(frozen=True)

@@ -340,9 +340,7 @@ def _compile_and_run(
     )
     program = profile_program(stablehlo, (), scratch / "iree", workload, "model.iree.vmfb")
     if program.profile.outputs_unchecked:  # --tune holds variants to this program's outputs
-        workload = replace(
-            workload, expected=program.outputs, expected_from=iree_run.ORIGINAL_PROGRAM
-        )
+        workload = workload.held_to(program.outputs)
     program.profile.write(out / "iree_profile.json")
     dispatches = out / iree_run.DISPATCHES_MODULE
     iree_run.write_dispatch_sources(
