@@ -118,8 +118,8 @@ def read_sites(dispatch_creation: Path, flow: Path) -> dict[str, tuple[SiteOps, 
 
 
 def _walk_loops(op: Any) -> Iterator[tuple[Any, int]]:
-    """Every op under `op` in program order, with the loop it runs in
-    (`SiteOps.loop`)."""
+    """`op` and every op nested in it, in program order, with the loop each runs
+    in (`SiteOps.loop`); a stack, not recursion: modules nest deep."""
     loops = 0
     pending: list[tuple[Any, int]] = [(op, OUTSIDE_LOOPS)]
     while pending:
@@ -189,11 +189,8 @@ def compute_ops(op: Any) -> Iterator[Any]:
 
 def walk(op: Any) -> Iterator[Any]:
     """`op` and every op nested in it, in program order."""
-    yield op
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                yield from walk(inner.operation)
+    for current, _ in _walk_loops(op):
+        yield current
 
 
 def location_names(location: Any) -> Iterator[str]:
