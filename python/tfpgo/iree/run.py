@@ -469,15 +469,11 @@ def _site_translations(
 
 def executable_exports(op: Any) -> list[tuple[str, Any]]:
     """The `hal.executable.export` ops under `op`, with their names."""
-    found = []
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                if inner.operation.name == "hal.executable.export":
-                    name = str(inner.operation.attributes["sym_name"]).strip('"')
-                    found.append((name, inner.operation))
-                found.extend(executable_exports(inner.operation))
-    return found
+    return [
+        (str(inner.attributes["sym_name"]).strip('"'), inner)
+        for inner in walk(op)
+        if inner is not op and inner.name == "hal.executable.export"
+    ]
 
 
 def _tf_parts(
