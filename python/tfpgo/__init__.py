@@ -3,7 +3,8 @@
 Stages, one subpackage each, data flowing one way (`STAGES`, in order):
 models (the model and its profiling) -> trace (readers, typed events, the
 event DAG) -> attribution (the op profile, XLA's and devices' time on tf ops)
--> iree (the program compiled, run and profiled at its dispatch sites) -> mlir
+-> iree (the program compiled, run and profiled at its dispatch sites) ->
+runtime (that program run from Python as the step, `program.json`) -> mlir
 (tfpgo-opt's annotation, lowering to StableHLO, linalg and IREE) -> analysis
 (phases, scopes, op types) -> render (pictures, exports, tables) -> diff (two
 profiles compared) -> proposer (advice, measured) -> tune (IREE's program
@@ -16,7 +17,7 @@ never a later one, lazily or for types alike (tools/check_imports.py, part of
 __version__ = "0.1.0"
 
 STAGES = (
-    "models", "trace", "attribution", "iree", "mlir", "analysis", "render", "diff",
+    "models", "trace", "attribution", "iree", "runtime", "mlir", "analysis", "render", "diff",
     "proposer", "tune", "report", "tensorboard", "flow",
 )  # fmt: skip
 SHARED = ("errors", "atomic", "documents", "cli", "toolpaths", "kernels", "dask_cluster")

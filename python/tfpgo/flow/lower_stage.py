@@ -16,12 +16,14 @@ from pathlib import Path
 
 from tfpgo.errors import UserError
 from tfpgo.flow.options import FlowOptions
+from tfpgo.flow.program_manifest import write_program_manifest
 from tfpgo.iree.program import ProfiledProgram, Workload
 from tfpgo.iree.run import IREE_OP_GRAPH, IreeProfile, write_iree_op_graph
 from tfpgo.mlir import lowering, routes
 from tfpgo.mlir.compiled_step import CompiledStep, XlaRefused, compile_step
 from tfpgo.models import ModelCase
 from tfpgo.models.case import Mode
+from tfpgo.runtime.manifest import MANIFEST
 
 
 def lowerable(case: ModelCase) -> str | CompiledStep:
@@ -54,8 +56,9 @@ def lower(
         iree = dataclasses.replace(iree, then=tuner(out, options, note))
     op_profile, asked, total = out / "op_profile.json", options.lower, profile_self_ps
     tf_level = lowering.TfLevel(op_profile, out / "attribution.json", out / "op_graph.json")
-    if isinstance(lowerable, CompiledStep):
-        levels = lowering.lower_compiled_step(lowerable, tf_level, asked, out, total, iree)
+    step = lowerable if isinstance(lowerable, CompiledStep) else None
+    if step is not None:
+        levels = lowering.lower_compiled_step(step, tf_level, asked, out, total, iree)
     else:
         try:
             levels = lowering.lower(lowerable, op_profile, asked, out, total, iree)
@@ -71,6 +74,7 @@ def lower(
         profile = IreeProfile.read(out / "iree_profile.json")
         write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH)
         note(_iree_line(profile))
+        note(_manifest_line(out, case, step, iree.expected))
     if levels:
         note(f"stablehlo: lowered by {levels[0].coverage.route.text()}")
     for level in levels:
@@ -100,6 +104,25 @@ def _iree_line(profile: IreeProfile) -> str:
         f"iree: {len(profile.dispatches)} dispatches at {len(sites)} sites, "
         f"{profile.attributed_ps / max(profile.dispatch_ps, 1):.2%} of their time on tf ops, "
         f"{profile.outputs_text()}{loops}"
+    )
+
+
+def _manifest_line(
+    out: Path, case: ModelCase | None, step: CompiledStep | None, expected: tuple[object, ...]
+) -> str:
+    """Writes program.json for the program (tfpgo.flow.program_manifest) and says
+    how to run it; a module of the user's has no step to describe."""
+    if case is None:
+        return (
+            f"program: no {MANIFEST}: a module of your own (--mlir) has no tf.function to "
+            "describe; its entry takes the module's parameters in order"
+        )
+    manifest = write_program_manifest(out, case, step, expected)
+    carried = len(manifest.variables())
+    state = f", {carried} variables carried from call to call" if carried else ""
+    return (
+        f"program: {MANIFEST} ({', '.join(manifest.programs)}){state}; run it with "
+        f"tfpgo.runtime.load('{out}') or //tools:run_program"
     )
 
 

@@ -166,7 +166,7 @@ def _executable(tool: str, what: str) -> str:
             from iree.compiler.tools.binaries import find_tool
 
             return find_tool(tool)  # $IREE_TOOL_PATH first
-        return _runtime_tool(tool)
+        return runtime_tool(tool)
     except Exception:
         raise UserError(
             f"{what}: IREE's {tool} is not installed (pip install iree-base-compiler "
@@ -174,7 +174,7 @@ def _executable(tool: str, what: str) -> str:
         ) from None
 
 
-def _runtime_tool(tool: str) -> str:
+def runtime_tool(tool: str) -> str:
     """A tool of the runtime wheel (iree-base-runtime ships them in its package),
     unless a directory of $IREE_TOOL_PATH has one."""
     for entry in os.environ.get(TOOL_PATH_VARIABLE, "").split(os.pathsep):

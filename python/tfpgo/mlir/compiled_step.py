@@ -58,6 +58,10 @@ class CompiledStep:
     inputs: tuple[Any, ...]
     expected: tuple[Any, ...]
     written: tuple[str, ...]  # the variables the step writes, in result order
+    # Per captured value (the parameters after the inputs): the variable's name,
+    # None for a captured constant; per written variable, the parameter it updates.
+    carried: tuple[str | None, ...] = ()
+    updates: tuple[int, ...] = ()
     # Traced again under jit_compile (XLA refused the profiled trace): its node
     # names may differ from the profile's in uniquified scopes (`sgd_1` → `sgd`).
     retraced: bool = False
@@ -115,6 +119,8 @@ def compile_step(function: Any, inputs: tuple[Any, ...]) -> CompiledStep:
         tuple(np.asarray(value) for value in inputs) + tuple(before),
         tuple(expected),
         tuple(written),
+        tuple(None if variable is None else variable.name for variable in variables),
+        tuple(results),
         retraced,
     )
 
