@@ -49,6 +49,7 @@ from tfpgo.render.exports.model_explorer import adapter_dialects, adapter_readab
 from tfpgo.render.model import EdgeKind
 from tfpgo.render.scope_chart import write_scope_chart
 from tfpgo.report import compose
+from tfpgo.runtime.manifest import MANIFEST, ProgramManifest
 from tfpgo.trace.hosts import HostReading
 from tfpgo.tune.document import TUNE_DOCUMENT, TuneDocument
 
@@ -92,6 +93,11 @@ OUTPUT_FILES = {
     "tuning_spec.mlir": "--tune: the IREE tuning spec of the tiles that won "
     "(iree-compile --iree-codegen-tuning-spec-path=tuning_spec.mlir)",
     "model.tuned.vmfb": "--tune: the tuned program (when a candidate won)",
+    "program.json": "--lower iree: the program's manifest: each parameter and result in the "
+    "step's terms, the variables it carries, tolerance, target, programs (docs/formats.md); "
+    "tfpgo.runtime.load reads it",
+    "program": "--lower iree: each parameter's value in the profiled step "
+    "(parameter_<i>.npy: the inputs, the variables' starting values)",
     "model.tuned.stablehlo.mlir": "--tune: the tuned program's StableHLO when a pass rewrote "
     "it, profiler_data on its ops (generic form, big constants elided)",
     "model.tuned.stablehlo.mlirbc": "--tune: the tuned program's StableHLO, weights included",
@@ -295,7 +301,16 @@ def _run_stages(
         "report",
         "analysis.json, scope_chart.svg, report.md, report.html",
         lambda: _report(
-            out, run_info, profile, hlo, attribution, pictures, op_graph, levels, optimized
+            out,
+            run_info,
+            profile,
+            hlo,
+            attribution,
+            pictures,
+            op_graph,
+            levels,
+            optimized,
+            options.output_dir,
         ),
     )
     return attribution, levels
@@ -584,6 +599,7 @@ def _report(
     op_graph: RenderGraph,
     levels,
     optimized=None,
+    final_dir: Path | None = None,
 ) -> None:
     analysis = analyse(profile, structural_phases(op_graph, attribution, profile))
     analysis.write(out / "analysis.json")
@@ -618,6 +634,8 @@ def _report(
             tune=TuneDocument.read(out / TUNE_DOCUMENT)
             if (out / TUNE_DOCUMENT).is_file()
             else None,
+            program=ProgramManifest.read(out) if (out / MANIFEST).is_file() else None,
+            output_dir=final_dir or out,
         ),
         out,
     )

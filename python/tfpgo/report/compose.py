@@ -37,6 +37,14 @@ from tfpgo.report.iree_tables import (
     iree_summary,
     scope_rows,
 )
+from tfpgo.report.run_it import (
+    PARAMETER_HEADER,
+    RUN_IT_TITLE,
+    iree_command,
+    parameter_rows,
+    python_snippet,
+    run_it_text,
+)
 from tfpgo.report.tune_tables import (
     DECISION_HEADER,
     OP_HEADER,
@@ -49,6 +57,7 @@ from tfpgo.report.tune_tables import (
     trial_rows,
     tune_summary,
 )
+from tfpgo.runtime.manifest import ProgramManifest
 from tfpgo.tune.document import TuneDocument
 
 if TYPE_CHECKING:
@@ -85,6 +94,8 @@ class ReportInputs:
     optimize: OptimizeResult | None = None  # --optimize: measured proposals
     iree: IreeProfile | None = None  # --lower iree: the compiled program's dispatches
     tune: TuneDocument | None = None  # --tune: what was tried, measured and kept
+    program: ProgramManifest | None = None  # --lower iree: how to run the program
+    output_dir: Path = Path(".")  # where the output lands (the snippets name it)
 
 
 def _hottest_ops(graph: RenderGraph, count: int) -> list[tuple[RenderNode, Timing]]:
@@ -448,6 +459,12 @@ def to_markdown(inputs: ReportInputs) -> str:
         if ops:
             parts += ["", "### TensorFlow ops the kept changes sped up", ""]
             parts += [markdown_table(OP_HEADER, ops)]
+    if inputs.program is not None:
+        program, out = inputs.program, inputs.output_dir
+        parts += ["", f"## {RUN_IT_TITLE}", "", run_it_text(program, out), ""]
+        parts += ["```python", python_snippet(program, out), "```", ""]
+        parts += [f"IREE's own tool, from `{out}`:", "", "```sh", iree_command(program), "```"]
+        parts += ["", markdown_table(PARAMETER_HEADER, parameter_rows(program))]
     if inputs.attribution.unresolved:
         parts += ["", "## Unresolved runtime names", ""]
         parts += [
@@ -567,6 +584,13 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         if ops:
             parts.append("<h3>TensorFlow ops the kept changes sped up</h3>")
             parts.append(html_table(OP_HEADER, ops))
+    if inputs.program is not None:
+        program, out = inputs.program, inputs.output_dir
+        parts.append(f"<h2>{RUN_IT_TITLE}</h2><p>{esc(run_it_text(program, out))}</p>")
+        parts.append(f"<pre><code>{esc(python_snippet(program, out))}</code></pre>")
+        parts.append(f"<p>IREE's own tool, from <code>{esc(str(out))}</code>:</p>")
+        parts.append(f"<pre><code>{esc(iree_command(program))}</code></pre>")
+        parts.append(html_table(PARAMETER_HEADER, parameter_rows(program)))
     if inputs.attribution.unresolved:
         items = "".join(
             f"<li><code>{esc(entry.name)}</code> ({esc(_entry_time(inputs, entry))}): "

@@ -201,3 +201,14 @@ def _from_json(document: dict[str, Any]) -> ProgramManifest:
 def values_path(directory: Path, parameter: Tensor) -> Path:
     """The file of `parameter`'s value in the profiled step."""
     return directory / VALUES / f"parameter_{parameter.index}.npy"
+
+
+def iree_run_module_args(manifest: ProgramManifest, program: str) -> list[str]:
+    """IREE's own command for one step of `program` on the profiled values, run
+    from the output directory (`program/parameter_<i>.npy` in parameter order)."""
+    from tfpgo.iree.run import DEVICE
+
+    args = ["iree-run-module", f"--module={manifest.programs[program]}", f"--device={DEVICE}"]
+    args.append(f"--function={manifest.entry}")
+    args += [f"--input=@{VALUES}/parameter_{p.index}.npy" for p in manifest.parameters]
+    return args

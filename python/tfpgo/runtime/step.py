@@ -111,19 +111,28 @@ class Step:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """One step on the step's own arguments; its outputs, nested as the step
         nests them (numpy arrays). A training step's variables advance."""
+        results = self.call_flat(self._bind(args, kwargs))
+        return unflatten(self.manifest.outputs, lambda index: _host(results[index]))
 
-        flat = self._bind(args, kwargs)
+    def call_flat(self, inputs: Mapping[int, Any]) -> tuple[Any, ...]:
+        """One step on the input parameters by position (numpy); every result,
+        as IREE's device arrays. The carried variables advance."""
+        checked = {index: _checked(self._inputs[index], value) for index, value in inputs.items()}
         arguments = [
-            flat[index] if index in self._inputs else self._state[index]
+            checked[index] if index in self._inputs else self._state[index]
             for index in range(len(self.manifest.parameters))
         ]
-        results = self._function(*arguments)
+        try:
+            results = self._function(*arguments)
+        except ValueError as error:  # IREE's word on a call it refused
+            first = str(error).strip().splitlines()[0]
+            raise UserError(f"{self.program}: IREE refused the call ({first})") from None
         if len(self.manifest.results) == 1:
             results = (results,)
         for result in self.manifest.results:
             if result.alias is not None:
                 self._state[result.alias] = results[result.index]
-        return unflatten(self.manifest.outputs, lambda index: _host(results[index]))
+        return tuple(results)
 
     def variables(self) -> dict[str, Any]:
         """The carried variables' current values (numpy), by name."""
@@ -153,7 +162,7 @@ class Step:
             self._state[index] = rt.asdevicearray(self._device, array)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, Any]:
-        """The step's arguments, flattened to parameter positions and checked."""
+        """The step's arguments, flattened to parameter positions."""
         signature = self.manifest.signature
         if len(args) > len(signature.positional):
             raise UserError(
@@ -174,7 +183,7 @@ class Step:
         flat: dict[int, Any] = {}
         for name, value in bound.items():
             flatten(signature.trees[name], value, name, flat)
-        return {index: _checked(self._inputs[index], value) for index, value in flat.items()}
+        return flat
 
 
 def _checked(tensor: Tensor, value: Any, what: str = "") -> Any:
