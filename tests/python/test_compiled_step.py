@@ -97,3 +97,8 @@ def test_a_second_traces_locations_take_the_profiles_names_up_to_scope_suffixes(
         'a = loc("sgd_1/Mul_3")\nb = loc("sgd_1/Mul")\nc = loc("net/dense/MatMul")\n'
         'd = loc("opt/Add")\ne = loc("opt_2/Add")\n'
     )
+    # A scope uniquified twice in the profile (a third optimizer of the process):
+    # compared without both suffixes.
+    assert with_profile_names('a = loc("sgd_2/Mul")\n', {"sgd_2_1/Mul"}) == (
+        'a = loc("sgd_2_1/Mul")\n'
+    )

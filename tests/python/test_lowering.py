@@ -1,6 +1,7 @@
 """--lower: the profile at StableHLO and linalg, on real small models, and the
 records carried in locations through TensorFlow's own passes."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,18 @@ from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir import annotate, lowering, routes
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
+# What a lowering loses by design (LostSource.reason): variables become the
+# program's parameters and results, lists the loop's buffers.
+BY_DESIGN = ("a variable read", "a variable write", "a TensorList, TensorArray or Stack op")
+
+
+def _folded(level: lowering.LevelCoverage) -> set[str]:
+    """The op types a level lost for no reason of design (folded or erased).
+
+    What a lowering reaches is what it decided, whatever the profiled run's times:
+    the tests assert these sets, not a share of measured time (a slow variable read
+    once moved 40% of a profile out of reach)."""
+    return {source.op for source in level.lost if not source.reason.startswith(BY_DESIGN)}
 
 
 def _lowered_flow(tmp_path: Path, model: str, mode: str = "infer"):
@@ -33,7 +46,7 @@ def test_the_profile_reaches_stablehlo_and_linalg(tmp_path):
     result = _lowered_flow(tmp_path, "small_convnet.py")
     assert [level.level for level in result.levels] == ["stablehlo", "linalg"]
     for level in result.levels:
-        assert level.coverage >= 0.99, (level.level, level.lost)
+        assert level.lost == (), (level.level, level.lost)  # every measured op reached
         assert level.annotated_ops > level.sources > 0
         # Summed once per source, never once per op: no level exceeds the profile.
         assert level.source_self_ps <= level.profile_self_ps
@@ -144,7 +157,7 @@ def test_a_step_neither_pass_pipeline_lowers_is_taken_as_xla_compiles_it(tmp_pat
             "tf.ResizeBilinear (node 'resize/ResizeBilinear') has no StableHLO lowering on "
             "either route before it"
         )
-        assert level.coverage >= 0.99, (level.level, level.lost)
+        assert level.lost == (), (level.level, level.lost)  # every measured op reached
     err = capsys.readouterr().err
     assert "100.00% of their time on tf ops, outputs within" in err
 
@@ -177,7 +190,6 @@ def test_a_training_step_runs_under_iree_with_its_variables_as_parameters(tmp_pa
         assert all("a variable " in source.reason for source in level.lost)
         lost_ps = sum(source.self_ps for source in level.lost)
         assert level.source_self_ps + lost_ps == level.profile_self_ps
-        assert level.coverage >= 0.97
     err = capsys.readouterr().err
     assert "stablehlo: lowered by TensorFlow's XLA compiler (jit_compile's StableHLO)" in err
     assert "100.00% of their time on tf ops, outputs within" in err
@@ -192,7 +204,11 @@ def test_a_recurrent_training_step_runs_under_iree(tmp_path, capsys):
     result = _lowered_flow(tmp_path, "rnn", mode="train")
     for level in result.levels:
         assert level.route.forwarded_results == 1 and level.route.barriers == 1
-        assert level.coverage >= 0.97, (level.level, level.lost)
+        # Besides variables and lists, the gradient loop's variable shapes are folded
+        # into constants, and at linalg the forward loop's bound: every op that
+        # computes is reached.
+        folded = {"tf.VariableShape"} | ({"tf.StridedSlice"} if level.level == "linalg" else set())
+        assert _folded(level) == folded, (level.level, level.lost)
     err = capsys.readouterr().err
     assert "; 1 loop-invariant carried value kept through an optimization barrier" in err
     assert "100.00% of their time on tf ops, outputs within" in err
@@ -207,9 +223,14 @@ def test_a_training_step_xla_refuses_as_traced_is_traced_again_under_jit_compile
     stablehlo = result.levels[0]
     assert "traced again under jit_compile" in stablehlo.route.why
     assert [loop.trip_count for loop in stablehlo.loops] == [10.0, 10.0]
-    assert stablehlo.coverage >= 0.85, stablehlo.lost
-    # The optimizer's scope is `sgd_1` in the profile and `sgd` in the new trace.
-    assert not [source for source in stablehlo.lost if source.name.startswith("sgd_1/Mul")]
+    # Lost: variables, lists, and the gradient loop's variable shapes (folded);
+    # every op that computes is reached, however the profiled run's time fell.
+    assert _folded(stablehlo) == {"tf.VariableShape"}, stablehlo.lost
+    # The optimizer's scope is `sgd_1` in the profile and `sgd` in the new trace
+    # (`sgd_2_1` in the profile after this file's other training steps): its
+    # updates, scattered into the embedding or not, are reached.
+    optimizer = [s for s in stablehlo.lost if re.match(r"sgd(_\d+)*/", s.name)]
+    assert {s.op for s in optimizer} <= {"tf.ReadVariableOp"}, optimizer
     assert all(level_sum.holds for level_sum in check_output(result.output_dir))
     err = capsys.readouterr().err
     assert "100.00% of their time on tf ops, outputs within" in err

@@ -5,7 +5,9 @@ but not as the runtime profiled it: an op of a loop body ran as
 `w/while/body/_1/w/while/add`, its node is `w/while/add`. The profile handed to
 `tf-profile-materialize-annotations` (`path-to-profile`) takes the node names
 the tf level resolved. A second trace of a step (under `jit_compile`)
-uniquifies scopes anew (`sgd_1` becomes `sgd`): the module's locations take
+uniquifies scopes anew (`sgd_1` becomes `sgd`; a scope uniquified twice, the
+profile's `sgd_2_1` after other optimizers were made in the process, is
+compared without either suffix): the module's locations take
 the profile's names. Either only where the new name is unambiguous.
 """
 
@@ -61,7 +63,7 @@ def with_profile_names(module_text: str, names: set[str]) -> str:
 
 def _unscoped(name: str) -> str:
     *scopes, leaf = name.split("/")
-    return "/".join([*(re.sub(r"_\d+$", "", scope) for scope in scopes), leaf])
+    return "/".join([*(re.sub(r"(_\d+)+$", "", scope) for scope in scopes), leaf])
 
 
 def _renamed(profile: OpProfile, renamed: dict[str, str]) -> OpProfile:
