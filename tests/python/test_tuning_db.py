@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -265,31 +266,49 @@ import sys, time
 from pathlib import Path
 from tfpgo.tune import db
 from tfpgo.tune.db_records import Decision, Target
-path, tag, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+path, tag, other, barrier = Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
 target = Target.of("znver4", "+avx512f", "3.13.0 @ 89ece87b", ())
-while not go.exists():
-    time.sleep(0.01)
-with db.TuningDb.open(path) as database:
-    for index in range(200):
+
+
+def meet(step):
+    # A barrier: this writer's file, then wait for the other's (a condition, polled).
+    (barrier / f"{tag}.{step}").touch()
+    while not (barrier / f"{other}.{step}").exists():
+        time.sleep(0.005)
+
+
+def write(database, indices):
+    for index in indices:
         decision = Decision("p", f"{tag}-{index}", "", (), 1.0, None, None, "helps", False, "", 1.0)
         assert database.add_decision(target, decision)
+
+
+meet("ready")  # both create the file and start writing together
+with db.TuningDb.open(path) as database:
+    write(database, range(100))
+    meet("half")  # each has committed its first half, and holds the file open
+    write(database, range(100, 200))
 """
 
 
 def test_two_processes_writing_one_database_lose_nothing(tmp_path):
-    path, go = tmp_path / "shared" / "tuning.db", tmp_path / "go"
+    """Two writers meet at a barrier (a file each creates, each waiting for the
+    other's), open one new file together and write 200 decisions each, meeting
+    again halfway with the database open. The commit order the database records
+    proves they overlapped: each writer committed rows both before and after
+    rows of the other, into one file both held open."""
+    path, barrier = tmp_path / "shared" / "tuning.db", tmp_path / "barrier"
+    barrier.mkdir()
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     writers = [
         subprocess.Popen(
-            [sys.executable, "-c", _WRITER, str(path), tag, str(go)],
+            [sys.executable, "-c", _WRITER, str(path), tag, other, str(barrier)],
             env=environment,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for tag in ("a", "b")
+        for tag, other in (("a", "b"), ("b", "a"))
     ]
-    time.sleep(0.5)  # both started and waiting: they create the file and write at once
-    go.touch()
     for writer in writers:
         _, err = writer.communicate(timeout=300)
         assert writer.returncode == 0, err
@@ -298,11 +317,18 @@ def test_two_processes_writing_one_database_lose_nothing(tmp_path):
         names = {decision.name for decision in database.decisions(target, "p")}
     assert len(names) == 400
     assert names == {f"{tag}-{index}" for tag in "ab" for index in range(200)}
+    # The order of commits (the rows' ids): each writer's rows begin before the
+    # other's last and end after the other's first; a writer that had the file to
+    # itself from open to close would have all its rows on one side of the other's.
+    with sqlite3.connect(path) as connection:
+        rows = connection.execute("SELECT name FROM decisions ORDER BY id").fetchall()
+    at = {name: index for index, (name,) in enumerate(rows)}
+    assert at["a-0"] < at["b-199"] and at["b-0"] < at["a-199"], rows
+    # Each writer's second half came after the other's first half was committed.
+    assert at["a-99"] < at["b-100"] and at["b-99"] < at["a-100"], rows
 
 
 def _foreign_sqlite(path: Path) -> None:
-    import sqlite3
-
     connection = sqlite3.connect(path)
     with connection:
         connection.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)")
