@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -17,6 +18,8 @@ from tfpgo.render.icicle import IcicleNode, IcicleStyle, layout, to_svg
 from tfpgo.render.scope_chart import scope_chart_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
+# The built-in transformer's layers (tfpgo.models.builtin).
+TRANSFORMER_LAYERS = ("attention", "norm_attention", "ffn_up", "ffn_down", "norm_ffn")
 
 
 @pytest.fixture(scope="module")
@@ -138,13 +141,28 @@ def test_gradient_ops_fold_onto_the_layer_they_differentiate():
 
 
 def test_layers_of_a_real_transformer_training_step(transformer_train):
+    """Which ops go where, not how long they ran: the model's five layers are
+    layers of the scope tree, each run forward and backward; the phases split the
+    profile's ops, the optimizer's phase is exactly its scope's ops and the
+    backward phase the tape's ops and the sums of gradients (top-level AddN)."""
     analysis = analyse(transformer_train)
-    paths = [node.path for node in layers(analysis.scopes)]
-    assert any(path.startswith("transformer") and "attention" in path for path in paths)
+    ops = transformer_train.ops
+    # Keras uniquifies scopes per process (`transformer_1`, `transformer_2_1`).
+    found = {re.sub(r"(_\d+)+(?=/|$)", "", node.path): node for node in layers(analysis.scopes)}
+    model = {f"transformer/{name}" for name in TRANSFORMER_LAYERS}
+    assert model <= found.keys(), sorted(found)
+    for path in model:
+        ran = found[path].phase_self_ps
+        assert ran[Phase.FORWARD] > 0 and ran[Phase.BACKWARD] > 0, path
     rows = {row.phase: row for row in analysis.phases.rows}
-    assert rows[Phase.FORWARD].self_ps > 0
-    assert rows[Phase.BACKWARD].self_ps > 0
-    assert rows[Phase.OPTIMIZER].self_ps > 0
+    assert sum(row.ops for row in rows.values()) == len(ops)
+    optimizer = [op for op in ops if re.match(r"sgd(_\d+)*/", op.name)]
+    assert optimizer and rows[Phase.OPTIMIZER].ops == len(optimizer)
+    assert rows[Phase.OPTIMIZER].self_ps == sum(op.self_ps for op in optimizer)
+    tape = [op for op in ops if op.name.startswith("gradient_tape/")]
+    sums = [op for op in ops if re.fullmatch(r"AddN(_\d+)*", op.name)]
+    assert tape and sums and rows[Phase.BACKWARD].ops == len(tape) + len(sums)
+    assert rows[Phase.BACKWARD].self_ps == sum(op.self_ps for op in tape + sums)
 
 
 @pytest.mark.parametrize(

@@ -382,10 +382,24 @@ def test_trace_without_op_events_says_why(tmp_path, keep_metadata):
 
 
 def test_unannotated_module_is_not_called_dropped(tmp_path):
-    """TensorFlow can only drop annotations a module had: none, no complaint."""
+    """TensorFlow can only drop annotations a module had: none, no complaint. The
+    same module with one annotation that TensorFlow's pipeline erases (on a dead
+    constant) is called dropped: the check tells the two apart."""
+    text = (DATA / "infer" / "module.mlir").read_text()
+    assert "profiler_data" not in text
     plain = tmp_path / "plain.mlir"
-    plain.write_text((DATA / "infer" / "module.mlir").read_text())
-    stages._verify_in_tensorflow(plain)
+    plain.write_text(text)
+    stages._verify_in_tensorflow(plain)  # no complaint: it raises on one
+    first = '    %cst = "tf.Const"()'
+    dead = (
+        '    %dead = "tf.Const"() <{value = dense<1.0> : tensor<f32>}> '
+        "{profiler_data = {self = 1 : i64}} : () -> tensor<f32> loc(#loc)\n"
+    )
+    annotated = tmp_path / "annotated.mlir"
+    annotated.write_text(text.replace(first, dead + first, 1))
+    with pytest.raises(UserError) as dropped:
+        stages._verify_in_tensorflow(annotated)
+    assert str(dropped.value) == f"{annotated}: TensorFlow's pipeline dropped every annotation"
 
 
 def test_trace_reader_cli_writes_hlo_profile_only_for_xla_traces(tmp_path, capsys):
