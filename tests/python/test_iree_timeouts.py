@@ -296,8 +296,9 @@ def test_a_deadline_stops_a_tool_before_its_timeout(program, tmp_path, hang, mon
     ):
         iree_run.compile_vmfb(stablehlo, tmp_path / "m.vmfb", (), timeout_s=60)
     # One run, given what was left of the deadline rather than its own 60 s; killed
-    # there, it left nothing of the deadline for a second try.
-    assert len(given) == 1 and 0 < given[0] <= 1.5
+    # there, it left nothing of the deadline for a second try (none at all when a
+    # loaded machine took the 1.5 s before the first could start).
+    assert len(given) <= 1 and all(0 < timeout <= 1.5 for timeout in given)
     assert str(error.value) == (
         f"iree level: iree-compile on {stablehlo} was stopped: the test's time ran out"
     )
