@@ -60,6 +60,7 @@ def lower(
     if step is not None:
         levels = lowering.lower_compiled_step(step, tf_level, asked, out, total, iree)
     else:
+        assert isinstance(lowerable, str)  # a frozen tf module
         try:
             levels = lowering.lower(lowerable, op_profile, asked, out, total, iree)
         except routes.NoStableHlo as neither:
@@ -184,7 +185,7 @@ def _iree_run(case: ModelCase, runs: int, warmup: int) -> lowering.IreeRun:
 
     outputs = tf.nest.flatten(case.step())
     return lowering.IreeRun(
-        tuple(np.asarray(value) for value in case.inputs),
+        tuple(np.asarray(value) for value in tf.nest.flatten(list(case.inputs))),
         tuple(np.asarray(value) for value in outputs),
         runs,
         warmup,

@@ -90,8 +90,8 @@ def write_program_manifest(
         programs,
     )
     (out / VALUES).mkdir(exist_ok=True)
-    for parameter, value in zip(manifest.parameters, values, strict=True):
-        np.save(values_path(out, parameter), value, allow_pickle=False)
+    for tensor, value in zip(manifest.parameters, values, strict=True):
+        np.save(values_path(out, tensor), value, allow_pickle=False)
     manifest.write(out)
     return manifest
 

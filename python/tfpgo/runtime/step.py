@@ -73,13 +73,15 @@ class Step:
         import iree.runtime as rt
 
         self.manifest, self.program, self.threads = manifest, vmfb, threads
+        # IREE's objects are kept for the step's life: the VM instance, context
+        # and module must outlive every call's buffers.
         self._device = rt.get_driver(DEVICE).create_default_device()
-        config = rt.Config(device=self._device)
-        context = rt.SystemContext(config=config)
+        self._config = rt.Config(device=self._device)
+        self._context = rt.SystemContext(config=self._config)
         try:
-            module = rt.VmModule.mmap(config.vm_instance, str(vmfb))
-            context.add_vm_module(module)
-            self._function = context.modules[module.name][manifest.entry]
+            self._module = rt.VmModule.mmap(self._config.vm_instance, str(vmfb))
+            self._context.add_vm_module(self._module)
+            self._function = self._context.modules[self._module.name][manifest.entry]
         except (RuntimeError, ValueError, KeyError) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
             raise UserError(

@@ -101,7 +101,7 @@ _NODES = ("tuple", "list", "dict")
 def _children(tree: dict[str, Any]) -> Sequence[tuple[int | str, Tree]]:
     if "dict" in tree:
         return list(tree["dict"].items())
-    return list(enumerate(tree.get("tuple", tree.get("list"))))
+    return list(enumerate(tree["tuple"] if "tuple" in tree else tree["list"]))
 
 
 def _kind(value: Any) -> str:

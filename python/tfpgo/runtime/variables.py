@@ -12,12 +12,15 @@ itself can give.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
 from tfpgo.errors import UserError
 from tfpgo.runtime.manifest import ProgramManifest, Role
 from tfpgo.runtime.structure import unflatten
+
+_NUMBERED = re.compile(r"_\d+(?=/|$)")
 
 
 def variable_name(variable: Any) -> str:
@@ -33,9 +36,13 @@ def match(manifest: ProgramManifest, source: Any) -> dict[int, Any]:
     list is none the step carries, or one differs in shape or dtype."""
     if hasattr(source, "get_concrete_function"):
         captured = _captured(manifest, source)
-        if _shared_names(manifest):
+        try:
             return _by_capture(manifest, captured)
-        return _by_name(manifest, [v for v in captured if v is not None], every_one=False)
+        except UserError:  # traced again in another order (jit_compile's retrace)
+            matched = _by_name(manifest, [v for v in captured if v is not None], every_one=True)
+            if len(matched) == len(manifest.variables()):
+                return matched
+            raise
     if hasattr(source, "variables") and not isinstance(source, (list, tuple)):
         found = list(source.variables)
         optimizer = getattr(source, "optimizer", None)
@@ -52,9 +59,18 @@ def match(manifest: ProgramManifest, source: Any) -> dict[int, Any]:
 def _by_name(manifest: ProgramManifest, found: list[Any], every_one: bool) -> dict[int, Any]:
     carried = {p.name: p for p in manifest.variables()}
     shared = _shared_names(manifest)
+    # A second model built in one process renames what Keras names for it
+    # (`adam` is `adam_1`): such a name is matched where only one fits.
+    loose = Counter(_unnumbered(name) for name in carried)
+    by_loose = {
+        _unnumbered(name): p for name, p in carried.items() if loose[_unnumbered(name)] == 1
+    }
+    given = Counter(_unnumbered(variable_name(v)) for v in found)
     matched: dict[int, Any] = {}
     for variable in found:
         name = variable_name(variable)
+        if name not in carried and given[_unnumbered(name)] == 1:
+            name = getattr(by_loose.get(_unnumbered(name)), "name", name)
         if name in shared:
             raise UserError(
                 f"variables: {name} names {shared[name]} variables of the step; pass the "
@@ -76,6 +92,12 @@ def _by_name(manifest: ProgramManifest, found: list[Any], every_one: bool) -> di
             f"(it carries {', '.join(list(carried)[:3])}, ...)"
         )
     return matched
+
+
+def _unnumbered(name: str) -> str:
+    """A name without the numbers Keras and TensorFlow add to make it unique
+    (`adam_1/dense_2/kernel` is `adam/dense/kernel`)."""
+    return _NUMBERED.sub("", name)
 
 
 def _shared_names(manifest: ProgramManifest) -> dict[str, int]:
@@ -120,7 +142,7 @@ def _by_capture(manifest: ProgramManifest, captured: list[Any]) -> dict[int, Any
     for parameter, variable in zip(carried, captured, strict=True):
         if parameter.role is not Role.VARIABLE:
             continue
-        if variable is None or variable_name(variable) != parameter.name:
+        if variable is None or _unnumbered(variable_name(variable)) != _unnumbered(parameter.name):
             got = "a constant" if variable is None else variable_name(variable)
             raise UserError(
                 f"variables: the function captures {got} where the step carries "
