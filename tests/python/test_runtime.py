@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -256,3 +257,18 @@ def test_the_reports_commands_run(infer_out, tmp_path):
     image, options = _hook("runtime_infer").example(BATCH)
     want = _hook("runtime_infer").build()(image, options)["logits"].numpy()
     np.testing.assert_allclose(np.load(tmp_path / "logits.npy"), want, rtol=1e-3, atol=1e-5)
+
+
+def test_the_readmes_three_lines_run(infer_out, tmp_path, monkeypatch):
+    """The README's first Python block, run as written in a directory whose
+    pgo_out is a lowered output, with the step's inputs."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.search(r"```python\n(.*?)```", readme, re.S)
+    assert block is not None and len(block[1].strip().splitlines()) == 3
+    (tmp_path / "pgo_out").symlink_to(infer_out)
+    monkeypatch.chdir(tmp_path)
+    image, options = _hook("runtime_infer").example(BATCH)
+    namespace: dict[str, Any] = {"inputs": (image, options)}
+    exec(block[1], namespace)
+    want = _hook("runtime_infer").build()(image, options)
+    np.testing.assert_allclose(namespace["outputs"]["logits"], want["logits"].numpy(), rtol=1e-3)
