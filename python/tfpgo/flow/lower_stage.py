@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
+from tfpgo import runtime
 from tfpgo.errors import UserError
 from tfpgo.flow.options import FlowOptions
 from tfpgo.flow.program_manifest import write_program_manifest
@@ -23,7 +24,11 @@ from tfpgo.mlir import lowering, routes
 from tfpgo.mlir.compiled_step import CompiledStep, XlaRefused, compile_step
 from tfpgo.models import ModelCase
 from tfpgo.models.case import Mode
+from tfpgo.runtime import wallclock
 from tfpgo.runtime.manifest import MANIFEST
+
+# How long --tune's last line times the step as a user's loop calls it.
+WALLCLOCK_S = 5.0
 
 
 def lowerable(case: ModelCase) -> str | CompiledStep:
@@ -76,6 +81,8 @@ def lower(
         write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH)
         note(_iree_line(profile))
         note(_manifest_line(out, case, step, iree.expected))
+        if options.tune_budget_s is not None and case is not None:
+            note(_wallclock_line(out, case))
     if levels:
         note(f"stablehlo: lowered by {levels[0].coverage.route.text()}")
     for level in levels:
@@ -124,6 +131,33 @@ def _manifest_line(
     return (
         f"program: {MANIFEST} ({', '.join(manifest.programs)}){state}; run it with "
         f"tfpgo.runtime.load('{out}') or //tools:run_program"
+    )
+
+
+def _wallclock_line(out: Path, case: ModelCase) -> str:
+    """The step as the user's loop sees it, TensorFlow's `tf.function` against
+    the program `--tune` leaves (tuned, else the default), called in turn from
+    Python for WALLCLOCK_S (tfpgo.runtime.wallclock); the model's variables as
+    they were before."""
+    import numpy as np
+    import tensorflow as tf
+
+    inputs = tuple(tf.nest.map_structure(np.asarray, list(case.inputs)))
+    restore = wallclock.variable_values(case.function, case.inputs)
+    try:
+        program = runtime.load(out, variables=case.function if case.mode is Mode.TRAIN else None)
+        arms = {
+            "TensorFlow": wallclock.tensorflow_arm(case.function, inputs),
+            program.program.name: lambda: program(*inputs),
+        }
+        timed = wallclock.interleaved(arms, WALLCLOCK_S)
+    finally:
+        restore()
+    tensorflow, iree = timed["TensorFlow"], timed[program.program.name]
+    return (
+        f"step wall-clock (a Python call, {iree.calls} interleaved calls each): TensorFlow "
+        f"{tensorflow.text()}, {program.program.name} {iree.text()}, "
+        f"{tensorflow.median_s / iree.median_s:.2f}x"
     )
 
 
