@@ -89,7 +89,7 @@ raise SystemExit(run_main(main, prog="pgo"))
 ARMS = ("tf.function", "jit_compile=True", "IREE default", "IREE tuned")
 
 
-def _model_arg(label: str, root: Path) -> str:
+def model_arg(label: str, root: Path) -> str:
     source = MODELS[label][0]
     if "\n" not in source:
         return source
@@ -108,7 +108,7 @@ def _lower(label: str, root: Path, tune_budget: float) -> Path:
         return out
     _, mode, batch = MODELS[label]
     command = harness.python_command(
-        _PGO, "--model", _model_arg(label, root), "--mode", mode, "--batch-size", batch,
+        _PGO, "--model", model_arg(label, root), "--mode", mode, "--batch-size", batch,
         "--steps", 3, "--warmup", 1, "--lower", "iree", "--output-dir", out, "--formats", "svg",
     )  # fmt: skip
     if tune_budget > 0 and label != "trivial":
@@ -146,7 +146,7 @@ def _score(label: str, root: Path, seconds: float) -> dict[str, Any]:
 
     out = root / label
     _, mode, batch = MODELS[label]
-    case = load_model(_model_arg(label, root), mode, batch)
+    case = load_model(model_arg(label, root), mode, batch)
     inputs = tuple(tf.nest.map_structure(np.asarray, list(case.inputs)))
     manifest = runtime.manifest.ProgramManifest.read(out)
     train = mode == "train"

@@ -16,7 +16,7 @@ HOOK = Path(__file__).resolve().parents[1] / "data" / "models" / "optimizer_step
 @pytest.mark.parametrize(
     ("optimizer", "mode"), [("adam", "train"), ("momentum", "train"), ("", "infer")]
 )
-def test_default_pipeline_export_is_99_percent_attributed(tmp_path, monkeypatch, optimizer, mode):
+def test_default_pipeline_export_attributes_every_name(tmp_path, monkeypatch, optimizer, mode):
     import tensorflow as tf
 
     monkeypatch.setenv("TFPGO_OPTIMIZER", optimizer)
@@ -32,7 +32,11 @@ def test_default_pipeline_export_is_99_percent_attributed(tmp_path, monkeypatch,
     attribution = annotate.annotate_module(
         module, profile, tmp_path / "a.mlir", tmp_path / "g.json", tmp_path / "attribution.json"
     )
-    assert attribution.coverage >= 0.99, (attribution.unresolved[:5], attribution.removed[:5])
+    # Every name lands on an op (by names, whatever the run's times).
+    assert not attribution.unresolved and not attribution.removed, (
+        attribution.unresolved[:5],
+        attribution.removed[:5],
+    )
     accounted = attribution.attributed_self_ps + sum(
         entry.self_ps for entry in attribution.unresolved + attribution.removed
     )

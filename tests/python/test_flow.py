@@ -114,9 +114,17 @@ def test_hot_ops_carry_profiler_data_and_coverage_is_complete(run, request):
     hottest = _hot_profiler_ops(annotated)
     assert len(hottest) == 1
     assert "profiler_data = {" in hottest[0]
-    report = (out / "report.md").read_text()
-    coverage = float(_match(r"\*\*attribution\*\*: ([\d.]+)%", report).group(1))
-    assert coverage >= 99.0
+    _every_name_attributed(out)
+
+
+def _every_name_attributed(out: Path) -> None:
+    """Every runtime name of the profile landed on an op: none unresolved or
+    removed. What matched is decided by names, not by how the run's time fell
+    (a share of measured time would move with one slow op)."""
+    attribution = json.loads((out / "attribution.json").read_text())
+    matched = attribution["by_match"]
+    assert matched["unresolved"]["entries"] == matched["removed"]["entries"] == 0, matched
+    assert attribution["attributed_self_ps"] == attribution["profile_self_ps"]
 
 
 @pytest.mark.parametrize("run", ["train_run", "transformer_train_run"])
@@ -213,9 +221,7 @@ def user_models(tmp_path_factory):
 def test_user_models_run_the_whole_flow(user_models, name, tmp_path):
     status, out = _run(tmp_path, "--model", str(user_models / name), "--batch-size", "4")
     assert status == 0
-    report = (out / "report.md").read_text()
-    coverage = float(_match(r"\*\*attribution\*\*: ([\d.]+)%", report).group(1))
-    assert coverage >= 99.0
+    _every_name_attributed(out)
     assert "profiler_data = {count" in (out / "model.annotated.mlir").read_text()
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ab_samples import injected_abs
 
 from tfpgo.iree import run as iree_run
 from tfpgo.iree import tools
 from tfpgo.iree.program import Workload, profile_program
-from tfpgo.proposer.ab import ABSamples
 from tfpgo.report.tune_tables import tune_summary
 from tfpgo.tune import loop
 from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
@@ -111,29 +111,11 @@ def _own_copy(stablehlo: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def _samples(ratio: float) -> ABSamples:
-    """Five blocks an arm, the candidate `ratio` times the baseline's time."""
-    baseline = (10.0, 10.1, 9.9, 10.05, 9.95)
-    return ABSamples(
-        tuple((int(ms * 1e6),) for ms in baseline),
-        tuple((int(ms * ratio * 1e6),) for ms in reversed(baseline)),
-        ("AB", "BA", "AB", "BA", "AB"),
-    )
-
-
 def _o2(stablehlo: Path) -> tuple[Candidate, ...]:
     def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
         return Proposal(O2, Variant(stablehlo, (O2,)))
 
     return (Candidate("o2", propose),)
-
-
-def _injected_abs(monkeypatch, *ratios: float) -> list[ABSamples]:
-    """The loop's first A/Bs return these ratios; later ones are measured."""
-    results = [_samples(ratio) for ratio in ratios]
-    measured = loop._ab
-    monkeypatch.setattr(loop, "_ab", lambda *args: results.pop(0) if results else measured(*args))
-    return results
 
 
 def _tuned(program, tmp_path, candidates=None, budget_s=600.0):
@@ -187,7 +169,7 @@ def test_a_compile_that_hangs_once_is_tried_again_and_measured(
     program, tmp_path, hang, monkeypatch
 ):
     log = hang("iree-compile", O2, times=1)
-    left = _injected_abs(monkeypatch, 1.0)  # measured, no gain: nothing to re-profile
+    left = injected_abs(monkeypatch, 1.0)  # measured, no gain: nothing to re-profile
     document = _tuned(program, tmp_path)
     (trial,) = document.trials
     assert not left
@@ -201,7 +183,7 @@ def test_the_kept_program_is_profiled_from_the_vmfb_its_candidate_compiled(
 ):
     # Its executable sources hang once: compiled again; its vmfb is never compiled again.
     log = hang("iree-compile", O2, "--compile-to=executable-sources", times=1)
-    left = _injected_abs(monkeypatch, 0.8, 0.8)  # the candidate's A/B and the final one
+    left = injected_abs(monkeypatch, 0.8, 0.8)  # the candidate's A/B and the final one
     document = _tuned(program, tmp_path)
     (trial,) = document.trials
     assert not left
@@ -215,7 +197,7 @@ def test_the_kept_program_is_profiled_from_the_vmfb_its_candidate_compiled(
 
 def test_a_kept_candidate_whose_re_profile_hangs_is_rejected(program, tmp_path, hang, monkeypatch):
     log = hang("iree-compile", O2, "--compile-to=executable-sources")
-    left = _injected_abs(monkeypatch, 0.8)
+    left = injected_abs(monkeypatch, 0.8)
     document = _tuned(program, tmp_path)
     (trial,) = document.trials
     assert not left
@@ -250,7 +232,7 @@ def test_a_final_a_b_that_hangs_leaves_the_original_and_says_why(
 ):
     # The tuned program's iterations (iree-benchmark-module) hang in the final A/B.
     log = hang("iree-benchmark-module", "/kept/", "--benchmark_format=json")
-    left = _injected_abs(monkeypatch, 0.8)  # the candidate's A/B; the final one is run
+    left = injected_abs(monkeypatch, 0.8)  # the candidate's A/B; the final one is run
     document = _tuned(program, tmp_path)
     (trial,) = document.trials
     assert not left

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from ab_samples import injected_abs
 from iree_tile_oracle import spec_tiles, tiles_of
 
 from tfpgo.errors import UserError
@@ -118,8 +119,14 @@ def _flags(*flags: str) -> Callable[[Variant, Evidence, Path], Proposal]:
     return propose
 
 
-def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(program, tmp_path):
+def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(
+    program, tmp_path, monkeypatch
+):
+    """Which candidates reach an A/B, and what the loop keeps from its ratio: the
+    lean program's A/B and the final one return constructed samples (0.3 of the
+    baseline's time), so the machine's load decides nothing."""
     stablehlo, workload, baseline = program
+    left = injected_abs(monkeypatch, 0.3, 0.3)
     baseline.profile.write(tmp_path / "iree_profile.json")
     tried = (
         Candidate("nothing", lambda current, profile, scratch: "nothing hot in the profile"),
@@ -148,6 +155,7 @@ def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(program, tm
     tuned, whole = document.tuned, document.end_to_end
     assert tuned is not None and whole is not None
     assert whole.ratio < 0.5 and whole.ci_high is not None and whole.ci_high < 1
+    assert not left  # exactly two A/Bs: the candidate's and the final one
     assert whole.tuned_ps < whole.baseline_ps and whole.max_abs == 0
     assert (tmp_path / TUNED_VMFB).is_file() and (tmp_path / TUNED_PROFILE).is_file()
     # One decision a measured whole-program change, its run times from its own A/B.
