@@ -8,7 +8,9 @@ measured). Then, in this process, its step is called from Python, numpy
 arguments in and numpy outputs out, by four engines interleaved one call each
 in turn (tfpgo.runtime.wallclock): TensorFlow's `tf.function`, the same with
 `jit_compile=True`, and through `tfpgo.runtime` IREE's default program and the
-tuned one. Each gets the median wall-clock per call with its 95% interval;
+tuned one, and the one `load` picks on IREE's `local-sync` driver (every
+dispatch on the calling thread). Each gets the median wall-clock per call with
+its 95% interval;
 beside them, IREE's dispatch time a step (`iree_profile*.json`), so the gap is
 the runtime's overhead, and the outputs of both programs against TensorFlow's
 (a training step's from the same variables). A trivial step (`x + 1`) gives
@@ -86,7 +88,7 @@ from tfpgo.cli import run_main
 from tfpgo.flow.pgo import main
 raise SystemExit(run_main(main, prog="pgo"))
 """
-ARMS = ("tf.function", "jit_compile=True", "IREE default", "IREE tuned")
+ARMS = ("tf.function", "jit_compile=True", "IREE default", "IREE tuned", "IREE local-sync")
 
 
 def model_arg(label: str, root: Path) -> str:
@@ -166,6 +168,9 @@ def _score(label: str, root: Path, seconds: float) -> dict[str, Any]:
     for arm, program in steps.items():
         step = runtime.load(out, program, variables=case.function if train else None)
         arms[arm] = _iree_arm(step, inputs)
+    # The program load picks, every dispatch on the calling thread (no wake-ups).
+    synced = runtime.load(out, variables=case.function if train else None, device="local-sync")
+    arms["IREE local-sync"] = _iree_arm(synced, inputs)
     timed = wallclock.interleaved(arms, seconds)
     restore()
     return {

@@ -98,8 +98,13 @@ def test_an_inference_step_runs_with_its_own_arguments_and_outputs(infer_out):
     infer = _hook("runtime_infer").build()
     image, options = _hook("runtime_infer").example(BATCH)
     want = infer(image, options)
-    step = load(infer_out)
-    for got in (step(image, options), step(image=image, options={"scale": 2.0, "shift": 0.5})):
+    step, on_the_caller = load(infer_out), load(infer_out, device="local-sync")
+    calls = (
+        step(image, options),
+        step(image=image, options={"scale": 2.0, "shift": 0.5}),
+        on_the_caller(image, options),
+    )
+    for got in calls:
         assert sorted(got) == ["logits", "probabilities"]
         for name, value in got.items():
             np.testing.assert_allclose(value, want[name].numpy(), rtol=1e-3, atol=1e-5)
@@ -184,6 +189,7 @@ def test_each_bad_argument_is_one_line_naming_it(infer_out):
     )
     assert "a list of 1 items" in _error(lambda: step([image], options))
     assert _error(lambda: load(infer_out, program="fast")).startswith("program: 'fast'")
+    assert _error(lambda: load(infer_out, device="cuda")).startswith("device: 'cuda' is no CPU")
     assert "kept no tuned program" in _error(lambda: load(infer_out, program="tuned"))
     asked = (runtime_step._process_threads or 0) + 1
     assert "already runs" in _error(lambda: load(infer_out, threads=asked))
@@ -218,7 +224,7 @@ def test_run_program_runs_the_step_and_saves_outputs_and_variables(train_out, tm
     saved = tmp_path / "out.npz"
     argv = ["--output-dir", str(train_out), "--steps", "3", "--save", str(saved)]
     assert run_program.main(argv) == 0
-    assert "3 step(s) of model.iree.vmfb" in capsys.readouterr().out
+    assert "3 step(s) of model.iree.vmfb on local-task" in capsys.readouterr().out
     with np.load(saved) as arrays:
         assert 'output["loss"]' in arrays.files
         assert arrays["variables/adam/iteration"] == 6  # 3 profiled + 3 here

@@ -25,6 +25,8 @@ from tfpgo.runtime import variables as step_variables
 from tfpgo.runtime.manifest import DEFAULT, TUNED, ProgramManifest, Role, Tensor, values_path
 from tfpgo.runtime.structure import flatten, unflatten
 
+# IREE's CPU drivers: worker threads, or the calling thread alone.
+DEVICES = (DEVICE, "local-sync")
 # IREE's local-task driver builds its worker pool once a process, when it is
 # first made; every device after shares it (iree.runtime caches the driver).
 _process_threads: int | None = None
@@ -35,6 +37,7 @@ def load(
     program: str | None = None,
     threads: int | None = None,
     variables: Any = None,
+    device: str = DEVICE,
 ) -> Step:
     """The step of a `pgo --lower iree` output directory, ready to call.
 
@@ -44,7 +47,14 @@ def load(
     `variables`: where a training step starts from: the `tf.function` (its
     captured variables, optimizer slots included), a Keras model (its variables
     and its optimizer's), or a list of variables; by default the values the
-    step was profiled from. Every problem is one UserError line."""
+    step was profiled from. `device`: IREE's CPU driver, "local-task" (a pool of
+    worker threads) or "local-sync" (every dispatch on the calling thread: one
+    core, but no thread wake-up, which a loop in the program pays at every
+    trip). Every problem is one UserError line."""
+    if device not in DEVICES:
+        raise UserError(
+            f"device: {device!r} is no CPU driver of IREE's; use {' or '.join(DEVICES)}"
+        )
     directory = Path(output_dir)
     manifest = ProgramManifest.read(directory)
     chosen = program or (TUNED if TUNED in manifest.programs else DEFAULT)
@@ -60,7 +70,7 @@ def load(
     why = refusal(manifest.target, vmfb, host_features())
     if why is not None:
         raise UserError(why)
-    step = Step(manifest, directory, vmfb, _threads(threads))
+    step = Step(manifest, directory, vmfb, _threads(threads), device)
     if variables is not None:
         step.start_from(variables)
     return step
@@ -69,13 +79,15 @@ def load(
 class Step:
     """One loaded program: call it as the step (module docstring)."""
 
-    def __init__(self, manifest: ProgramManifest, directory: Path, vmfb: Path, threads: int):
+    def __init__(
+        self, manifest: ProgramManifest, directory: Path, vmfb: Path, threads: int, device: str
+    ):
         import iree.runtime as rt
 
-        self.manifest, self.program, self.threads = manifest, vmfb, threads
+        self.manifest, self.program, self.threads, self.device = manifest, vmfb, threads, device
         # IREE's objects are kept for the step's life: the VM instance, context
         # and module must outlive every call's buffers.
-        self._device = rt.get_driver(DEVICE).create_default_device()
+        self._device = rt.get_driver(device).create_default_device()
         self._config = rt.Config(device=self._device)
         self._context = rt.SystemContext(config=self._config)
         try:
