@@ -70,7 +70,9 @@ def test_every_entry_lands_on_an_op_through_its_rule(run):
     unresolved: neither `matches no op` nor `matches no annotatable op`."""
     name, out = run
     attribution = json.loads((out / "attribution.json").read_text())
-    assert attribution["attributed_self_ps"] >= 0.995 * attribution["profile_self_ps"]
+    # Every picosecond attributed or listed (decided by names, not by the run's times).
+    listed = sum(attribution["by_match"][kind]["self_ps"] for kind in ("removed", "unresolved"))
+    assert attribution["attributed_self_ps"] + listed == attribution["profile_self_ps"]
     unresolved = [e for e in attribution["entries"] if e["match"] == "unresolved"]
     reasons = ("matches no op", "matches no annotatable op")
     assert not [e for e in unresolved if e["reason"].startswith(reasons)], unresolved
@@ -86,7 +88,7 @@ def test_the_xla_step_has_no_xla_inserted_time(run):
         assert profile.totals.hlo_ps == 0
         return
     totals = profile.totals
-    assert totals.hlo_ps > 0 and totals.hlo_attributed_ps >= 0.995 * totals.hlo_ps
-    assert totals.xla_inserted_ps == 0
+    assert totals.hlo_ps > 0 and totals.xla_inserted_ps == 0
+    assert totals.hlo_attributed_ps == totals.hlo_ps  # every instruction on a tf node
     inferred = {o.instruction for op in profile.ops for o in op.xla if o.inferred_by}
     assert any(i.startswith("copy") for i in inferred), inferred
