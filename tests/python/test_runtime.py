@@ -278,3 +278,31 @@ def test_the_readmes_three_lines_run(infer_out, tmp_path, monkeypatch):
     exec(block[1], namespace)
     want = _hook("runtime_infer").build()(image, options)
     np.testing.assert_allclose(namespace["outputs"]["logits"], want["logits"].numpy(), rtol=1e-3)
+
+
+def test_tune_ends_with_the_step_as_a_users_loop_sees_it(tmp_path, capsys):
+    """--tune's last line: the program it leaves and TensorFlow's step, each called
+    from Python in turn (the seconds are the machine's; the line's form is the
+    subject), and the manifest lists what --tune left."""
+    out = tmp_path / "out"
+    run_flow(
+        FlowOptions(
+            model=str(MODELS / "runtime_infer.py"),
+            steps=2,
+            warmup=1,
+            batch_size=BATCH,
+            output_dir=out,
+            formats=("svg",),
+            lower=("stablehlo", "linalg", "iree"),
+            tune_budget_s=1.0,
+        )
+    )
+    err = capsys.readouterr().err
+    line = re.search(
+        r"step wall-clock \(a Python call, (\d+) interleaved calls each\): TensorFlow "
+        r"[\d.]+ ms \[[\d.]+, [\d.]+\], (model\.\w+\.vmfb) [\d.]+ ms \[[\d.]+, [\d.]+\], [\d.]+x",
+        err,
+    )
+    assert line is not None, err[-2000:]
+    assert int(line[1]) >= 5
+    assert line[2] == ProgramManifest.read(out).programs.get("tuned", "model.iree.vmfb")
