@@ -32,6 +32,7 @@ from typing import Any
 
 import harness
 
+from tfpgo.iree.run import largest_difference
 from tfpgo.runtime.wallclock import WallClock
 
 # label -> (the hook's body or a built-in's name, mode, batch size)
@@ -130,14 +131,6 @@ def _dispatch_ms(out: Path, name: str) -> float | None:
     return profile["totals"]["dispatch_ps"] / max(profile["runs"], 1) / 1e9
 
 
-def _largest_difference(got: Any, want: Any) -> float:
-    import numpy as np
-    import tensorflow as tf
-
-    pairs = zip(tf.nest.flatten(got), tf.nest.flatten(want), strict=True)
-    return max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)), initial=0.0)) for a, b in pairs)
-
-
 def _score(label: str, root: Path, seconds: float) -> dict[str, Any]:
     import numpy as np
     import tensorflow as tf
@@ -161,7 +154,8 @@ def _score(label: str, root: Path, seconds: float) -> dict[str, Any]:
         step = runtime.load(out, program, variables=case.function if train else None)
         want = wallclock.tensorflow_arm(case.function, inputs)()
         restore()
-        differences[arm] = _largest_difference(step(*inputs), want)
+        got = tf.nest.flatten(step(*inputs))
+        differences[arm] = largest_difference(got, tf.nest.flatten(want))
     arms = {"tf.function": wallclock.tensorflow_arm(case.function, inputs)}
     jit = tf.function(getattr(case.function, "python_function", case.function), jit_compile=True)
     arms["jit_compile=True"] = wallclock.tensorflow_arm(jit, inputs)

@@ -41,7 +41,7 @@ def _hook(name: str):
     return module
 
 
-def _lowered(directory: Path, hook: str, mode: str) -> Path:
+def _lowered(directory: Path, hook: str, mode: str, tune_budget_s: float | None = None) -> Path:
     run_flow(
         FlowOptions(
             model=str(MODELS / f"{hook}.py"),
@@ -52,6 +52,7 @@ def _lowered(directory: Path, hook: str, mode: str) -> Path:
             output_dir=directory,
             formats=("svg",),
             lower=("stablehlo", "linalg", "iree"),
+            tune_budget_s=tune_budget_s,
         )
     )
     return directory
@@ -284,19 +285,7 @@ def test_tune_ends_with_the_step_as_a_users_loop_sees_it(tmp_path, capsys):
     """--tune's last line: the program it leaves and TensorFlow's step, each called
     from Python in turn (the seconds are the machine's; the line's form is the
     subject), and the manifest lists what --tune left."""
-    out = tmp_path / "out"
-    run_flow(
-        FlowOptions(
-            model=str(MODELS / "runtime_infer.py"),
-            steps=2,
-            warmup=1,
-            batch_size=BATCH,
-            output_dir=out,
-            formats=("svg",),
-            lower=("stablehlo", "linalg", "iree"),
-            tune_budget_s=1.0,
-        )
-    )
+    out = _lowered(tmp_path / "out", "runtime_infer", "infer", tune_budget_s=1.0)
     err = capsys.readouterr().err
     line = re.search(
         r"step wall-clock \(a Python call, (\d+) interleaved calls each\): TensorFlow "

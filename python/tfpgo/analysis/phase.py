@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tfpgo.attribution.op_profile import OpProfile
+from tfpgo.models.case import without_uniquifier
 
 GRADIENT_SCOPES = frozenset({"gradient_tape", "gradients"})
 
@@ -53,7 +54,6 @@ OPTIMIZER_SCOPES = frozenset(
         "loss_scale_optimizer",
     }
 )
-_UNIQUIFIED = re.compile(r"^(.*?)(?:_\d+)*$")
 _GRADIENT_SUM = re.compile(r"^AddN(?:_\d+)?$")
 
 
@@ -72,8 +72,7 @@ def fold_gradient_scope(name: str) -> str:
 
 
 def is_optimizer_scope(component: str) -> bool:
-    match = _UNIQUIFIED.match(component)
-    return match is not None and match.group(1).lower() in OPTIMIZER_SCOPES
+    return without_uniquifier(component).lower() in OPTIMIZER_SCOPES
 
 
 class PhaseClassifier:

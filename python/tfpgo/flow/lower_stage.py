@@ -80,7 +80,7 @@ def lower(
         profile = IreeProfile.read(out / "iree_profile.json")
         write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH)
         note(_iree_line(profile))
-        note(_manifest_line(out, case, step, iree.expected))
+        note(_manifest_line(out, case, step, iree, profile.entry))
         if options.tune_budget_s is not None and case is not None:
             note(_wallclock_line(out, case))
     if levels:
@@ -116,7 +116,7 @@ def _iree_line(profile: IreeProfile) -> str:
 
 
 def _manifest_line(
-    out: Path, case: ModelCase | None, step: CompiledStep | None, expected: tuple[object, ...]
+    out: Path, case: ModelCase | None, step: CompiledStep | None, run: lowering.IreeRun, entry: str
 ) -> str:
     """Writes program.json for the program (tfpgo.flow.program_manifest) and says
     how to run it; a module of the user's has no step to describe."""
@@ -125,7 +125,7 @@ def _manifest_line(
             f"program: no {MANIFEST}: a module of your own (--mlir) has no tf.function to "
             "describe; its entry takes the module's parameters in order"
         )
-    manifest = write_program_manifest(out, case, step, expected)
+    manifest = write_program_manifest(out, case, step, run, entry)
     carried = len(manifest.variables())
     state = f", {carried} variables carried from call to call" if carried else ""
     return (

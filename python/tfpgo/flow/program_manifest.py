@@ -17,9 +17,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tfpgo.iree.run import ATOL, DISPATCHES_MODULE, RTOL, IreeProfile
+from tfpgo.iree.run import ATOL, DISPATCHES_MODULE, RTOL
 from tfpgo.iree.target import read_target
 from tfpgo.mlir.compiled_step import CompiledStep
+from tfpgo.mlir.lowering import IreeRun
 from tfpgo.models import ModelCase
 from tfpgo.runtime.manifest import (
     DEFAULT,
@@ -32,6 +33,7 @@ from tfpgo.runtime.manifest import (
     values_path,
 )
 from tfpgo.runtime.structure import leaf_paths, tree_of
+from tfpgo.runtime.variables import bare_name
 from tfpgo.tune.loop import TUNED_VMFB
 
 DEFAULT_VMFB = "model.iree.vmfb"
@@ -39,13 +41,14 @@ _VARARG_ITEM = re.compile(r"(?P<name>\w+)_(?P<index>\d+)$")
 
 
 def write_program_manifest(
-    out: Path, case: ModelCase, step: CompiledStep | None, expected: tuple[Any, ...]
+    out: Path, case: ModelCase, step: CompiledStep | None, run: IreeRun, entry: str
 ) -> ProgramManifest:
     """Writes `out/program.json` and `out/program/parameter_<i>.npy` for the
-    program in `out` (`model.iree.vmfb`, `model.tuned.vmfb` if kept): `step`
-    where XLA's compiler made its StableHLO (parameters: the inputs, then the
-    captured values), else the frozen step (parameters: the inputs);
-    `expected`: TensorFlow's outputs, then each written variable's value."""
+    program in `out` (`model.iree.vmfb`, `model.tuned.vmfb` if kept), whose
+    function `entry` ran on `run`'s values and was checked against its expected
+    ones: `step` where XLA's compiler made its StableHLO (parameters: the
+    inputs, then the captured values; results: the outputs, then each written
+    variable), else the frozen step (parameters: the inputs)."""
     import numpy as np
 
     concrete = case.concrete_function()
@@ -54,22 +57,19 @@ def write_program_manifest(
     positional = _argument_names(case.function, concrete, len(args))
     trees = {name: tree_of(spec, leaves) for name, spec in zip(positional, args, strict=True)}
     trees.update({name: tree_of(kwargs[name], leaves) for name in sorted(kwargs)})
-    values = [np.asarray(value) for value in _flat_inputs(case, args, kwargs)]
+    values, expected = [np.asarray(value) for value in run.inputs], run.expected
     paths = {i: path for name, tree in trees.items() for i, path in leaf_paths(tree, name).items()}
-    parameters = [_tensor(i, Role.INPUT, paths[i], value) for i, value in enumerate(values)]
+    parameters = [_tensor(i, Role.INPUT, paths[i], values[i]) for i in range(len(paths))]
     output_tree = tree_of(concrete.structured_outputs, itertools.count())
     outputs = leaf_paths(output_tree, "output")
     results = [_tensor(i, Role.OUTPUT, outputs[i], expected[i]) for i in range(len(outputs))]
     if step is not None:
         updated_by = {parameter: len(outputs) + j for j, parameter in enumerate(step.updates)}
-        first = len(values)  # the captured values follow the inputs
         for j, name in enumerate(step.carried):
-            index = first + j
+            index = len(paths) + j  # the captured values follow the inputs
             role = Role.CAPTURED if name is None else Role.VARIABLE
-            label = f"captured {j}" if name is None else _bare(name)
-            value = np.asarray(step.inputs[index])
-            parameters.append(_tensor(index, role, label, value, updated_by.get(index)))
-            values.append(value)
+            label = f"captured {j}" if name is None else bare_name(name)
+            parameters.append(_tensor(index, role, label, values[index], updated_by.get(index)))
         for j, parameter in enumerate(step.updates):
             index = len(outputs) + j
             variable = parameters[parameter].name
@@ -79,7 +79,7 @@ def write_program_manifest(
         programs[TUNED] = TUNED_VMFB
     manifest = ProgramManifest(
         case.mode.value,
-        IreeProfile.read(out / "iree_profile.json").entry,
+        entry,
         Signature(tuple(positional), tuple(sorted(kwargs)), trees),
         output_tree,
         tuple(parameters),
@@ -103,11 +103,6 @@ def _tensor(index: int, role: Role, name: str, value: Any, alias: int | None = N
     return Tensor(index, role, name, tuple(array.shape), array.dtype.name, alias)
 
 
-def _bare(name: str) -> str:
-    """A variable's name as `model.variables` spells it (no `:0`)."""
-    return name[:-2] if name.endswith(":0") else name
-
-
 def _argument_names(function: Any, concrete: Any, count: int) -> list[str]:
     """The names the step's positional arguments bind to: the Python
     function's own (`x`), a `*args` item as `args[0]`."""
@@ -126,15 +121,3 @@ def _argument_names(function: Any, concrete: Any, count: int) -> list[str]:
         is_item = item is not None and varargs and item["name"] == varargs[0]
         spelled.append(f"{item['name']}[{item['index']}]" if item and is_item else name)
     return spelled
-
-
-def _flat_inputs(case: ModelCase, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-    """The profiled step's input values in the program's parameter order (the
-    nest's, keyword arguments sorted by name). A SavedModel signature takes
-    keywords; the flow calls it with their values in its own order."""
-    import tensorflow as tf
-
-    if args or not kwargs:
-        return tf.nest.flatten(list(case.inputs))
-    by_name = dict(zip(kwargs, case.inputs, strict=True))
-    return tf.nest.flatten({name: by_name[name] for name in kwargs})

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from tfpgo.attribution.op_profile import OpProfile
+from tfpgo.models.case import unscoped
 
 # A name location (`loc("sgd/Mul")`).
 _LOCATION_NAME = re.compile(r'loc\("((?:[^"\\]|\\.)*)"')
@@ -45,12 +46,12 @@ def with_profile_names(module_text: str, names: set[str]) -> str:
     must."""
     candidates: dict[str, list[str]] = {}
     for name in names:
-        candidates.setdefault(_unscoped(name), []).append(name)
+        candidates.setdefault(unscoped(name), []).append(name)
     located = location_names(module_text)
     targets = {
         location: found[0]
         for location in located - names
-        if len(found := candidates.get(_unscoped(location), [])) == 1
+        if len(found := candidates.get(unscoped(location), [])) == 1
     }
     taken = Counter(targets.values())
     targets = {
@@ -59,11 +60,6 @@ def with_profile_names(module_text: str, names: set[str]) -> str:
         if taken[name] == 1 and name not in located
     }
     return _LOCATION_NAME.sub(lambda match: f'loc("{targets.get(match[1], match[1])}"', module_text)
-
-
-def _unscoped(name: str) -> str:
-    *scopes, leaf = name.split("/")
-    return "/".join([*(re.sub(r"(_\d+)+$", "", scope) for scope in scopes), leaf])
 
 
 def _renamed(profile: OpProfile, renamed: dict[str, str]) -> OpProfile:

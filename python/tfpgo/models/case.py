@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,23 @@ class ModelCase:
         if hasattr(self.function, "get_concrete_function"):
             return self.function.get_concrete_function(*self.inputs)
         return self.function
+
+
+# TensorFlow and Keras make a name unique by appending `_<n>`, once or more
+# (`adam_1`, `sgd_2_1`): a model built again in one process renames its scopes.
+_UNIQUIFIER = re.compile(r"(?:_\d+)+$")
+
+
+def without_uniquifier(component: str) -> str:
+    """A scope's name as first given (`sgd_2_1` is `sgd`)."""
+    return _UNIQUIFIER.sub("", component)
+
+
+def unscoped(name: str) -> str:
+    """`name` with every scope as first given, its leaf as it is
+    (`adam_1/dense_2/Mul_3` is `adam/dense/Mul_3`)."""
+    *scopes, leaf = name.split("/")
+    return "/".join([*map(without_uniquifier, scopes), leaf])
 
 
 def parse_mode(mode: str | Mode) -> Mode:

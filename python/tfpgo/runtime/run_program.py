@@ -19,7 +19,7 @@ from tfpgo import cli
 from tfpgo.atomic import staged_file
 from tfpgo.errors import UserError
 from tfpgo.runtime.manifest import DEFAULT, TUNED, Role, values_path
-from tfpgo.runtime.step import DEVICES, Step, load
+from tfpgo.runtime.step import DEVICES, Step, host_array, load
 
 PROG = "run_program"
 
@@ -65,10 +65,8 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         results = step.call_flat(inputs)
         seconds.append(time.perf_counter() - started)
-    import numpy as np
-
     outputs = {r.name: r for r in step.manifest.results if r.role is Role.OUTPUT}
-    saved = {name: np.array(results[r.index].to_host()) for name, r in outputs.items()}
+    saved = {name: host_array(results[r.index]) for name, r in outputs.items()}
     saved.update({f"variables/{name}": v for name, v in step.variables().items()})
     if args.save:
         _save(cli.user_path(args.save), saved)

@@ -126,7 +126,7 @@ class Step:
         """One step on the step's own arguments; its outputs, nested as the step
         nests them (numpy arrays). A training step's variables advance."""
         results = self.call_flat(self._bind(args, kwargs))
-        return unflatten(self.manifest.outputs, lambda index: _host(results[index]))
+        return unflatten(self.manifest.outputs, lambda index: host_array(results[index]))
 
     def call_flat(self, inputs: Mapping[int, Any]) -> tuple[Any, ...]:
         """One step on the input parameters by position (numpy); every result,
@@ -151,7 +151,7 @@ class Step:
     def variables(self) -> dict[str, Any]:
         """The carried variables' current values (numpy), by name."""
 
-        return {p.name: _host(self._state[p.index]) for p in self.manifest.variables()}
+        return {p.name: host_array(self._state[p.index]) for p in self.manifest.variables()}
 
     def start_from(self, source: Any) -> None:
         """Each carried variable that `source` has (tfpgo.runtime.variables), from
@@ -165,7 +165,7 @@ class Step:
 
         matched = step_variables.match(self.manifest, target)
         for index, variable in matched.items():
-            variable.assign(_host(self._state[index]))
+            variable.assign(host_array(self._state[index]))
 
     def _put(self, values: Mapping[int, Any]) -> None:
         import iree.runtime as rt
@@ -224,7 +224,7 @@ def _checked(tensor: Tensor, value: Any, what: str = "") -> Any:
     return array if array.flags.c_contiguous else array.copy(order="C")
 
 
-def _host(value: Any) -> Any:
+def host_array(value: Any) -> Any:
     """A device buffer's value as a numpy array of its own (the buffer may be
     the next call's parameter)."""
     import numpy as np

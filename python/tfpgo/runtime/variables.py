@@ -12,21 +12,23 @@ itself can give.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
 from tfpgo.errors import UserError
+from tfpgo.models.case import unscoped
 from tfpgo.runtime.manifest import ProgramManifest, Role
 from tfpgo.runtime.structure import unflatten
-
-_NUMBERED = re.compile(r"_\d+(?=/|$)")
 
 
 def variable_name(variable: Any) -> str:
     """The name the manifest records for a variable."""
     path = getattr(variable, "path", None)
-    name = path if isinstance(path, str) else str(variable.name)
+    return bare_name(path if isinstance(path, str) else str(variable.name))
+
+
+def bare_name(name: str) -> str:
+    """A `tf.Variable`'s name as `model.variables` spells it (no `:0`)."""
     return name[:-2] if name.endswith(":0") else name
 
 
@@ -61,16 +63,14 @@ def _by_name(manifest: ProgramManifest, found: list[Any], every_one: bool) -> di
     shared = _shared_names(manifest)
     # A second model built in one process renames what Keras names for it
     # (`adam` is `adam_1`): such a name is matched where only one fits.
-    loose = Counter(_unnumbered(name) for name in carried)
-    by_loose = {
-        _unnumbered(name): p for name, p in carried.items() if loose[_unnumbered(name)] == 1
-    }
-    given = Counter(_unnumbered(variable_name(v)) for v in found)
+    loose = Counter(unscoped(name) for name in carried)
+    by_loose = {unscoped(name): p for name, p in carried.items() if loose[unscoped(name)] == 1}
+    given = Counter(unscoped(variable_name(v)) for v in found)
     matched: dict[int, Any] = {}
     for variable in found:
         name = variable_name(variable)
-        if name not in carried and given[_unnumbered(name)] == 1:
-            name = getattr(by_loose.get(_unnumbered(name)), "name", name)
+        if name not in carried and given[unscoped(name)] == 1:
+            name = getattr(by_loose.get(unscoped(name)), "name", name)
         if name in shared:
             raise UserError(
                 f"variables: {name} names {shared[name]} variables of the step; pass the "
@@ -92,12 +92,6 @@ def _by_name(manifest: ProgramManifest, found: list[Any], every_one: bool) -> di
             f"(it carries {', '.join(list(carried)[:3])}, ...)"
         )
     return matched
-
-
-def _unnumbered(name: str) -> str:
-    """A name without the numbers Keras and TensorFlow add to make it unique
-    (`adam_1/dense_2/kernel` is `adam/dense/kernel`)."""
-    return _NUMBERED.sub("", name)
 
 
 def _shared_names(manifest: ProgramManifest) -> dict[str, int]:
@@ -142,7 +136,7 @@ def _by_capture(manifest: ProgramManifest, captured: list[Any]) -> dict[int, Any
     for parameter, variable in zip(carried, captured, strict=True):
         if parameter.role is not Role.VARIABLE:
             continue
-        if variable is None or _unnumbered(variable_name(variable)) != _unnumbered(parameter.name):
+        if variable is None or unscoped(variable_name(variable)) != unscoped(parameter.name):
             got = "a constant" if variable is None else variable_name(variable)
             raise UserError(
                 f"variables: the function captures {got} where the step carries "
