@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from ab_samples import injected_abs
 
+from tfpgo.iree import alternation, tools
 from tfpgo.iree import run as iree_run
-from tfpgo.iree import tools
 from tfpgo.iree.program import Workload, profile_program
 from tfpgo.report.tune_tables import tune_summary
 from tfpgo.tune import loop
@@ -73,8 +73,9 @@ def program(tmp_path_factory):
 @pytest.fixture
 def hang(tmp_path, monkeypatch):
     """`hang(tool, *patterns, times=ALWAYS)`: puts the stand-in for `tool` first on
-    $IREE_TOOL_PATH and returns its log; every IREE tool gets TIMEOUT_S. Each test
-    starts with no compile to reuse."""
+    $IREE_TOOL_PATH (for "python": in place of the A/B's interpreter) and returns
+    its log; every IREE tool gets TIMEOUT_S. Each test starts with no compile to
+    reuse."""
     monkeypatch.setattr(tools, "_COMPILED", {})
     monkeypatch.setenv(tools.TIMEOUT_VARIABLE, str(TIMEOUT_S))
     directory = tmp_path / "stand_ins"
@@ -83,7 +84,7 @@ def hang(tmp_path, monkeypatch):
 
     def install(tool: str, *patterns: str, times: int = ALWAYS) -> Path:
         monkeypatch.delenv(tools.TOOL_PATH_VARIABLE)
-        real = tools._executable(tool, "test")
+        real = sys.executable if tool == "python" else tools._executable(tool, "test")
         monkeypatch.setenv(tools.TOOL_PATH_VARIABLE, str(directory))
         log = directory / f"{tool}.log"
         script = directory / tool
@@ -92,6 +93,8 @@ def hang(tmp_path, monkeypatch):
                             log=str(log), sleep=SLEEP_S, real=real)
         )  # fmt: skip
         script.chmod(0o755)
+        if tool == "python":  # the A/B's alternation process (tfpgo.iree.alternation)
+            monkeypatch.setattr(alternation, "PYTHON", str(script))
         return log
 
     return install
@@ -230,18 +233,21 @@ def test_a_tile_benchmark_whose_compile_hangs_rejects_dispatch_tiles(program, tm
 def test_a_final_a_b_that_hangs_leaves_the_original_and_says_why(
     program, tmp_path, hang, monkeypatch
 ):
-    # The tuned program's iterations (iree-benchmark-module) hang in the final A/B.
-    log = hang("iree-benchmark-module", "/kept/", "--benchmark_format=json")
+    # The alternation process of the final A/B (it times the kept program) hangs.
+    log = hang("python", "tfpgo.iree.alternation", "/kept/")
     left = injected_abs(monkeypatch, 0.8)  # the candidate's A/B; the final one is run
     document = _tuned(program, tmp_path)
     (trial,) = document.trials
     assert not left
     assert trial.outcome == "kept"
     assert document.tuned is None and document.end_to_end is None and document.flags == ()
-    assert document.unconfirmed.startswith("iree level (time): iree-benchmark-module on ")
-    assert "did not finish in 3 s, killed both times" in document.unconfirmed
+    request = tmp_path / "program" / "tune" / "candidate_0" / "kept" / "ab"
+    assert document.unconfirmed.startswith(
+        f"--tune (A/B): alternation on {request / 'alternation.request.json'} did not finish in "
+    )
+    assert "killed both times" in document.unconfirmed
     assert [d.kept for d in document.decisions] == [False]
-    assert _calls(log, "/kept/", "--benchmark_format=json") == 2
+    assert _calls(log, "tfpgo.iree.alternation", "/kept/") == 2
     assert "could not be timed against the original" in tune_summary(document)
     assert loop.TuneDocument.read(tmp_path / "tune.json") == document
 

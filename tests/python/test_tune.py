@@ -728,22 +728,19 @@ def test_a_finished_run_is_built_again_from_its_record(program, tmp_path, monkey
     never = (Candidate("wrong", _never), Candidate("lean", _never))
     again = tmp_path / "again"
     again.mkdir()
-    blocks: list[tuple[int, int]] = []
+    measured: list[Any] = []
     real_ab = loop._ab
 
     def counted_ab(*args: Any) -> Any:
-        tuning = args[-1]
-        blocks.append((tuning.repetitions, tuning.iterations))
-        return real_ab(*args)
+        measured.append((args[-1].ab, real_ab(*args)))
+        return measured[-1][1]
 
     monkeypatch.setattr(loop, "_ab", counted_ab)
     confirmed = tune(stablehlo, workload, baseline, again, Tuning(600, 3), candidates=never,
                      records=records)  # fmt: skip
-    # One short A/B (CONFIRM_S) settles a recorded gain: a quarter of a full one.
-    run_s = loop._run_s(baseline.profile)
-    full = loop._blocks(baseline.profile, Tuning(600))
-    assert blocks == [(5, full.iterations)] and full.repetitions > 5
-    assert 5 * full.iterations * run_s <= loop.CONFIRM_S
+    # One sequential A/B confirms a recorded gain of more than 2x: at its first look.
+    ((plan, result),) = measured
+    assert result.verdict is Verdict.HELPS and result.processes == plan.looks()[0]
     monkeypatch.setattr(loop, "_ab", real_ab)
     ((name, outcome),) = [(t.name, t.outcome) for t in confirmed.trials]
     assert (name, outcome) == ("tuning record", "kept") and confirmed.tuned is not None

@@ -19,7 +19,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -99,8 +99,22 @@ def run_tool(tool: str, args: Sequence[str], what: str, timeout_s: float | None 
     line. A run is killed at its timeout (`tool_timeout_s(timeout_s)`) and started
     once more, and killed at the stage's deadline; killed on both tries, or at the
     deadline, it is one ToolTimeout line."""
-    command = [_executable(tool, what), *args]
-    limit = tool_timeout_s(timeout_s)
+    return run_command([_executable(tool, what), *args], tool, what, timeout_s)
+
+
+def run_command(
+    command: Sequence[str],
+    tool: str,
+    what: str,
+    timeout_s: float | None = None,
+    env: Mapping[str, str] | None = None,
+    beyond_s: float = 0.0,
+) -> str:
+    """`run_tool` for a command line of its own (`tool` names it in messages), in
+    `env` (default: this process's): the same timeouts, second try and deadline;
+    the timeout is `beyond_s` more (the seconds the command is asked to run for)."""
+    args = command[1:]
+    limit = tool_timeout_s(timeout_s) + beyond_s
     for _ in range(TRIES):
         left = _seconds_left()
         if left is not None and left <= 0:
@@ -112,6 +126,7 @@ def run_tool(tool: str, args: Sequence[str], what: str, timeout_s: float | None 
                 text=True,
                 check=False,
                 timeout=limit if left is None else min(limit, left),
+                env=env,
             )
         except subprocess.TimeoutExpired:
             continue  # killed: the deadlock is intermittent, so once more

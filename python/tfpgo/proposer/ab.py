@@ -92,9 +92,11 @@ class ABResult:
     verdict: Verdict
     baseline_ms: float  # geometric mean of the baseline's block means
     candidate_ms: float
-    blocks: int
+    blocks: int  # blocks an arm; with `processes`, the pairs of calls
     confidence: float
     noise: float
+    processes: int = 0  # the paired A/B's processes (tfpgo.proposer.paired); 0: blocks
+    threads: int = 0  # IREE's worker threads in them
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,6 +109,8 @@ class ABResult:
             "blocks": self.blocks,
             "confidence": self.confidence,
             "noise": self.noise,
+            "processes": self.processes,
+            "threads": self.threads,
         }
 
     @classmethod
@@ -121,6 +125,8 @@ class ABResult:
             int(document["blocks"]),
             float(document["confidence"]),
             float(document["noise"]),
+            int(document.get("processes", 0)),
+            int(document.get("threads", 0)),
         )
 
 

@@ -3,12 +3,11 @@
 Each candidate (`tfpgo.tune.candidates`) is built on the current best program,
 compiled, and its outputs checked against TensorFlow's with the tolerance of
 `--lower iree`; a program that computes something else is rejected whatever
-its speed. Then it is timed against the current best by interleaved blocks of
-iterations of IREE's benchmark tool (`tfpgo.proposer.ab`: counterbalanced
-blocks, the ratio's Welch interval on log block means, `helps` only when the
-whole interval lies below 1 and the gain passes 5%, or 3% when a second A/B
-confirms it, `ab.judge_twice`). Only a
-candidate that helps becomes the current best. A budget bounds the loop: a
+its speed. Then it is timed against the current best by the sequential paired
+A/B (`tfpgo.tune.program_ab`: both programs in one process, called in turn, in
+several processes loaded in random order, with the worker threads the original
+runs fastest with; `helps` only when the whole interval lies below 1 and the
+gain passes 1%). Only a candidate that helps becomes the current best. A budget bounds the loop: a
 candidate is started only while time is left; while it lasts, a kept candidate
 that repeats (dispatch-tiles) is tried once more after the others, on the
 re-profiled program, where other dispatches are now the hot ones. Whatever IREE
@@ -34,7 +33,6 @@ root ops it meets and this machine's limit, and records what it measured.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -46,16 +44,11 @@ from tfpgo.diff.iree_view import iree_view
 from tfpgo.diff.output import write_outputs
 from tfpgo.errors import UserError
 from tfpgo.iree import run as iree_run
-from tfpgo.iree.program import (
-    ProfiledProgram,
-    Workload,
-    check_outputs,
-    iteration_times,
-    profile_program,
-)
+from tfpgo.iree.program import ProfiledProgram, Workload, check_outputs, profile_program
 from tfpgo.iree.tools import ToolTimeout, tool_timeout_s, tools_deadline
 from tfpgo.mlir import annotate
-from tfpgo.proposer import ab
+from tfpgo.proposer import ab, paired
+from tfpgo.tune import program_ab
 from tfpgo.tune.candidates import CANDIDATES, EVIDENCE, Candidate, Evidence, Proposal, Variant
 from tfpgo.tune.db_records import ProgramRun
 from tfpgo.tune.dispatch_tiles import MIN_SHARE, SPEC, SPEC_FLAG, RootConfig, without_spec
@@ -80,26 +73,14 @@ TUNED_DISPATCHES = "model.tuned.dispatches.mlir"
 # op and dispatch by dispatch.
 TUNE_DIFF = "tune_diff"
 DIFF_ROWS = 20
-# A block of iterations lasts at least this long, and has this many iterations
-# at least and at most.
-BLOCK_S = 0.5
-MIN_ITERATIONS, MAX_ITERATIONS = 3, 1000
-# An A/B lasts about AB_S (more blocks for a fast program, whose blocks are
-# short and noisier), with at least Tuning.repetitions blocks an arm and at
-# most MAX_REPETITIONS; a block also pays about PROCESS_S to start IREE's tool.
-AB_S, MAX_REPETITIONS, PROCESS_S = 20.0, 15, 0.2
-# A program rebuilt from a finished run's record is confirmed first by an A/B of
-# about CONFIRM_S (the record says what to expect: a settled gain shows in a few
-# blocks); only when that one does not say "helps" does an A/B of AB_S decide.
-CONFIRM_S = 5.0
 # A candidate's compile may hang (IREE 3.13 now and then deadlocks with a tuning
 # spec): it gets a few times what compiling the original took (all three forms of
 # it), and at least MIN_COMPILE_TIMEOUT_S.
 MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR = 60.0, 3.0
 # The stage's IREE tools stop at the budget plus one measurement: a compile at its
-# timeout and OVERRUN_ABS A/Bs of the planned length (judge_twice's two, each
-# allowed twice its plan: the profile's dispatch time underestimates a run).
-OVERRUN_ABS = 4
+# timeout and OVERRUN_ABS A/Bs run to their last process (a candidate's and the
+# final one).
+OVERRUN_ABS = 2
 # How a candidate's whole program becomes a vmfb (StableHLO, vmfb, flags,
 # timeout): `iree_run.compile_vmfb` here, or on a Dask cluster's workers
 # (`tfpgo.iree.remote_compile`, `--scheduler`).
@@ -109,11 +90,12 @@ CompileVmfb = Callable[[Path, Path, Sequence[str], float | None], None]
 @dataclass(frozen=True)
 class Tuning:
     """What `--tune` may spend: wall-clock seconds (candidates start only before
-    the budget is spent) and A/B blocks per arm."""
+    the budget is spent) and an A/B's seconds of alternation at most."""
 
     budget_s: float  # 0: build from the tuning database's records, measuring nothing
-    repetitions: int = 5  # the least; fast programs get more (_blocks)
-    iterations: int = MIN_ITERATIONS  # a block's; set from the profile (_blocks)
+    ab_s: float = program_ab.AB_S
+    # The A/Bs' processes and threads, planned from the original program (tune).
+    ab: paired.Plan | None = None
 
 
 def tune(
@@ -133,14 +115,17 @@ def tune(
     With `records` (the tuning database) it starts from what is recorded of this
     program and records what it measures (`tfpgo.tune.records`). Returns what
     tune.json records."""
-    deadline = time.monotonic() + tuning.budget_s
-    tuning = _blocks(baseline.profile, tuning)
+    started_s = time.monotonic()
     timeout_s = max(MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR * baseline.compile_s)
-    overrun_s = tool_timeout_s(timeout_s) + OVERRUN_ABS * _ab_s(baseline.profile, tuning)
+    overrun_s = tool_timeout_s(timeout_s)
+    if tuning.budget_s > 0:  # the threads measured first: the budget is the loop's
+        tuning = _planned(tuning, baseline, workload, stablehlo.parent / "tune", note)
+        assert tuning.ab is not None
+        overrun_s += OVERRUN_ABS * program_ab.longest_s(tuning.ab)
+    deadline = time.monotonic() + tuning.budget_s
     what = (
         f"--tune-budget ({tuning.budget_s:.0f} s) and one measurement past it ({overrun_s:.0f} s)"
     )
-    started_s = time.monotonic()
     with tools_deadline(deadline + overrun_s, what):
         document = _tune(
             stablehlo, workload, baseline, out, tuning, note, candidates, compile_vmfb,
@@ -478,10 +463,8 @@ def _rebuilt(
     program = _profiled_record(variant, directory, workload, note, "tuning again")
     if program is None:
         return None
-    short = _blocks(baseline.profile, Tuning(tuning.budget_s), CONFIRM_S)
-    overall, unconfirmed = _confirmed(baseline.vmfb, program.vmfb, workload, short)
-    if overall is not None and overall.verdict is not ab.Verdict.HELPS:
-        overall, unconfirmed = _confirmed(baseline.vmfb, program.vmfb, workload, tuning)
+    # One sequential A/B: a settled gain stops it at its first look.
+    overall, unconfirmed = _confirmed(baseline.vmfb, program.vmfb, workload, tuning)
     reason = f"built from the run of {when}{then}"
     trial = Trial("tuning record", change, "kept", reason, None, program.profile.outputs_max_abs)
     end_to_end = None if overall is None else EndToEnd.of(overall, program.profile.outputs_max_abs)
@@ -536,7 +519,7 @@ def _confirmed(
     """The final A/B of the tuned program against the original, or why it could
     not be run (an IREE tool killed: a hang, or the stage's deadline)."""
     try:
-        overall, _ = _judged(baseline, tuned, workload, tuning)
+        overall = _ab(baseline, tuned, workload, tuning)
     except ToolTimeout as error:
         return None, str(error)
     return overall, ""
@@ -562,26 +545,20 @@ def _measured_after(decision: Decision, after: iree_run.IreeProfile) -> Decision
     return replace(decision, after_ps=spent)
 
 
-def _blocks(profile: iree_run.IreeProfile, tuning: Tuning, ab_s: float = AB_S) -> Tuning:
-    """`tuning` with the iterations a block needs to last BLOCK_S and the blocks an
-    arm for an A/B of about `ab_s`, from the profiled dispatch time of a run (a
-    lower bound of the run's time)."""
-    run_s = _run_s(profile)
-    wanted = math.ceil(BLOCK_S / run_s) if run_s > 0 else MAX_ITERATIONS
-    iterations = min(max(wanted, MIN_ITERATIONS), MAX_ITERATIONS)
-    block_s = iterations * run_s + PROCESS_S
-    repetitions = min(max(math.ceil(ab_s / (2 * block_s)), tuning.repetitions), MAX_REPETITIONS)
-    return replace(tuning, repetitions=repetitions, iterations=iterations)
-
-
-def _run_s(profile: iree_run.IreeProfile) -> float:
-    """A run's profiled dispatch time (s): a lower bound of its time."""
-    return profile.dispatch_ps / max(profile.runs, 1) / 1e12
-
-
-def _ab_s(profile: iree_run.IreeProfile, tuning: Tuning) -> float:
-    """How long one A/B of `tuning`'s blocks is planned to take (both arms)."""
-    return 2 * tuning.repetitions * (tuning.iterations * _run_s(profile) + PROCESS_S)
+def _planned(
+    tuning: Tuning,
+    baseline: ProfiledProgram,
+    workload: Workload,
+    scratch: Path,
+    note: Callable[[str], None],
+) -> Tuning:
+    """`tuning` with its A/Bs planned: the threads the original program runs
+    fastest with, and processes sized from its profiled run time."""
+    run_s = baseline.profile.dispatch_ps / max(baseline.profile.runs, 1) / 1e12
+    scratch.mkdir(parents=True, exist_ok=True)
+    threads = program_ab.choose_threads(baseline.vmfb, workload, scratch, run_s)
+    note(f"tune: A/Bs run {threads.text()}")
+    return replace(tuning, ab=program_ab.plan(run_s, threads, tuning.ab_s))
 
 
 def _keep_evidence(directory: Path, out: Path, round_: int) -> None:
@@ -615,32 +592,18 @@ def _measure(
     except UserError as error:
         return Trial(name, proposal.change, "rejected", str(error))
     try:
-        result, other = _judged(current_vmfb, vmfb, workload, tuning)
-    except ToolTimeout as error:  # IREE's benchmark tool hung, or the deadline passed
+        result = _ab(current_vmfb, vmfb, workload, tuning)
+    except ToolTimeout as error:  # an A/B process hung, or the deadline passed
         return Trial(name, proposal.change, "rejected", str(error), None, max_abs)
     outcome = "kept" if result.verdict is ab.Verdict.HELPS else "rejected"
-    reason = f"{result.verdict.value}: {_interval(result)}{ab.second_text(other)}"
+    reason = f"{result.verdict.value}: {_interval(result)}"
     return Trial(name, proposal.change, outcome, reason, result, max_abs)
 
 
-def _judged(
-    baseline: Path, candidate: Path, workload: Workload, tuning: Tuning
-) -> tuple[ab.ABResult, ab.ABResult | None]:
-    """The verdict on `candidate` against `baseline`, and the other A/B's result when
-    a gain under 5% was measured twice: gains of 3-5% with a tight interval add up
-    over rounds, so one counts when a second A/B confirms it (ab.judge_twice)."""
-    samples = _ab(baseline, candidate, workload, tuning)
-    second = _ab(baseline, candidate, workload, tuning) if ab.wants_second(samples) else None
-    return ab.judge_twice(samples, second)
-
-
-def _ab(baseline: Path, candidate: Path, workload: Workload, tuning: Tuning) -> ab.ABSamples:
-    return ab.interleave(
-        lambda n: iteration_times(baseline, workload, n),
-        lambda n: iteration_times(candidate, workload, n),
-        tuning.repetitions,
-        tuning.iterations,
-    )
+def _ab(baseline: Path, candidate: Path, workload: Workload, tuning: Tuning) -> ab.ABResult:
+    assert tuning.ab is not None, "tune plans the A/Bs before it measures"
+    scratch = candidate.parent / "ab"
+    return program_ab.measure(baseline, candidate, workload, tuning.ab, scratch)
 
 
 def _interval(result: ab.ABResult) -> str:

@@ -1,0 +1,185 @@
+"""Programs timed against each other in one process, call by call, in turn.
+
+A process of IREE's benchmark tool per block of iterations measures each
+program from a cold start: its weights paged in again, a new thread pool, and
+whatever the machine did in between. Timed so, one program against itself
+(A/A) gave a 95% interval of ±7-20% on this 2-core machine; called alternately
+in one process it gave ±0.9% (issue 48). This module is that process: it loads
+every arm (a vmfb and a function in it) into one IREE runtime, puts each arm's
+inputs on the device once, calls each arm `WARMUP_CALLS` times, then calls them
+in rounds, forward (A B C) and reversed (C B A) in turn, so that A B B A holds
+for every two arms and a drift of the machine falls on both of a pair alike;
+each call is timed alone (`time.perf_counter_ns` around the invocation, which
+returns when the program's work is done).
+
+Where the process runs is chosen from outside (`Request`): its worker threads,
+pinned to the CPUs it names (IREE's `--task_topology_cpu_ids`) or left to the
+scheduler (`--task_topology_group_count`), every process of a comparison the
+same way, and the order the arms are loaded in (memory
+layout can favour whichever comes first: the caller randomizes it over
+several processes, see tfpgo.proposer.paired).
+
+`alternate` starts one such process under IREE's tool timeouts and the stage's
+deadline (tfpgo.iree.tools); `python -m tfpgo.iree.alternation REQUEST.json`
+is the process itself, writing its `Rounds` as JSON on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tfpgo.iree.tools import run_command
+
+WARMUP_CALLS = 3
+# IREE's CPU driver with worker threads: the one the user's program runs on.
+DEVICE = "local-task"
+# Extra seconds a process is allowed past its alternation: Python, IREE's
+# runtime and the programs' loading and warm-up (a large program's weights);
+# $TFPGO_IREE_TIMEOUT_S instead when set, as for IREE's tools.
+START_S = 30.0
+# The interpreter that runs the process (a test puts a stand-in here).
+PYTHON = sys.executable
+
+
+@dataclass(frozen=True)
+class Arm:
+    """A program to time: a vmfb, the function it calls, and its arguments: .npy
+    files, or integers (a dispatch benchmark's invocation count)."""
+
+    vmfb: str
+    function: str
+    inputs: tuple[str, ...] = ()
+    integers: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Request:
+    arms: tuple[Arm, ...]
+    seconds: float  # the alternation's length, after the warm-up
+    threads: int  # IREE's worker threads
+    cpus: tuple[int, ...]  # one thread pinned to each; () leaves them unpinned
+    load_order: tuple[int, ...]  # arm indices, in the order they are loaded
+    min_rounds: int = 4
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Request:
+        arms = tuple(
+            Arm(a["vmfb"], a["function"], tuple(a["inputs"]), tuple(a["integers"]))
+            for a in document["arms"]
+        )
+        return cls(
+            arms,
+            float(document["seconds"]),
+            int(document["threads"]),
+            tuple(document["cpus"]),
+            tuple(document["load_order"]),
+            int(document["min_rounds"]),
+        )
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """One process's calls: per round, each arm's wall time (ns, by arm index);
+    round r ran the arms forward when r is even, reversed when odd."""
+
+    times_ns: tuple[tuple[int, ...], ...]
+    load_order: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "times_ns": [list(row) for row in self.times_ns],
+            "load_order": list(self.load_order),
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Rounds:
+        return cls(
+            tuple(tuple(int(t) for t in row) for row in document["times_ns"]),
+            tuple(int(i) for i in document["load_order"]),
+        )
+
+
+def alternate(request: Request, scratch: Path, what: str) -> Rounds:
+    """Runs one alternation process (module docstring) and returns its rounds.
+    Killed at its timeout (the alternation and START_S, started once more) or
+    at the stage's deadline, it is one ToolTimeout line; a program IREE cannot
+    load or call is one UserError line naming it."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    path = scratch / "alternation.request.json"
+    path.write_text(json.dumps(request.to_json()))
+    command = [PYTHON, "-m", "tfpgo.iree.alternation", str(path)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    output = run_command(command, "alternation", what, START_S, env, request.seconds)
+    return Rounds.from_json(json.loads(output))
+
+
+def _arguments(arm: Arm, device: Any) -> list[Any]:
+    import iree.runtime as rt
+    import numpy as np
+
+    return [rt.asdevicearray(device, np.load(p, allow_pickle=False)) for p in arm.inputs] + [
+        *arm.integers
+    ]
+
+
+def _run(request: Request) -> Rounds:
+    import iree.runtime as rt
+
+    if request.cpus:
+        rt.flags.parse_flags(f"--task_topology_cpu_ids={','.join(map(str, request.cpus))}")
+    else:
+        rt.flags.parse_flags(f"--task_topology_group_count={request.threads}")
+    device = rt.get_driver(DEVICE).create_default_device()
+    config = rt.Config(device=device)
+    calls: dict[int, Any] = {}
+    keep = []  # every context and module outlives the calls
+    for index in request.load_order:
+        arm = request.arms[index]
+        context = rt.SystemContext(config=config)
+        module = rt.VmModule.mmap(config.vm_instance, arm.vmfb)
+        context.add_vm_module(module)
+        function = context.modules[module.name][arm.function]
+        arguments = _arguments(arm, device)
+        keep.append((context, module, arguments))
+        calls[index] = (function, arguments)
+    for index in request.load_order:
+        function, arguments = calls[index]
+        for _ in range(WARMUP_CALLS):
+            function(*arguments)
+    forward = list(range(len(request.arms)))
+    rows: list[tuple[int, ...]] = []
+    ends = time.monotonic() + request.seconds
+    while len(rows) < request.min_rounds or time.monotonic() < ends:
+        row = [0] * len(forward)
+        for index in forward if len(rows) % 2 == 0 else forward[::-1]:
+            function, arguments = calls[index]
+            started = time.perf_counter_ns()
+            function(*arguments)
+            row[index] = time.perf_counter_ns() - started
+        rows.append(tuple(row))
+    return Rounds(tuple(rows), request.load_order)
+
+
+def main(argv: list[str]) -> int:
+    request = Request.from_json(json.loads(Path(argv[1]).read_text()))
+    try:
+        rounds = _run(request)
+    except (RuntimeError, ValueError, KeyError, OSError) as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        print(f"error: IREE could not load or call a program of the A/B ({first})", file=sys.stderr)
+        return 1
+    json.dump(rounds.to_json(), sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,227 @@
+"""An A/B as precise as this machine allows: paired calls, several processes, a
+sequential decision.
+
+Samples (tfpgo.iree.alternation): in each process both programs are loaded and
+called in turn, forward and reversed by rounds (A B, B A, ...), so each round is
+a pair of neighbouring calls. A pair's log-ratio, log(t_B / t_A), is the unit:
+the machine's slow phases fall on both calls of a pair, and a drift cancels over
+the alternating order.
+
+One process: the 20% trimmed mean of its pairs' log-ratios, with the
+Tukey-McLaughlin standard error (the winsorized variance; degrees of freedom
+n - 2g - 1). On this 2-core machine about one call in ten takes up to twice the
+median (a worker thread off its core for the call), so a tenth to a fifth of the
+pairs sit far out on either side; trimming a fifth from each end removes them
+where a mean would follow them.
+
+Several processes: memory layout can favour the program loaded first by several
+percent (Mytkowicz et al., ASPLOS 2009), so the processes load them in random
+order, and their estimates are combined with a random-effects model
+(DerSimonian-Laird): `between` is the spread of the processes' true ratios
+beyond what each one's own noise explains, and it widens the interval. With as
+few as three processes that spread is itself uncertain, so the standard error
+is never below the processes' own scatter about the mean (Hartung-Knapp) and
+the interval takes Student's t with one degree of freedom fewer than the
+processes. No single layout decides.
+
+Sequential decision (`run`): after each process from `MIN_PROCESSES` on, the
+combined interval is looked at; the A/B stops as soon as it says
+
+- helps: the whole interval below 1, and the ratio at least `MIN_GAIN` below it;
+- hurts: the whole interval above 1;
+- no measurable effect: the whole interval within ±`EQUIVALENT` (2%);
+
+or when the planned processes have run (then what the interval says, else no
+measurable effect). Looking several times would raise the chance of a false
+verdict; every look uses Pocock's constant boundary for the planned looks
+(`boundary`), the z that a two-sided test crosses at any look with
+probability `ALPHA` when nothing changed (a group-sequential design;
+computed by simulating the looks' correlated statistics, fixed seed), at its
+nominal level with Student's t.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from tfpgo.diff.step_time import t_quantile
+from tfpgo.iree.alternation import Rounds
+from tfpgo.proposer.ab import ABResult, Verdict
+
+ALPHA = 0.05
+TRIM = 0.2
+EQUIVALENT = 0.02
+MIN_GAIN = 0.01
+MIN_PROCESSES = 3
+# Simulated sets of looks to find the boundary from (its Monte Carlo error on
+# the level: about ±0.001).
+BOUNDARY_DRAWS = 40_000
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A log-ratio (candidate over baseline), its standard error and degrees of
+    freedom, from `pairs` pairs."""
+
+    log_ratio: float
+    se: float
+    df: int
+    pairs: int
+
+
+@dataclass(frozen=True)
+class Combined:
+    """The processes' estimates combined (module docstring)."""
+
+    log_ratio: float
+    se: float
+    between: float  # the between-process standard deviation of the log-ratio
+    processes: int
+    pairs: int
+
+
+def pair_logs(rounds: Rounds, baseline: int = 0, candidate: int = 1) -> list[float]:
+    """Each round's log(t_candidate / t_baseline)."""
+    return [math.log(row[candidate] / row[baseline]) for row in rounds.times_ns]
+
+
+def trimmed(values: Sequence[float], trim: float = TRIM) -> Estimate:
+    """The `trim` trimmed mean of `values`, its Tukey-McLaughlin standard error
+    and degrees of freedom."""
+    ordered = sorted(values)
+    n = len(ordered)
+    g = math.floor(trim * n)
+    if n - 2 * g < 2:
+        raise ValueError(f"{n} pairs are too few for a {trim:.0%} trimmed mean")
+    kept = ordered[g : n - g]
+    winsorized = [kept[0]] * g + kept + [kept[-1]] * g
+    se = statistics.stdev(winsorized) / ((1 - 2 * trim) * math.sqrt(n))
+    return Estimate(statistics.fmean(kept), se, n - 2 * g - 1, n)
+
+
+def combine(estimates: Sequence[Estimate]) -> Combined:
+    """DerSimonian-Laird random effects over the processes' estimates."""
+    if not estimates:
+        raise ValueError("no process to combine")
+    pairs = sum(e.pairs for e in estimates)
+    weights = [1 / max(e.se, 1e-12) ** 2 for e in estimates]
+    total = sum(weights)
+    fixed = sum(w * e.log_ratio for w, e in zip(weights, estimates, strict=True)) / total
+    q = sum(w * (e.log_ratio - fixed) ** 2 for w, e in zip(weights, estimates, strict=True))
+    k = len(estimates)
+    scale = total - sum(w * w for w in weights) / total
+    tau2 = max(0.0, (q - (k - 1)) / scale) if k > 1 and scale > 0 else 0.0
+    weights = [1 / (max(e.se, 1e-12) ** 2 + tau2) for e in estimates]
+    total = sum(weights)
+    mean = sum(w * e.log_ratio for w, e in zip(weights, estimates, strict=True)) / total
+    se2 = 1 / total
+    if k > 1:  # Hartung-Knapp: the processes' own spread, never below DerSimonian-Laird's
+        spread = sum(w * (e.log_ratio - mean) ** 2 for w, e in zip(weights, estimates, strict=True))
+        se2 = max(se2, spread / ((k - 1) * total))
+    return Combined(mean, math.sqrt(se2), math.sqrt(tau2), k, pairs)
+
+
+@lru_cache(maxsize=64)
+def boundary(looks: tuple[int, ...], alpha: float = ALPHA) -> float:
+    """Pocock's boundary for looks after these numbers of processes: the z whose
+    crossing, at any look, has probability `alpha` when nothing changed. The
+    statistic at a look after k of K equal processes is the mean of k standard
+    normals scaled to unit variance; the boundary is the (1 - alpha) quantile of
+    its largest absolute value over the looks, drawn BOUNDARY_DRAWS times."""
+    if len(looks) == 1:
+        return statistics.NormalDist().inv_cdf(1 - alpha / 2)
+    draw = random.Random(48)
+    largest = []
+    for _ in range(BOUNDARY_DRAWS):
+        total, done, peak = 0.0, 0, 0.0
+        for look in looks:
+            while done < look:
+                total += draw.gauss(0, 1)
+                done += 1
+            peak = max(peak, abs(total) / math.sqrt(look))
+        largest.append(peak)
+    largest.sort()
+    return largest[math.ceil((1 - alpha) * BOUNDARY_DRAWS) - 1]
+
+
+def verdict(low: float, high: float, ratio: float, final: bool) -> Verdict | None:
+    """What an interval of the ratio says (module docstring); None: look again."""
+    if high < 1 and ratio < 1 - MIN_GAIN:
+        return Verdict.HELPS
+    if low > 1:
+        return Verdict.HURTS
+    if final or (low >= 1 - EQUIVALENT and high <= 1 + EQUIVALENT):
+        return Verdict.NO_EFFECT
+    return None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The processes an A/B may run (each `process_s` of alternation) and the
+    threads (pinned to `cpus`, or unpinned with `cpus` empty) they run with."""
+
+    processes: int
+    process_s: float
+    threads: int
+    cpus: tuple[int, ...] = ()
+
+    def looks(self) -> tuple[int, ...]:
+        first = min(MIN_PROCESSES, self.processes)
+        return tuple(range(first, self.processes + 1))
+
+
+@dataclass(frozen=True)
+class PairedAB:
+    """An A/B's result and every process's rounds (baseline arm 0, candidate 1)."""
+
+    result: ABResult
+    processes: tuple[Rounds, ...]
+    between: float
+
+
+def judge(processes: Sequence[Rounds], plan: Plan, final: bool) -> tuple[ABResult, float] | None:
+    """The verdict of these processes at a look of `plan` (None: look again), and
+    the between-process standard deviation."""
+    combined = combine([trimmed(pair_logs(rounds)) for rounds in processes])
+    z = boundary(plan.looks())
+    confidence = 2 * statistics.NormalDist().cdf(z) - 1
+    quantile = t_quantile(1 - (1 - confidence) / 2, combined.processes - 1)
+    ratio = math.exp(combined.log_ratio)
+    low = math.exp(combined.log_ratio - quantile * combined.se)
+    high = math.exp(combined.log_ratio + quantile * combined.se)
+    said = verdict(low, high, ratio, final)
+    if said is None:
+        return None
+    baseline = statistics.median(row[0] for r in processes for row in r.times_ns) / 1e6
+    result = ABResult(
+        ratio, low, high, said, baseline, baseline * ratio, combined.pairs, confidence,
+        MIN_GAIN, combined.processes, plan.threads,
+    )  # fmt: skip
+    return result, combined.between
+
+
+def run(
+    process: Callable[[tuple[int, int]], Rounds],
+    plan: Plan,
+    shuffle: random.Random | None = None,
+) -> PairedAB:
+    """The sequential A/B (module docstring): `process(load_order)` runs one
+    alternation process of the baseline (arm 0) and the candidate (arm 1);
+    the load order of each is random."""
+    shuffle = shuffle or random.Random()
+    done: list[Rounds] = []
+    looks = plan.looks()
+    for index in range(plan.processes):
+        order = (0, 1) if shuffle.random() < 0.5 else (1, 0)
+        done.append(process(order))
+        if len(done) not in looks:
+            continue
+        judged = judge(done, plan, final=index == plan.processes - 1)
+        if judged is not None:
+            return PairedAB(judged[0], tuple(done), judged[1])
+    raise AssertionError("the last look always decides")

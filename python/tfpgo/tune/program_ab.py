@@ -1,0 +1,101 @@
+"""--tune's A/B of two IREE programs, and the threads it runs them with.
+
+Each A/B is the sequential paired one of tfpgo.proposer.paired: both programs
+in one IREE runtime, called in turn (tfpgo.iree.alternation), in up to
+`Plan.processes` processes of `Plan.process_s` seconds each, loaded in random
+order; it stops at the first look whose interval says helps, hurts, or no
+effect beyond 2%.
+
+Threads: the program runs as fast as it can with some count of IREE's worker
+threads, each pinned to a CPU of this process's set. `choose_threads` measures
+the original program at every count (one short process each, the median call)
+and the A/Bs of the run use the fastest, on the same CPUs in every process, so
+both arms run alike and as the user's program would.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfpgo.iree import alternation
+from tfpgo.iree.alternation import Arm, Request
+from tfpgo.iree.program import Workload
+from tfpgo.proposer import ab, paired
+
+# An A/B alternates for at most AB_S seconds, in processes of PROCESS_S each (a
+# process also pays about START_S to load both programs and warm them up).
+AB_S, PROCESS_S, START_S = 20.0, 2.5, 1.0
+# Rounds a process runs at least: a slow program's processes last longer.
+MIN_ROUNDS = 8
+# Each thread count is measured for THREADS_S seconds of calls.
+THREADS_S = 1.0
+
+
+@dataclass(frozen=True)
+class Threads:
+    """The worker threads the A/Bs run with, the CPUs they are pinned to, and
+    the original program's median call (ms) at each count measured."""
+
+    count: int
+    cpus: tuple[int, ...]
+    median_ms: dict[int, float]
+
+    def text(self) -> str:
+        measured = ", ".join(f"{n}: {ms:.3f} ms" for n, ms in sorted(self.median_ms.items()))
+        cpus = ",".join(map(str, self.cpus))
+        return f"{self.count} threads pinned to CPUs {cpus} (a call, by threads: {measured})"
+
+
+def cpus_of_process() -> tuple[int, ...]:
+    return tuple(sorted(os.sched_getaffinity(0)))
+
+
+def choose_threads(vmfb: Path, workload: Workload, scratch: Path, run_s: float) -> Threads:
+    """The count of pinned worker threads the program runs fastest with (module
+    docstring)."""
+    cpus = cpus_of_process()
+    medians = {}
+    for count in range(1, len(cpus) + 1):
+        request = Request(
+            (_arm(vmfb, workload),), max(THREADS_S, MIN_ROUNDS * run_s), count, cpus[:count], (0,)
+        )
+        rounds = alternation.alternate(request, scratch, "--tune (threads)")
+        medians[count] = statistics.median(row[0] for row in rounds.times_ns) / 1e6
+    best = min(medians, key=lambda count: (medians[count], count))
+    return Threads(best, cpus[:best], medians)
+
+
+def plan(run_s: float, threads: Threads, seconds: float = AB_S) -> paired.Plan:
+    """The processes of an A/B of about `seconds` of alternation for a program
+    whose run takes `run_s` (its profiled dispatch time: a lower bound), at
+    least paired.MIN_PROCESSES of at least MIN_ROUNDS rounds each."""
+    process_s = max(min(PROCESS_S, seconds / paired.MIN_PROCESSES), 2 * MIN_ROUNDS * run_s)
+    processes = max(paired.MIN_PROCESSES, math.floor(seconds / process_s))
+    return paired.Plan(processes, process_s, threads.count, threads.cpus)
+
+
+def longest_s(ab_plan: paired.Plan) -> float:
+    """How long an A/B of `ab_plan` may take when it runs to its last process."""
+    return ab_plan.processes * (ab_plan.process_s + START_S)
+
+
+def measure(
+    baseline: Path, candidate: Path, workload: Workload, ab_plan: paired.Plan, scratch: Path
+) -> ab.ABResult:
+    """The sequential paired A/B of `candidate` against `baseline` (module
+    docstring)."""
+    arms = (_arm(baseline, workload), _arm(candidate, workload))
+
+    def process(order: tuple[int, int]) -> alternation.Rounds:
+        request = Request(arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order)
+        return alternation.alternate(request, scratch, "--tune (A/B)")
+
+    return paired.run(process, ab_plan).result
+
+
+def _arm(vmfb: Path, workload: Workload) -> Arm:
+    return Arm(str(vmfb), workload.entry, tuple(str(path) for path in workload.inputs))

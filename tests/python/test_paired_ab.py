@@ -1,0 +1,185 @@
+"""The paired A/B (tfpgo.proposer.paired) on constructed samples: its estimator,
+the combination of processes, and the sequential decision's error rate over
+its looks; one real alternation process (tfpgo.iree.alternation) on a tiny
+program."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ab_samples import rounds
+
+from tfpgo.errors import UserError
+from tfpgo.iree import alternation
+from tfpgo.iree.alternation import Arm, Request, Rounds
+from tfpgo.proposer import paired
+from tfpgo.proposer.ab import ABResult, Verdict
+from tfpgo.proposer.paired import Estimate, Plan
+
+PLAN = Plan(8, 2.5, 2)
+
+
+def _process(
+    draw: random.Random, ratio: float, between: float = 0.0, spikes: float = 0.1, calls: int = 150
+) -> Rounds:
+    """A constructed process: calls of 10 ms with 1% noise, a `spikes` share of
+    them 1.7x slower (a worker thread off its core), and this process's own
+    layout bias, drawn with standard deviation `between`, on the candidate."""
+    bias = math.exp(draw.gauss(0, between))
+
+    def call(scale: float) -> int:
+        slow = 1.7 if draw.random() < spikes else 1.0
+        return round(10e6 * scale * slow * math.exp(draw.gauss(0, 0.01)))
+
+    return Rounds(tuple((call(1.0), call(ratio * bias)) for _ in range(calls)), (0, 1))
+
+
+def _decisions(trials: int, ratio: float, between: float = 0.0, seed: int = 1) -> list[ABResult]:
+    draw = random.Random(seed)
+    return [
+        paired.run(lambda order: _process(draw, ratio, between), PLAN, random.Random(i)).result
+        for i in range(trials)
+    ]
+
+
+def test_the_trimmed_mean_ignores_spikes_a_mean_follows():
+    draw = random.Random(3)
+    logs = paired.pair_logs(_process(draw, 1.0, spikes=0.15, calls=400))
+    estimate = paired.trimmed(logs)
+    assert estimate.pairs == 400 and estimate.df == 400 - 2 * 80 - 1
+    # The spikes put a fifth of the pairs ±53% out; the trimmed mean stays within
+    # 0.3% of the truth with a standard error of the calls' own 1% noise.
+    assert abs(estimate.log_ratio) < 0.003 and estimate.se < 0.002
+    assert statistics.stdev(logs) / math.sqrt(len(logs)) > 5 * estimate.se
+
+
+def test_processes_that_disagree_widen_the_interval():
+    alike = [Estimate(0.01, 0.002, 50, 100), Estimate(0.012, 0.002, 50, 100)]
+    apart = [Estimate(-0.03, 0.002, 50, 100), Estimate(0.05, 0.002, 50, 100)]
+    together, spread = paired.combine(alike), paired.combine(apart)
+    assert together.between == 0 and together.se == pytest.approx(0.002 / math.sqrt(2))
+    assert together.log_ratio == pytest.approx(0.011)
+    assert spread.between == pytest.approx(0.0566, abs=0.001) and spread.se > 10 * together.se
+
+
+def test_pococks_boundary_is_wider_than_one_look_and_holds_its_level():
+    one = paired.boundary((8,))
+    several = paired.boundary(PLAN.looks())
+    assert one == pytest.approx(1.96, abs=0.001)
+    # Pocock's tables: 2.41 for five equally spaced looks; six looks from 3 of 8 lie
+    # closer together (the statistics correlate more), so a little less.
+    assert 2.2 < several < 2.41
+    assert paired.boundary(PLAN.looks()) == several  # fixed seed: the same every call
+
+
+@pytest.mark.parametrize("between", [0.0, 0.005, 0.01])
+def test_null_changes_are_called_either_way_at_most_at_the_stated_rate(between):
+    # 400 A/As with spikes and a between-process bias of `between`: the sequential
+    # decision says helps or hurts in at most alpha of them, over all its looks.
+    results = _decisions(400, 1.0, between)
+    wrong = sum(r.verdict is not Verdict.NO_EFFECT for r in results)
+    helps = sum(r.verdict is Verdict.HELPS for r in results)
+    assert wrong / len(results) <= paired.ALPHA and helps / len(results) <= paired.ALPHA / 2
+    # Where the processes agree, most stop early, as no effect beyond 2%.
+    if between < 0.01:
+        assert statistics.mean(r.processes for r in results) < 4
+
+
+@pytest.mark.parametrize("boundary", ["pocock", "95% at every look"])
+def test_every_look_taken_the_level_holds_only_with_the_boundary(boundary, monkeypatch):
+    # No stop on equivalence: every A/A runs to its last look unless it errs.
+    monkeypatch.setattr(paired, "EQUIVALENT", 0.0)
+    if boundary != "pocock":
+        monkeypatch.setattr(paired, "boundary", lambda looks, alpha=0.05: 1.96)
+    results = _decisions(400, 1.0, between=0.02)
+    wrong = sum(r.verdict is not Verdict.NO_EFFECT for r in results) / len(results)
+    # 4.75% with the boundary; 16% without: what the boundary prevents.
+    assert (wrong <= paired.ALPHA) == (boundary == "pocock")
+
+
+def test_a_gain_is_seen_early_a_loss_too():
+    (clear,) = _decisions(1, 0.9)
+    assert clear.verdict is Verdict.HELPS and clear.processes == paired.MIN_PROCESSES
+    assert clear.high is not None and clear.high < 1 and clear.ratio == pytest.approx(0.9, 0.01)
+    (hurts,) = _decisions(1, 1.05)
+    assert hurts.verdict is Verdict.HURTS and hurts.low is not None and hurts.low > 1
+    (tiny,) = _decisions(1, 0.995)
+    assert tiny.verdict is Verdict.NO_EFFECT and tiny.ratio == pytest.approx(0.995, abs=0.003)
+
+
+def test_what_an_interval_says():
+    assert paired.verdict(0.90, 0.95, 0.92, final=False) is Verdict.HELPS
+    # Wholly below 1 but less than MIN_GAIN: within 2% of 1, so no effect.
+    assert paired.verdict(0.990, 0.999, 0.995, final=False) is Verdict.NO_EFFECT
+    assert paired.verdict(1.001, 1.03, 1.01, final=False) is Verdict.HURTS
+    assert paired.verdict(0.97, 1.01, 0.99, final=False) is None  # look again
+    assert paired.verdict(0.97, 1.01, 0.99, final=True) is Verdict.NO_EFFECT
+
+
+def test_the_result_says_how_it_was_measured():
+    result = paired.run(lambda order: rounds(0.8, order=order), PLAN, random.Random(0)).result
+    assert (result.processes, result.threads, result.blocks) == (3, 2, 72)
+    assert result.confidence == pytest.approx(
+        2 * statistics.NormalDist().cdf(paired.boundary(PLAN.looks())) - 1
+    )
+    assert ABResult.from_json(result.to_json()) == result
+
+
+def test_the_load_order_is_random_and_recorded():
+    orders = []
+
+    def process(order: tuple[int, int]) -> Rounds:
+        orders.append(order)
+        return rounds(1.0, order=order)
+
+    paired.run(process, Plan(3, 1.0, 1), random.Random(5))
+    paired.run(process, Plan(3, 1.0, 1), random.Random(6))
+    assert set(orders) == {(0, 1), (1, 0)}
+
+
+MATMUL = """
+func.func @main(%a: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %0 = "stablehlo.dot_general"(%a, %a) <{dot_dimension_numbers = #stablehlo.dot<
+      lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}>
+      : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %0 : tensor<32x32xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def vmfb(tmp_path_factory) -> tuple[Path, Path]:
+    from tfpgo.iree import run as iree_run
+
+    scratch = tmp_path_factory.mktemp("alternation")
+    (scratch / "m.mlir").write_text(MATMUL)
+    iree_run.compile_vmfb(scratch / "m.mlir", scratch / "m.vmfb", ())
+    np.save(scratch / "a.npy", np.ones((32, 32), np.float32))
+    return scratch / "m.vmfb", scratch / "a.npy"
+
+
+def test_an_alternation_process_times_every_arm_in_turn(vmfb, tmp_path):
+    program, inputs = vmfb
+    arm = Arm(str(program), "main", (str(inputs),))
+    request = Request((arm, arm), 0.2, 1, (0,), (1, 0), min_rounds=6)
+    done = alternation.alternate(request, tmp_path, "test")
+    assert done.load_order == (1, 0) and len(done.times_ns) >= 6
+    assert all(len(row) == 2 and min(row) > 0 for row in done.times_ns)
+
+
+def test_a_program_the_process_cannot_load_is_one_line(vmfb, tmp_path):
+    program, inputs = vmfb
+    broken = tmp_path / "broken.vmfb"
+    broken.write_bytes(program.read_bytes()[:100])
+    arms = (Arm(str(program), "main", (str(inputs),)), Arm(str(broken), "main", (str(inputs),)))
+    with pytest.raises(UserError) as error:
+        alternation.alternate(Request(arms, 0.1, 1, (0,), (0, 1)), tmp_path, "test")
+    message = str(error.value)
+    assert message.startswith("test: alternation failed: error: IREE could not load or call ")
+    assert "\n" not in message
+
