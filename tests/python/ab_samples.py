@@ -55,7 +55,9 @@ def constructed_alternation(
             timed.extend(arms)
         shares = [1.0 if vmfb == baseline else share for vmfb in arms]
         rows = tuple(
-            tuple(round(10e6 * s * _JITTER[(i + 3 * a) % len(_JITTER)]) for a, s in enumerate(shares))
+            tuple(
+                round(10e6 * s * _JITTER[(i + 3 * a) % len(_JITTER)]) for a, s in enumerate(shares)
+            )
             for i in range(24)
         )
         return Rounds(rows, request.load_order)

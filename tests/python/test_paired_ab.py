@@ -182,4 +182,3 @@ def test_a_program_the_process_cannot_load_is_one_line(vmfb, tmp_path):
     message = str(error.value)
     assert message.startswith("test: alternation failed: error: IREE could not load or call ")
     assert "\n" not in message
-

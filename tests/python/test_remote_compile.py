@@ -6,6 +6,7 @@ is one line (a real `LocalCluster` of worker processes, real iree-compile)."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
 from pathlib import Path
 
 import numpy as np
@@ -217,11 +218,13 @@ def test_the_loop_compiles_its_candidates_on_the_cluster(
     assert not compiled[0].exists() and compiled[1].is_file()
     # The threads were chosen on the baseline alone; the A/B timed it against the
     # vmfb the cluster wrote; the candidate rejected before timing never was.
-    assert set(timed) == {baseline.vmfb, compiled[1]} and compiled[0] not in timed
-    assert timed[-2:] == [baseline.vmfb, compiled[1]]
+    counts = len(os.sched_getaffinity(0))  # a process for each thread count first
+    assert timed[:counts] == [baseline.vmfb] * counts
+    assert timed[counts : counts + 2] == [baseline.vmfb, compiled[1]]
+    assert compiled[0] not in timed
     # The whole, timed against the original the same way, is the tuned program.
     assert document.end_to_end is not None and document.tuned is not None
-    assert document.end_to_end.ratio == pytest.approx(CANDIDATE_SHARE)
+    assert document.end_to_end.ratio == pytest.approx(CANDIDATE_SHARE, abs=0.002)
 
 
 def test_the_flow_compiles_on_the_scheduler_it_was_given(program, profiled, tmp_path):

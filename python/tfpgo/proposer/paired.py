@@ -181,28 +181,57 @@ class PairedAB:
 
     result: ABResult
     processes: tuple[Rounds, ...]
-    between: float
 
 
-def judge(processes: Sequence[Rounds], plan: Plan, final: bool) -> tuple[ABResult, float] | None:
-    """The verdict of these processes at a look of `plan` (None: look again), and
-    the between-process standard deviation."""
+@dataclass(frozen=True)
+class Interval:
+    """The ratio of the processes' calls (candidate over baseline), its interval
+    at `confidence`, and how it was made."""
+
+    ratio: float
+    low: float
+    high: float
+    confidence: float
+    combined: Combined
+
+
+def interval(processes: Sequence[Rounds], confidence: float) -> Interval:
+    """The processes' combined ratio and its interval (module docstring), at
+    `confidence` (Student's t, one degree of freedom fewer than the processes)."""
     combined = combine([trimmed(pair_logs(rounds)) for rounds in processes])
-    z = boundary(plan.looks())
-    confidence = 2 * statistics.NormalDist().cdf(z) - 1
-    quantile = t_quantile(1 - (1 - confidence) / 2, combined.processes - 1)
-    ratio = math.exp(combined.log_ratio)
-    low = math.exp(combined.log_ratio - quantile * combined.se)
-    high = math.exp(combined.log_ratio + quantile * combined.se)
-    said = verdict(low, high, ratio, final)
+    quantile = t_quantile(1 - (1 - confidence) / 2, max(combined.processes - 1, 1))
+    return Interval(
+        math.exp(combined.log_ratio),
+        math.exp(combined.log_ratio - quantile * combined.se),
+        math.exp(combined.log_ratio + quantile * combined.se),
+        confidence,
+        combined,
+    )
+
+
+def judge(processes: Sequence[Rounds], plan: Plan, final: bool) -> ABResult | None:
+    """The verdict of these processes at a look of `plan` (None: look again)."""
+    confidence = 2 * statistics.NormalDist().cdf(boundary(plan.looks())) - 1
+    found = interval(processes, confidence)
+    said = verdict(found.low, found.high, found.ratio, final)
     if said is None:
         return None
     baseline = statistics.median(row[0] for r in processes for row in r.times_ns) / 1e6
-    result = ABResult(
-        ratio, low, high, said, baseline, baseline * ratio, combined.pairs, confidence,
-        MIN_GAIN, combined.processes, plan.threads,
+    return ABResult(
+        found.ratio, found.low, found.high, said, baseline, baseline * found.ratio,
+        found.combined.pairs, confidence, MIN_GAIN, found.combined.processes, plan.threads,
     )  # fmt: skip
-    return result, combined.between
+
+
+def replay(processes: Sequence[Rounds], plan: Plan) -> ABResult:
+    """What `run` decides when its processes measure these, in this order (all
+    of `plan`'s processes)."""
+    looks = plan.looks()
+    for count in looks:
+        judged = judge(processes[:count], plan, final=count == plan.processes)
+        if judged is not None:
+            return judged
+    raise AssertionError("the last look always decides")
 
 
 def run(
@@ -223,5 +252,5 @@ def run(
             continue
         judged = judge(done, plan, final=index == plan.processes - 1)
         if judged is not None:
-            return PairedAB(judged[0], tuple(done), judged[1])
+            return PairedAB(judged, tuple(done))
     raise AssertionError("the last look always decides")

@@ -47,7 +47,7 @@ from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import ProfiledProgram, Workload, check_outputs, profile_program
 from tfpgo.iree.tools import ToolTimeout, tool_timeout_s, tools_deadline
 from tfpgo.mlir import annotate
-from tfpgo.proposer import ab, paired
+from tfpgo.proposer import ab
 from tfpgo.tune import program_ab
 from tfpgo.tune.candidates import CANDIDATES, EVIDENCE, Candidate, Evidence, Proposal, Variant
 from tfpgo.tune.db_records import ProgramRun
@@ -94,8 +94,8 @@ class Tuning:
 
     budget_s: float  # 0: build from the tuning database's records, measuring nothing
     ab_s: float = program_ab.AB_S
-    # The A/Bs' processes and threads, planned from the original program (tune).
-    ab: paired.Plan | None = None
+    # The run's A/Bs, planned from the original program (tune).
+    ab: program_ab.ProgramAB | None = None
 
 
 def tune(
@@ -116,13 +116,13 @@ def tune(
     program and records what it measures (`tfpgo.tune.records`). Returns what
     tune.json records."""
     started_s = time.monotonic()
+    deadline = started_s + tuning.budget_s
     timeout_s = max(MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR * baseline.compile_s)
-    overrun_s = tool_timeout_s(timeout_s)
-    if tuning.budget_s > 0:  # the threads measured first: the budget is the loop's
-        tuning = _planned(tuning, baseline, workload, stablehlo.parent / "tune", note)
-        assert tuning.ab is not None
-        overrun_s += OVERRUN_ABS * program_ab.longest_s(tuning.ab)
-    deadline = time.monotonic() + tuning.budget_s
+    run_s = baseline.profile.dispatch_ps / max(baseline.profile.runs, 1) / 1e12
+    scratch = stablehlo.parent / "tune" / "threads"
+    runs = program_ab.ProgramAB(baseline.vmfb, run_s, workload, scratch, tuning.ab_s, note)
+    tuning = replace(tuning, ab=runs)
+    overrun_s = tool_timeout_s(timeout_s) + OVERRUN_ABS * runs.longest_s()
     what = (
         f"--tune-budget ({tuning.budget_s:.0f} s) and one measurement past it ({overrun_s:.0f} s)"
     )
@@ -545,22 +545,6 @@ def _measured_after(decision: Decision, after: iree_run.IreeProfile) -> Decision
     return replace(decision, after_ps=spent)
 
 
-def _planned(
-    tuning: Tuning,
-    baseline: ProfiledProgram,
-    workload: Workload,
-    scratch: Path,
-    note: Callable[[str], None],
-) -> Tuning:
-    """`tuning` with its A/Bs planned: the threads the original program runs
-    fastest with, and processes sized from its profiled run time."""
-    run_s = baseline.profile.dispatch_ps / max(baseline.profile.runs, 1) / 1e12
-    scratch.mkdir(parents=True, exist_ok=True)
-    threads = program_ab.choose_threads(baseline.vmfb, workload, scratch, run_s)
-    note(f"tune: A/Bs run {threads.text()}")
-    return replace(tuning, ab=program_ab.plan(run_s, threads, tuning.ab_s))
-
-
 def _keep_evidence(directory: Path, out: Path, round_: int) -> None:
     """Copies a candidate's EVIDENCE files into `out`; a later round's under
     its number (tiles.2.json)."""
@@ -602,8 +586,7 @@ def _measure(
 
 def _ab(baseline: Path, candidate: Path, workload: Workload, tuning: Tuning) -> ab.ABResult:
     assert tuning.ab is not None, "tune plans the A/Bs before it measures"
-    scratch = candidate.parent / "ab"
-    return program_ab.measure(baseline, candidate, workload, tuning.ab, scratch)
+    return tuning.ab.measure(baseline, candidate)
 
 
 def _interval(result: ab.ABResult) -> str:

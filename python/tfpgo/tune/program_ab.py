@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,23 +79,44 @@ def plan(run_s: float, threads: Threads, seconds: float = AB_S) -> paired.Plan:
     return paired.Plan(processes, process_s, threads.count, threads.cpus)
 
 
-def longest_s(ab_plan: paired.Plan) -> float:
-    """How long an A/B of `ab_plan` may take when it runs to its last process."""
-    return ab_plan.processes * (ab_plan.process_s + START_S)
+class ProgramAB:
+    """The A/Bs of one --tune run, planned from the original program's run time;
+    the threads are measured on the original at the first A/B (a run that tries
+    nothing measures nothing)."""
 
+    def __init__(
+        self,
+        original: Path,
+        run_s: float,
+        workload: Workload,
+        scratch: Path,
+        seconds: float = AB_S,
+        note: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.original, self.run_s, self.workload = original, run_s, workload
+        self.scratch, self.seconds, self.note = scratch, seconds, note
+        self.threads: Threads | None = None
 
-def measure(
-    baseline: Path, candidate: Path, workload: Workload, ab_plan: paired.Plan, scratch: Path
-) -> ab.ABResult:
-    """The sequential paired A/B of `candidate` against `baseline` (module
-    docstring)."""
-    arms = (_arm(baseline, workload), _arm(candidate, workload))
+    def longest_s(self) -> float:
+        """How long an A/B may take when it runs to its last process."""
+        sized = plan(self.run_s, Threads(1, (0,), {}), self.seconds)
+        return sized.processes * (sized.process_s + START_S)
 
-    def process(order: tuple[int, int]) -> alternation.Rounds:
-        request = Request(arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order)
-        return alternation.alternate(request, scratch, "--tune (A/B)")
+    def measure(self, baseline: Path, candidate: Path) -> ab.ABResult:
+        """The sequential paired A/B of `candidate` against `baseline` (module
+        docstring)."""
+        if self.threads is None:
+            self.scratch.mkdir(parents=True, exist_ok=True)
+            self.threads = choose_threads(self.original, self.workload, self.scratch, self.run_s)
+            self.note(f"tune: A/Bs run {self.threads.text()}")
+        ab_plan = plan(self.run_s, self.threads, self.seconds)
+        arms = (_arm(baseline, self.workload), _arm(candidate, self.workload))
 
-    return paired.run(process, ab_plan).result
+        def process(order: tuple[int, int]) -> alternation.Rounds:
+            request = Request(arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order)
+            return alternation.alternate(request, candidate.parent / "ab", "--tune (A/B)")
+
+        return paired.run(process, ab_plan).result
 
 
 def _arm(vmfb: Path, workload: Workload) -> Arm:
