@@ -21,7 +21,7 @@ running:
 Per model: the median half-width of each method and length, the new method's
 coverage of 1.0 over `--repeats` 20 s A/As, its between-process standard
 deviation, and the sequential decisions. Printed as Markdown and written to
-`<root>/ab_noise.json`.
+`<root>/ab_noise.json` (`--json`).
 """
 
 from __future__ import annotations
@@ -101,7 +101,9 @@ def _new(
     started = time.monotonic()
     for _ in range(ab_plan.processes):
         order = (0, 1) if draw.random() < 0.5 else (1, 0)
-        request = Request(arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order)
+        request = Request(
+            arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order, ab_plan.calls
+        )
         processes.append(alternate(request, scratch, "A/A"))
     found = paired.interval(processes, 0.95)
     decided = paired.replay(processes, ab_plan)
@@ -161,12 +163,13 @@ def main() -> int:
     parser.add_argument("--only", default=",".join((*ZOO, *UNSEEN)))
     parser.add_argument("--repeats", type=int, default=20, help="20 s A/As a model")
     parser.add_argument("--short", type=int, default=3, help="5 s, 10 s and old-method A/As")
+    parser.add_argument("--json", default="ab_noise.json", help="written under --root")
     args = parser.parse_args()
     os.environ.setdefault("TFPGO_OPT", str(harness.tfpgo_opt()))
     results = []
     for label in args.only.split(","):
         results.append(_model(label, args.root, args.repeats, args.short))
-        harness.write_json(args.root / "ab_noise.json", {"machine": harness.machine(),
+        harness.write_json(args.root / args.json, {"machine": harness.machine(),
                                                          "results": results})  # fmt: skip
         print(f"{label}: {_row(results[-1])}", flush=True)
     header = ["model", "ms a run", "old, 20 s", *(f"new, {s:.0f} s" for s in LENGTHS_S)]

@@ -6,11 +6,17 @@ whatever the machine did in between. Timed so, one program against itself
 (A/A) gave a 95% interval of ±7-20% on this 2-core machine; called alternately
 in one process it gave ±0.9% (issue 48). This module is that process: it loads
 every arm (a vmfb and a function in it) into one IREE runtime, puts each arm's
-inputs on the device once, calls each arm `WARMUP_CALLS` times, then calls them
+inputs on the device once, calls each arm `WARMUP_CALLS` times, then runs them
 in rounds, forward (A B C) and reversed (C B A) in turn, so that A B B A holds
-for every two arms and a drift of the machine falls on both of a pair alike;
-each call is timed alone (`time.perf_counter_ns` around the invocation, which
-returns when the program's work is done).
+for every two arms and a drift of the machine falls on both of a pair alike.
+
+In a round each arm runs a block: `switch_calls` calls untimed, then `calls`
+calls each timed alone (`time.perf_counter_ns` around the invocation, which
+returns when the program's work is done), of which the round keeps the median.
+The untimed calls are there because the first call after the other program
+ran finds the caches holding that program's weights: on mlp (16 MB of
+weights, 2 ms a call) it took 15-25% longer than the next, so a call timed
+right after a switch measures the switch, not the program as a loop runs it.
 
 Where the process runs is chosen from outside (`Request`): its worker threads,
 pinned to the CPUs it names (IREE's `--task_topology_cpu_ids`) or left to the
@@ -27,7 +33,9 @@ is the process itself, writing its `Rounds` as JSON on stdout.
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -65,6 +73,8 @@ class Request:
     threads: int  # IREE's worker threads
     cpus: tuple[int, ...]  # one thread pinned to each; () leaves them unpinned
     load_order: tuple[int, ...]  # arm indices, in the order they are loaded
+    calls: int = 1  # timed calls of each arm in a round (its median is kept)
+    switch_calls: int = 1  # untimed calls before them
     min_rounds: int = 4
 
     def to_json(self) -> dict[str, Any]:
@@ -82,14 +92,16 @@ class Request:
             int(document["threads"]),
             tuple(document["cpus"]),
             tuple(document["load_order"]),
+            int(document["calls"]),
+            int(document["switch_calls"]),
             int(document["min_rounds"]),
         )
 
 
 @dataclass(frozen=True)
 class Rounds:
-    """One process's calls: per round, each arm's wall time (ns, by arm index);
-    round r ran the arms forward when r is even, reversed when odd."""
+    """One process's calls: per round, each arm's median timed call (ns, by arm
+    index); round r ran the arms forward when r is even, reversed when odd."""
 
     times_ns: tuple[tuple[int, ...], ...]
     load_order: tuple[int, ...]
@@ -122,6 +134,18 @@ def alternate(request: Request, scratch: Path, what: str) -> Rounds:
     return Rounds.from_json(json.loads(output))
 
 
+def _memory_of(vmfb: Path) -> mmap.mmap:
+    """The program's bytes in anonymous memory backed by huge pages where the
+    kernel has them (MADV_HUGEPAGE): every program of the A/B in memory of one
+    kind, whatever the page cache holds of its file."""
+    data = vmfb.read_bytes()
+    memory = mmap.mmap(-1, len(data))
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        memory.madvise(mmap.MADV_HUGEPAGE)
+    memory.write(data)
+    return memory
+
+
 def _arguments(arm: Arm, device: Any) -> list[Any]:
     import iree.runtime as rt
     import numpy as np
@@ -145,11 +169,12 @@ def _run(request: Request) -> Rounds:
     for index in request.load_order:
         arm = request.arms[index]
         context = rt.SystemContext(config=config)
-        module = rt.VmModule.mmap(config.vm_instance, arm.vmfb)
+        memory = _memory_of(Path(arm.vmfb))
+        module = rt.VmModule.wrap_buffer(config.vm_instance, memory)
         context.add_vm_module(module)
         function = context.modules[module.name][arm.function]
         arguments = _arguments(arm, device)
-        keep.append((context, module, arguments))
+        keep.append((context, module, arguments, memory))
         calls[index] = (function, arguments)
     for index in request.load_order:
         function, arguments = calls[index]
@@ -162,9 +187,14 @@ def _run(request: Request) -> Rounds:
         row = [0] * len(forward)
         for index in forward if len(rows) % 2 == 0 else forward[::-1]:
             function, arguments = calls[index]
-            started = time.perf_counter_ns()
-            function(*arguments)
-            row[index] = time.perf_counter_ns() - started
+            for _ in range(request.switch_calls):
+                function(*arguments)
+            timed = []
+            for _ in range(request.calls):
+                started = time.perf_counter_ns()
+                function(*arguments)
+                timed.append(time.perf_counter_ns() - started)
+            row[index] = round(statistics.median(timed))
         rows.append(tuple(row))
     return Rounds(tuple(rows), request.load_order)
 

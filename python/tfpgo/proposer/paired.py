@@ -2,10 +2,11 @@
 sequential decision.
 
 Samples (tfpgo.iree.alternation): in each process both programs are loaded and
-called in turn, forward and reversed by rounds (A B, B A, ...), so each round is
-a pair of neighbouring calls. A pair's log-ratio, log(t_B / t_A), is the unit:
-the machine's slow phases fall on both calls of a pair, and a drift cancels over
-the alternating order.
+run in turn, forward and reversed by rounds (A B, B A, ...), each a block of a
+few calls after an untimed one, so each round is a pair of neighbouring blocks.
+A pair's log-ratio, log(t_B / t_A) of the blocks' median calls, is the unit:
+the machine's slow phases fall on both blocks of a pair, and a drift cancels
+over the alternating order.
 
 One process: the 20% trimmed mean of its pairs' log-ratios, with the
 Tukey-McLaughlin standard error (the winsorized variance; degrees of freedom
@@ -169,6 +170,7 @@ class Plan:
     process_s: float
     threads: int
     cpus: tuple[int, ...] = ()
+    calls: int = 1  # timed calls of each program in a round
 
     def looks(self) -> tuple[int, ...]:
         first = min(MIN_PROCESSES, self.processes)

@@ -32,6 +32,10 @@ from tfpgo.proposer import ab, paired
 AB_S, PROCESS_S, START_S = 20.0, 2.5, 1.0
 # Rounds a process runs at least: a slow program's processes last longer.
 MIN_ROUNDS = 8
+# In a round, each program runs one untimed call (the caches hold the other
+# program's data after a switch) and up to CALLS timed ones, as many as fit in
+# BLOCK_S: their median is the round's time (tfpgo.iree.alternation).
+CALLS, BLOCK_S = 5, 0.025
 # Each thread count is measured for THREADS_S seconds of calls.
 THREADS_S = 1.0
 
@@ -73,10 +77,13 @@ def choose_threads(vmfb: Path, workload: Workload, scratch: Path, run_s: float) 
 def plan(run_s: float, threads: Threads, seconds: float = AB_S) -> paired.Plan:
     """The processes of an A/B of about `seconds` of alternation for a program
     whose run takes `run_s` (its profiled dispatch time: a lower bound), at
-    least paired.MIN_PROCESSES of at least MIN_ROUNDS rounds each."""
-    process_s = max(min(PROCESS_S, seconds / paired.MIN_PROCESSES), 2 * MIN_ROUNDS * run_s)
+    least paired.MIN_PROCESSES of at least MIN_ROUNDS rounds each, and the
+    timed calls of a program in a round."""
+    calls = max(1, min(CALLS, math.floor(BLOCK_S / run_s) if run_s > 0 else CALLS))
+    round_s = 2 * (calls + 1) * run_s
+    process_s = max(min(PROCESS_S, seconds / paired.MIN_PROCESSES), MIN_ROUNDS * round_s)
     processes = max(paired.MIN_PROCESSES, math.floor(seconds / process_s))
-    return paired.Plan(processes, process_s, threads.count, threads.cpus)
+    return paired.Plan(processes, process_s, threads.count, threads.cpus, calls)
 
 
 class ProgramAB:
@@ -113,7 +120,9 @@ class ProgramAB:
         arms = (_arm(baseline, self.workload), _arm(candidate, self.workload))
 
         def process(order: tuple[int, int]) -> alternation.Rounds:
-            request = Request(arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order)
+            request = Request(
+                arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order, ab_plan.calls
+            )
             return alternation.alternate(request, candidate.parent / "ab", "--tune (A/B)")
 
         return paired.run(process, ab_plan).result
