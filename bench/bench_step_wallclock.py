@@ -32,7 +32,7 @@ from typing import Any
 
 import harness
 
-from tfpgo.iree.run import largest_difference
+from tfpgo.iree.output_check import largest_difference
 from tfpgo.runtime.wallclock import WallClock
 
 # label -> (the hook's body or a built-in's name, mode, batch size)

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tfpgo.tune.dispatch_tiles import RootConfig
+from tfpgo.tune.tile_configs import RootConfig
 
 # distribution, vector_common_parallel and vector_reduction tiles, and the pipeline.
 Tiles = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], str]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tfpgo.render.model import RenderNode, Timing
+    from tfpgo.render.model import NodeTiming, RenderNode
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "render"
 MLP_OP_GRAPH = DATA / "mlp_op_graph.json"
@@ -18,7 +18,7 @@ MLP_OP_PROFILE = DATA / "mlp_op_profile.json"
 DENSE_MLIR = DATA.parent / "dense_tf2_21.mlir"
 
 
-def timing(node: RenderNode) -> Timing:
+def timing(node: RenderNode) -> NodeTiming:
     """`node.timing` of a node the test knows was timed (checked, not assumed)."""
     assert node.timing is not None, f"{node.name} has no timing"
     return node.timing

@@ -15,17 +15,24 @@ import pytest
 from iree_tile_oracle import TWO_MATMULS, Tiles, applied_matmul_tiles, spec_tiles, tiles_of
 
 from tfpgo.errors import UserError
-from tfpgo.iree import dispatch_benchmark
+from tfpgo.iree import dispatch_benchmark, profile_document
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.remote_compile import HostTarget
 from tfpgo.iree.tools import run_tool
 from tfpgo.report.tune_tables import limit_text
-from tfpgo.tune import dispatch_tiles
-from tfpgo.tune.db_records import Timing, VariantTimes
-from tfpgo.tune.dispatch_tiles import RootConfig, neighbours, root_configs, spec_text
+from tfpgo.tune import dispatch_tiles, program_ab, tile_configs
+from tfpgo.tune.db_records import TileTiming, VariantTimes
 from tfpgo.tune.document import TuneDocument
 from tfpgo.tune.records import Records
 from tfpgo.tune.roofline import MachineLimit, hot_fractions, model_fraction
+from tfpgo.tune.tile_configs import RootConfig, neighbours, root_configs, spec_text
+
+
+def _paired(time_one):
+    """A generation timer from a one-benchmark timer: each variant, then IREE's
+    choice beside it (as one process would, in turn)."""
+    return lambda default, variants: [(time_one(v), time_one(default)) for v in variants]
+
 
 BIG = "main_dispatch_0_matmul_256x256x512_f32"
 SMALL = "main_dispatch_1_matmul_128x64x256_f32"
@@ -54,7 +61,7 @@ def _applied(stablehlo: Path, out: Path, spec: Path | None = None) -> dict[tuple
     dump = out / "configurations"
     flags = [f"--iree-hal-dump-executable-configurations-to={dump}"]
     if spec is not None:
-        flags.append(f"{dispatch_tiles.SPEC_FLAG}{spec}")
+        flags.append(f"{tile_configs.SPEC_FLAG}{spec}")
     iree_run.compile_vmfb(stablehlo, out / "m.vmfb", flags, timeout_s=120)  # as _configs
     return applied_matmul_tiles(dump)
 
@@ -72,7 +79,7 @@ def test_a_spec_sets_the_tiles_of_the_dispatch_it_names_only(tmp_path):
     spec = tmp_path / "spec.mlir"
     spec.write_text(spec_text([wanted]))
     (tmp_path / "tuned").mkdir()
-    tuned = _configs(stablehlo, tmp_path / "tuned", (f"{dispatch_tiles.SPEC_FLAG}{spec}",))
+    tuned = _configs(stablehlo, tmp_path / "tuned", (f"{tile_configs.SPEC_FLAG}{spec}",))
     assert tuned[BIG] == wanted
     assert tuned[SMALL] == chosen[SMALL]  # same rank, other loop ranges: untouched
 
@@ -92,7 +99,7 @@ def test_a_spec_leaves_a_root_op_of_another_kind_with_the_same_ranges(tmp_path):
         spec.write_text(spec_text([replace(wanted, op=op)]))
         dump = tmp_path / f"{op}.dump"
         dump.mkdir()
-        tuned = _configs(stablehlo, dump, (f"{dispatch_tiles.SPEC_FLAG}{spec}",))
+        tuned = _configs(stablehlo, dump, (f"{tile_configs.SPEC_FLAG}{spec}",))
         assert tuned[BIG] == applied, op
 
 
@@ -149,8 +156,10 @@ def test_neighbours_change_one_tile_and_keep_the_tiling_valid():
     ]
 
 
-def _dispatch(name: str, total_ps: int, tf_self_ps: int, count: int = 1) -> iree_run.Dispatch:
-    return iree_run.Dispatch(name, count, total_ps, ("op",), tf_self_ps)
+def _dispatch(
+    name: str, total_ps: int, tf_self_ps: int, count: int = 1
+) -> profile_document.Dispatch:
+    return profile_document.Dispatch(name, count, total_ps, ("op",), tf_self_ps)
 
 
 def test_targets_rank_by_headroom_over_the_measured_bound():
@@ -164,7 +173,7 @@ def test_targets_rank_by_headroom_over_the_measured_bound():
     cold = _dispatch("f_dispatch_5_matmul_64x64x64_f32", 10_000, 0)
     # 2% of the dispatch time, twice its TensorFlow time: a target of a later round only.
     small = _dispatch("f_dispatch_6_elementwise_512_f32", 100_000, 50_000)
-    profile = iree_run.IreeProfile(
+    profile = profile_document.IreeProfile(
         "s", "main", 1, 0, 0.0, 1e-3, 1e-5, (fast, slow, beaten, at_tf, unbound, cold, small)
     )
     found = dispatch_tiles.targets(profile)
@@ -190,7 +199,7 @@ def test_a_dispatch_at_this_machines_limit_is_no_target(tmp_path):
     limit = MachineLimit(HostTarget("c", "+f"), "c", "avx2", 1, {"f32": 1000.0}, 1000.0, 1000.0)
     near = _dispatch("f_dispatch_0_elementwise_262144_f32", 1_150_000, 500_000)
     far = _dispatch("f_dispatch_1_matmul_64x64x64_f32", 2_000_000, 100_000)
-    profile = iree_run.IreeProfile("s", "main", 1, 0, 0.0, 1e-3, 1e-5, (near, far))
+    profile = profile_document.IreeProfile("s", "main", 1, 0, 0.0, 1e-3, 1e-5, (near, far))
     assert [(t.name, t.bound_ps) for t in dispatch_tiles.targets(profile)] == [
         (far.name, 100_000),
         (near.name, 500_000),
@@ -271,18 +280,18 @@ def test_the_search_climbs_on_benchmarks_and_decides_in_place(tmp_path):
                 big = in_place
         return {BIG: big, SMALL: 50.0}
 
-    wanted = [dispatch_tiles.Target(BIG, 300, 100), dispatch_tiles.Target(SMALL, 150, 100),
-              dispatch_tiles.Target("not_a_dispatch", 150, 100)]  # fmt: skip
+    hot = dispatch_tiles.HotDispatch
+    wanted = [hot(BIG, 300, 100), hot(SMALL, 150, 100), hot("not_a_dispatch", 150, 100)]
     found = dispatch_tiles.search(
-        stablehlo, (), wanted, time_dispatch, time_in_place, tmp_path / "s",
+        stablehlo, (), wanted, _paired(time_dispatch), time_in_place, tmp_path / "s",
         time.monotonic() + 600, 120,
     )  # fmt: skip
     assert set(found.dispatches) == {BIG, SMALL}
-    # Each generation is bracketed by IREE's choice: first and last call of a climb.
-    assert calls[0] == "iree.vmfb" and calls.count("iree.vmfb") >= 3
-    # On the benchmark: two steps up, 0.6 (the drift cancels: IREE's choice is
-    # interpolated to each variant's place; the leader's second timing, right
-    # before IREE's choice, is one drift step, 2%, off).
+    # Every variant is timed beside IREE's choice (the generation's default arm).
+    variants = [name for name in calls if name != "iree.vmfb"]
+    assert variants and calls.count("iree.vmfb") == len(variants)
+    # On the benchmark: two steps up, 0.6 (IREE's choice timed right after each
+    # variant: one drift step, 2%, off).
     best = min(found.tried[BIG], key=lambda t: t.ratio)
     assert best.config == widened(4)
     assert best.ratio == pytest.approx(0.6, rel=0.021)
@@ -297,15 +306,15 @@ def test_the_search_climbs_on_benchmarks_and_decides_in_place(tmp_path):
     dispatch_tiles.write_search(found, tmp_path)
     # The spec holds the chosen tiles for BIG's loop ranges alone, as IREE's parser
     # reads it, and IREE applies them to BIG alone (its dumped configuration).
-    assert spec_tiles((tmp_path / dispatch_tiles.SPEC).read_text()) == {BIG_LOOPS: tiles_of(chosen)}
+    assert spec_tiles((tmp_path / tile_configs.SPEC).read_text()) == {BIG_LOOPS: tiles_of(chosen)}
     iree = applied_matmul_tiles(tmp_path / "iree" / "configurations")  # no spec
-    applied = _applied(stablehlo, tmp_path / "applied", tmp_path / dispatch_tiles.SPEC)
+    applied = _applied(stablehlo, tmp_path / "applied", tmp_path / tile_configs.SPEC)
     assert applied == {BIG_LOOPS: tiles_of(chosen), SMALL_LOOPS: iree[SMALL_LOOPS]}
     assert applied[BIG_LOOPS] != iree[BIG_LOOPS]
     assert json.loads((tmp_path / dispatch_tiles.SEARCH).read_text())["dispatches"][BIG]["in_place"]
     # With the budget spent, nothing is tried and nothing is chosen.
     spent = dispatch_tiles.search(
-        stablehlo, (), wanted[:1], time_dispatch, time_in_place, tmp_path / "spent",
+        stablehlo, (), wanted[:1], _paired(time_dispatch), time_in_place, tmp_path / "spent",
         time.monotonic(), 120,
     )  # fmt: skip
     assert spent.tried == {BIG: []} and spent.chosen == {} and spent.in_place == {}
@@ -334,8 +343,8 @@ def test_a_later_round_keeps_the_earlier_tiles_in_every_program_and_spec(tmp_pat
         return {BIG: 50.0 if wider.text() in in_place_specs[-1] else 100.0, SMALL: 10.0}
 
     found = dispatch_tiles.search(
-        stablehlo, (), [dispatch_tiles.Target(BIG, 300, 100)], time_dispatch, time_in_place,
-        tmp_path / "s", time.monotonic() + 600, 120, base=(earlier,),
+        stablehlo, (), [dispatch_tiles.HotDispatch(BIG, 300, 100)], _paired(time_dispatch),
+        time_in_place, tmp_path / "s", time.monotonic() + 600, 120, base=(earlier,),
     )  # fmt: skip
     assert found.chosen[BIG].config == wider
     # The program without this round's spec is the program with the earlier tiles.
@@ -345,14 +354,14 @@ def test_a_later_round_keeps_the_earlier_tiles_in_every_program_and_spec(tmp_pat
     both = {SMALL_LOOPS: tiles_of(earlier), BIG_LOOPS: tiles_of(wider)}
     assert [spec_tiles(spec) for spec in in_place_specs if spec] == [both]
     dispatch_tiles.write_search(found, tmp_path, (earlier,))
-    assert spec_tiles((tmp_path / dispatch_tiles.SPEC).read_text()) == both
-    assert _applied(stablehlo, tmp_path / "applied", tmp_path / dispatch_tiles.SPEC) == both
+    assert spec_tiles((tmp_path / tile_configs.SPEC).read_text()) == both
+    assert _applied(stablehlo, tmp_path / "applied", tmp_path / tile_configs.SPEC) == both
 
 
 def test_a_dispatch_benchmark_recompiles_with_the_spec_and_is_timed(tmp_path):
     """IREE's benchmark of one dispatch, its configuration cleared, takes a spec
     as the whole program does (the dumped configuration shows the spec's tiles),
-    and iree-benchmark-module times it: about as IREE's own profile times its
+    and a generation times it: about as IREE's own profile times its
     invocations, and in proportion to its work."""
     stablehlo = tmp_path / "m.mlir"
     stablehlo.write_text(TWO_MATMULS)
@@ -369,22 +378,23 @@ def test_a_dispatch_benchmark_recompiles_with_the_spec_and_is_timed(tmp_path):
     dump = tmp_path / "tuned"
     vmfb = tmp_path / "big.vmfb"
     flags = (
-        f"{dispatch_tiles.SPEC_FLAG}{spec}",
+        f"{tile_configs.SPEC_FLAG}{spec}",
         f"--iree-hal-dump-executable-configurations-to={dump}",
     )
     dispatch_benchmark.compile_benchmark(unconfigured, vmfb, flags, 120)
     assert root_configs(dump) == {BIG: wanted}
-    timed_ps = dispatch_benchmark.time_dispatch(vmfb)
-    # IREE's own profile of the same module: an iteration of the benchmark is one
+    small = tmp_path / "small.vmfb"
+    dispatch_benchmark.compile_benchmark(sources[SMALL], small, (), 120)
+    # Timed in one process in turn with SMALL's benchmark as the default arm.
+    arm = program_ab.benchmark_arm
+    ((timed_ps, small_ps),) = program_ab.generation(arm(small), [arm(vmfb)], tmp_path, "test")
+    # IREE's own profile of the same module: a call of the benchmark is one
     # invocation and its submission, so it takes about the invocation's time or
-    # more (1.4-3.6x here on a loaded 2-core machine); units or a wrong field are
-    # 1000x off.
+    # more; units or a wrong field are 1000x off.
     assert 0.5 < timed_ps / _profiled_invocation_ps(vmfb, BIG, tmp_path) < 20
     # And it times the module it is given: BIG does 16x SMALL's multiply-adds
     # (256x256x512 against 128x64x256; about 16x the time here).
-    small = tmp_path / "small.vmfb"
-    dispatch_benchmark.compile_benchmark(sources[SMALL], small, (), 120)
-    assert timed_ps > 4 * dispatch_benchmark.time_dispatch(small)
+    assert timed_ps > 4 * small_ps
 
 
 def _profiled_invocation_ps(vmfb: Path, function: str, scratch: Path) -> float:
@@ -440,11 +450,11 @@ def test_a_dispatch_with_a_tile_record_is_not_searched_again(tmp_path):
     notes: list[str] = []
     records = Records.open(tmp_path / "tuning.db", stablehlo, False, notes.append, "first")
     assert records is not None
-    wanted = [dispatch_tiles.Target(BIG, 300, 100)]
+    wanted = [dispatch_tiles.HotDispatch(BIG, 300, 100)]
 
     def searched(scratch: Path, reuse: Records) -> dispatch_tiles.Search:
         found = dispatch_tiles.search(
-            stablehlo, (), wanted, time_dispatch, time_in_place, scratch,
+            stablehlo, (), wanted, _paired(time_dispatch), time_in_place, scratch,
             time.monotonic() + 600, 120, (), reuse.prior,
         )  # fmt: skip
         reuse.record_search(found, scratch / "configurations", (), stablehlo)
@@ -463,7 +473,7 @@ def test_a_dispatch_with_a_tile_record_is_not_searched_again(tmp_path):
     written = json.loads((tmp_path / "second" / dispatch_tiles.SEARCH).read_text())
     assert written["dispatches"][BIG]["tried"] == []
     assert written["dispatches"][BIG]["reused"] == second.reused[BIG]
-    assert spec_tiles((tmp_path / "second" / dispatch_tiles.SPEC).read_text()) == {
+    assert spec_tiles((tmp_path / "second" / tile_configs.SPEC).read_text()) == {
         BIG_LOOPS: tiles_of(wider)
     }
     assert len(records.db.tile_records(records.target)) == 1  # nothing new to record
@@ -501,19 +511,17 @@ def test_seeds_scale_a_records_winner_to_this_size():
     iree = RootConfig((64, 256, 512), (8, 64, 0), (8, 16, 0), (0, 0, 16), "DoubleTilingExpert")
     seed = RootConfig((256, 256, 512), (32, 64, 0), (8, 16, 0), (0, 0, 16), "DoubleTilingExpert")
     wider = replace(seed, distribution=(32, 128, 0))
-    assert dispatch_tiles.seeded(iree, [(seed, wider)]) == [
+    assert tile_configs.seeded(iree, [(seed, wider)]) == [
         replace(iree, distribution=(8, 128, 0)),  # scaled: the N tile doubled
         replace(iree, distribution=(32, 128, 0)),  # as recorded
     ]
     taller = replace(seed, distribution=(256, 64, 0))  # 8x the rows: 64 here, as recorded 256
-    assert dispatch_tiles.seeded(iree, [(seed, taller)]) == [
-        replace(iree, distribution=(64, 64, 0))
-    ]
+    assert tile_configs.seeded(iree, [(seed, taller)]) == [replace(iree, distribution=(64, 64, 0))]
     odd = replace(seed, distribution=(32, 96, 0))  # 1.5x: 96, a multiple of 16
-    assert dispatch_tiles.seeded(iree, [(seed, odd)])[0].distribution == (8, 96, 0)
+    assert tile_configs.seeded(iree, [(seed, odd)])[0].distribution == (8, 96, 0)
     other_pipeline = replace(wider, pipeline="Mmt4dTilingExpert")
-    assert dispatch_tiles.seeded(iree, [(seed, other_pipeline)]) == []
-    assert dispatch_tiles.seeded(iree, [(seed, seed)]) == [replace(iree, distribution=(32, 64, 0))]
+    assert tile_configs.seeded(iree, [(seed, other_pipeline)]) == []
+    assert tile_configs.seeded(iree, [(seed, seed)]) == [replace(iree, distribution=(32, 64, 0))]
 
 
 def test_a_record_at_another_size_seeds_the_climb(tmp_path):
@@ -556,15 +564,15 @@ def test_a_record_at_another_size_seeds_the_climb(tmp_path):
     records = Records.open(tmp_path / "tuning.db", big, False, notes.append, "batch32")
     assert records is not None
     first = dispatch_tiles.search(
-        big, (), [dispatch_tiles.Target(BIG, 300, 100)], time_dispatch, time_in_place,
+        big, (), [dispatch_tiles.HotDispatch(BIG, 300, 100)], _paired(time_dispatch), time_in_place,
         tmp_path / "first", time.monotonic() + 600, 120, (), records.prior,
     )  # fmt: skip
     records.record_search(first, tmp_path / "first" / "configurations", (), big)
     assert first.chosen[BIG].config == winner and first.seeded == {}
     timed.clear()
     second = dispatch_tiles.search(
-        quarter, (), [dispatch_tiles.Target(QUARTER, 300, 100)], time_dispatch, time_in_place,
-        tmp_path / "second", time.monotonic() + 600, 120, (), records.prior,
+        quarter, (), [dispatch_tiles.HotDispatch(QUARTER, 300, 100)], _paired(time_dispatch),
+        time_in_place, tmp_path / "second", time.monotonic() + 600, 120, (), records.prior,
     )  # fmt: skip
     assert second.reused == {}
     assert second.seeded[QUARTER].startswith("seeded from records of the op at 256x256x512 (")
@@ -590,13 +598,13 @@ def test_a_search_the_time_cut_short_is_resumed_from_its_best(tmp_path):
     notes: list[str] = []
     records = Records.open(tmp_path / "tuning.db", stablehlo, False, notes.append, "cut")
     assert records is not None
-    wanted = [dispatch_tiles.Target(BIG, 300, 100)]
+    wanted = [dispatch_tiles.HotDispatch(BIG, 300, 100)]
 
     def nothing_faster(vmfb: Path) -> float:
         return 100.0
 
     first = dispatch_tiles.search(
-        stablehlo, (), wanted, nothing_faster, lambda vmfb: {}, tmp_path / "first",
+        stablehlo, (), wanted, _paired(nothing_faster), lambda vmfb: {}, tmp_path / "first",
         time.monotonic(), 120, (), records.prior,
     )  # fmt: skip
     assert first.cut == [BIG]
@@ -608,11 +616,11 @@ def test_a_search_the_time_cut_short_is_resumed_from_its_best(tmp_path):
     further = replace(
         cut,
         variants=tuple(
-            VariantTimes(c.text(), (Timing(80.0 if c == step else 100.0, 100.0),))
+            VariantTimes(c.text(), (TileTiming(80.0 if c == step else 100.0, 100.0),))
             for c in (step, *others)
         ),
         winner=step.text(),
-        winner_alone=Timing(80.0, 100.0),
+        winner_alone=TileTiming(80.0, 100.0),
         when=cut.when + 1,
     )
     assert records.db.add_tiles(records.target, further)
@@ -625,7 +633,7 @@ def test_a_search_the_time_cut_short_is_resumed_from_its_best(tmp_path):
         return 60.0 if two_steps.text() in text else 100.0
 
     second = dispatch_tiles.search(
-        stablehlo, (), wanted, time_dispatch, lambda vmfb: {}, tmp_path / "second",
+        stablehlo, (), wanted, _paired(time_dispatch), lambda vmfb: {}, tmp_path / "second",
         time.monotonic() + 600, 120, (), records.prior,
     )  # fmt: skip
     assert second.reused == {} and second.seeded[BIG].startswith("resumed from 2 search(es)")

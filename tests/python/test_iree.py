@@ -16,9 +16,11 @@ import pytest
 from tfpgo.errors import UserError
 from tfpgo.flow.conservation import check_output
 from tfpgo.flow.stages import FlowOptions, run_flow
+from tfpgo.iree import executable_sources, output_check
 from tfpgo.iree import run as iree_run
+from tfpgo.iree.profile_document import BY_EXECUTABLE, BY_PROGRAM, IreeProfile, Site
 from tfpgo.iree.program import Workload, check_outputs, profile_program
-from tfpgo.iree.run import BY_EXECUTABLE, BY_PROGRAM, IreeProfile, Site, Timing
+from tfpgo.iree.run import DispatchTiming
 from tfpgo.iree.sites import IN_NESTED_LOOPS, OUTSIDE_LOOPS, SiteOps, compile_sites
 from tfpgo.iree.tools import run_tool
 
@@ -40,7 +42,7 @@ def test_the_compiled_program_runs_and_its_dispatch_time_lands_on_tf_ops(flow):
     profile = IreeProfile.read(flow / "iree_profile.json")
     assert (profile.runs, profile.warmup) == (STEPS, 1) and profile.dispatches
     assert all(d.count == STEPS for d in profile.dispatches)
-    assert profile.outputs_max_abs <= iree_run.ATOL + iree_run.RTOL
+    assert profile.outputs_max_abs <= output_check.ATOL + output_check.RTOL
     unattributed = sum(d.total_ps for d in profile.dispatches if not d.sources)
     assert profile.attributed_ps + unattributed == profile.dispatch_ps  # exact sums
     # Every dispatch is traced to its tf ops, whatever each took.
@@ -117,19 +119,19 @@ def test_outputs_that_differ_are_one_error_line(tmp_path):
     x = np.arange(4, dtype=np.float32)
     np.save(tmp_path / "x.npy", x)
     outputs = iree_run.run_outputs(vmfb, "main", [tmp_path / "x.npy"], 1, tmp_path)
-    assert iree_run.compare_outputs("main", outputs, [x * x]) == 0
+    assert output_check.compare_outputs("main", outputs, [x * x]) == 0
     with pytest.raises(UserError) as error:
-        iree_run.compare_outputs("main", outputs, [x * x + 1])
+        output_check.compare_outputs("main", outputs, [x * x + 1])
     assert "\n" not in str(error.value)
     assert str(error.value).startswith("iree level: output 0 of main differs from TensorFlow's")
     with pytest.raises(UserError, match="differs from the original program's"):
-        iree_run.compare_outputs("main", outputs, [x * x + 1], iree_run.ORIGINAL_PROGRAM)
+        output_check.compare_outputs("main", outputs, [x * x + 1], output_check.ORIGINAL_PROGRAM)
     timings = iree_run.profile_dispatches(vmfb, "main", [tmp_path / "x.npy"], 4, tmp_path, 2)
     ((name, timing),) = timings.items()
     assert timing.count == 4 and timing.total_ps > 0  # 6 runs profiled, 2 warm-up runs dropped
     assert timing.invocation_ps == (timing.total_ps,)  # one site, invoked once a run
-    parsed = iree_run.parse_sources(sources)
-    assert iree_run.dispatch_sources(parsed)[name] == (("square",), "compute")
+    parsed = executable_sources.parse_sources(sources)
+    assert executable_sources.dispatch_sources(parsed)[name] == (("square",), "compute")
 
 
 def test_a_program_that_may_differ_from_tensorflow_is_profiled_and_says_why(tmp_path):
@@ -157,7 +159,11 @@ def test_a_program_that_may_differ_from_tensorflow_is_profiled_and_says_why(tmp_
 
 
 def test_build_profile_splits_and_lists_unattributed_dispatches(tmp_path):
-    timings = {"d0": Timing(2, 301), "d1": Timing(2, 100), "d2": Timing(2, 7)}
+    timings = {
+        "d0": DispatchTiming(2, 301),
+        "d1": DispatchTiming(2, 100),
+        "d2": DispatchTiming(2, 7),
+    }
     sources = {"d0": (("a/conv", "a/Relu"), "compute"), "d1": (("a/Relu",), "bindings")}
     profile = iree_run.build_profile(
         "m.vmfb", "main", 2, 1, 0.0, timings, sources, {"a/Relu": 90}, {"a/conv": "a/Relu"}
@@ -267,10 +273,10 @@ def test_each_site_of_a_shared_executable_is_charged_to_its_own_ops(tmp_path):
     timings = iree_run.profile_dispatches(vmfb, "main", inputs, runs, tmp_path, 1)
     tf_self = {"input/Square": 10, "block1/MatMul": 100, "block1/Tanh": 20,
                "block2/MatMul": 100, "block2/Tanh": 20}  # fmt: skip
-    parsed = iree_run.parse_sources(sources)
+    parsed = executable_sources.parse_sources(sources)
+    code = executable_sources.dispatch_sources(parsed)
     profile = iree_run.build_profile(
-        "m.vmfb", "main", runs, 1, 0.0, timings, iree_run.dispatch_sources(parsed), tf_self, {},
-        sites,
+        "m.vmfb", "main", runs, 1, 0.0, timings, code, tf_self, {}, sites,
     )  # fmt: skip
     (shared,) = [d for d in profile.dispatches if "matmul" in d.name]
     matmuls = {block: TWO_BLOCKS.count(f'loc("{block}/MatMul")') for block in ("block1", "block2")}
@@ -303,7 +309,7 @@ def test_each_site_of_a_shared_executable_is_charged_to_its_own_ops(tmp_path):
     assert sum(profile.op_ps.values()) == profile.attributed_ps == profile.dispatch_ps
     # The code names block1's ops; block2's time lands on the same ops through them.
     written = tmp_path / "m.dispatches.mlir"
-    iree_run.write_dispatch_sources(parsed, profile, {}, written, sites)
+    executable_sources.write_dispatch_sources(parsed, profile, {}, written, sites)
     text = written.read_text()
     assert 'site_sources = ["block1/MatMul", "block2/MatMul"]' in text
     charged = sum(int(ps) for ps in re.findall(r"[{ ,]iree_self = (\d+) : i64", text))
@@ -320,13 +326,13 @@ def test_sites_that_do_not_match_the_invocations_charge_the_dispatch_as_a_whole(
     code: dict[str, tuple[tuple[str, ...], str]] = {"d": (("b1/MatMul",), "compute")}
     tf_self = {"b1/MatMul": 40, "b2/MatMul": 60}
     matched = iree_run.build_profile(
-        "m", "main", 2, 0, 0.0, {"d": Timing(4, 70, (30, 40))}, code, tf_self, {}, sites
+        "m", "main", 2, 0, 0.0, {"d": DispatchTiming(4, 70, (30, 40))}, code, tf_self, {}, sites
     )
     (dispatch,) = matched.dispatches
     assert dispatch.sites == (Site(("b1/MatMul",), 30, 40), Site(("b2/MatMul",), 40, 60))
     assert matched.op_ps == {"b1/MatMul": 30, "b2/MatMul": 40} and dispatch.tf_self_ps == 100
     looped = iree_run.build_profile(
-        "m", "main", 2, 0, 0.0, {"d": Timing(6, 90, (30, 30, 30))}, code, tf_self, {}, sites
+        "m", "main", 2, 0, 0.0, {"d": DispatchTiming(6, 90, (30, 30, 30))}, code, tf_self, {}, sites
     )
     (dispatch,) = looped.dispatches
     assert dispatch.sites_from == BY_EXECUTABLE and dispatch.sites == (
@@ -348,7 +354,7 @@ def test_sites_in_a_loop_body_are_charged_each_invocation_in_turn():
     }
     code: dict[str, tuple[tuple[str, ...], str]] = {"d": (("pre/MatMul",), "compute")}
     tf_self = {"pre/MatMul": 5, "w/a": 7, "w/b": 9}
-    timing = Timing(7, 99, (1, 10, 20, 11, 21, 12, 24))
+    timing = DispatchTiming(7, 99, (1, 10, 20, 11, 21, 12, 24))
     profile = iree_run.build_profile(
         "m", "main", 1, 0, 0.0, {"d": timing}, code, tf_self, {}, sites
     )
@@ -369,7 +375,15 @@ def test_sites_in_a_loop_body_are_charged_each_invocation_in_turn():
 
 def test_a_profile_written_before_sites_reads_as_one_site_a_dispatch(tmp_path):
     profile = iree_run.build_profile(
-        "m", "main", 1, 0, 0.0, {"d": Timing(1, 7)}, {"d": (("a",), "compute")}, {"a": 3}, {}
+        "m",
+        "main",
+        1,
+        0,
+        0.0,
+        {"d": DispatchTiming(1, 7)},
+        {"d": (("a",), "compute")},
+        {"a": 3},
+        {},
     )
     document = profile.to_json()
     for dispatch in document["dispatches"]:

@@ -21,8 +21,8 @@ from tfpgo.iree.program import Workload, profile_program
 from tfpgo.report.tune_tables import tune_summary
 from tfpgo.tune import loop
 from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
-from tfpgo.tune.dispatch_tiles import SPEC_FLAG
 from tfpgo.tune.loop import Tuning, tune
+from tfpgo.tune.tile_configs import SPEC_FLAG
 
 TIMEOUT_S = 3  # each run of an IREE tool here (a real one takes under a second)
 SLEEP_S = 300  # a hang: far longer than any of these tests may take
@@ -327,7 +327,7 @@ def test_a_tool_failure_and_an_output_mismatch_cross_a_pickle_whole():
     kind, with its line and the parts a caller reads to name a cause."""
     import pickle
 
-    from tfpgo.iree.run import OutputsDiffer
+    from tfpgo.iree.output_check import OutputsDiffer
     from tfpgo.iree.tools import ToolFailed
 
     for error in (ToolFailed("iree level", "iree-compile", "LLVM ERROR: out of memory"),

@@ -9,7 +9,7 @@ import pytest
 from tfpgo.errors import UserError
 from tfpgo.flow.conservation import check_output
 from tfpgo.flow.stages import FlowOptions, run_flow
-from tfpgo.iree.run import IreeProfile
+from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.mlir import annotate, lowering, routes
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"

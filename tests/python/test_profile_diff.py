@@ -11,7 +11,7 @@ from profile_fixtures import CONV_TRAIN, DENSE_INFER, TRAIN, profile_real_step, 
 from tfpgo import cli
 from tfpgo.diff import compare, profile_diff
 from tfpgo.diff.step_time import step_time_change, t_quantile
-from tfpgo.iree import run as iree_run
+from tfpgo.iree import profile_document
 
 RENDER_DATA = TRAIN.parents[2] / "render"
 
@@ -158,9 +158,11 @@ def test_an_output_dir_that_is_a_file_is_one_line(tmp_path, capsys):
 
 def _iree_profile(d0_ps: int, path):
     """A dispatch profile by hand: d0 ran ops x and y (equal parts), d1 no tf op."""
-    d0 = iree_run.Dispatch("m_dispatch_0_matmul_8x8x8_f32", 2, d0_ps, ("x", "y"), 500, "compute")
-    d1 = iree_run.Dispatch("m_dispatch_1_slow_memcpy", 2, 300, (), 0, "")
-    profile = iree_run.IreeProfile(
+    d0 = profile_document.Dispatch(
+        "m_dispatch_0_matmul_8x8x8_f32", 2, d0_ps, ("x", "y"), 500, "compute"
+    )
+    d1 = profile_document.Dispatch("m_dispatch_1_slow_memcpy", 2, 300, (), 0, "")
+    profile = profile_document.IreeProfile(
         "model.stablehlo.mlir", "main", 2, 1, 0.0, 1e-3, 1e-5, (d0, d1),
         {"x": d0_ps // 2, "y": d0_ps - d0_ps // 2}, {"x": 250, "y": 250},
     )  # fmt: skip

@@ -22,8 +22,8 @@ from tfpgo.iree.program import Workload, profile_program
 from tfpgo.proposer.ab import Verdict
 from tfpgo.trace.host_parts import HostReading
 from tfpgo.tune.candidates import Candidate, Proposal, Variant
-from tfpgo.tune.dispatch_tiles import SPEC_FLAG, neighbours, root_configs, spec_text
 from tfpgo.tune.loop import Tuning, tune
+from tfpgo.tune.tile_configs import SPEC_FLAG, neighbours, root_configs, spec_text
 
 MATMUL_RELU = """
 func.func @main(%a: tensor<128x256xf32>, %b: tensor<256x128xf32>) -> tensor<128x128xf32> {

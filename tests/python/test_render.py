@@ -25,10 +25,10 @@ from tfpgo.render.metrics import format_ps, metric_value
 from tfpgo.render.model import (
     EdgeKind,
     GraphKind,
+    NodeTiming,
     RenderEdge,
     RenderGraph,
     RenderNode,
-    Timing,
 )
 from tfpgo.render.reduce import JUNCTION_DEGREE, collapse_scopes, mark_hot, top_subgraph
 from tfpgo.render.style import HOT_FILL, NEVER_FILL, color_scale, node_style
@@ -175,7 +175,7 @@ def test_top_keeps_hottest_with_elided_paths():
 
 
 def _op(node_id: int, name: str, self_ps: int | None) -> RenderNode:
-    timing = None if self_ps is None else Timing(self_ps, self_ps, self_ps, 1, 0.0)
+    timing = None if self_ps is None else NodeTiming(self_ps, self_ps, self_ps, 1, 0.0)
     state = NodeState.NEVER_EXECUTED if timing is None else NodeState.EXECUTED
     return RenderNode(node_id, name, "tf.Op", "train", state, timing)
 

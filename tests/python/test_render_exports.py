@@ -40,7 +40,7 @@ from tfpgo.render.exports.csv_export import op_profile_rows, write_csv
 from tfpgo.render.exports.model_explorer import model_explorer_node_data, ops_by_function
 from tfpgo.render.exports.speedscope import speedscope_document
 from tfpgo.render.exports.trace_events import trace_events
-from tfpgo.render.model import Timing
+from tfpgo.render.model import NodeTiming
 from tfpgo.render.style import HOT_FILL
 
 STRICT = dacite.Config(strict=True)
@@ -247,8 +247,8 @@ def test_speedscope_nests_per_thread_and_keeps_every_picosecond():
 
 
 def test_speedscope_puts_overlapping_events_in_lanes():
-    def span(start: int, duration: int) -> Timing:
-        return Timing(duration, duration, duration, 1, 0.0, first_start_ps=start)
+    def span(start: int, duration: int) -> NodeTiming:
+        return NodeTiming(duration, duration, duration, 1, 0.0, first_start_ps=start)
 
     a, b, c = span(0, 3000), span(2000, 3000), span(500, 1000)  # b overlaps a; c nests in a
     nodes = tuple(

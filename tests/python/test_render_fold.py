@@ -13,7 +13,7 @@ from tfpgo.errors import UserError
 from tfpgo.render import Metric, NodeState, RenderOptions, fold, to_dot, write_pictures
 from tfpgo.render.fold import plan_fold, rankings
 from tfpgo.render.layout import run_graphviz
-from tfpgo.render.model import EdgeKind, GraphKind, RenderEdge, RenderGraph, RenderNode, Timing
+from tfpgo.render.model import EdgeKind, GraphKind, NodeTiming, RenderEdge, RenderGraph, RenderNode
 
 
 def _graph(count: int, links: list[tuple[int, int]]) -> RenderGraph:
@@ -24,7 +24,7 @@ def _graph(count: int, links: list[tuple[int, int]]) -> RenderGraph:
             "tf.Conv2D",
             "main",
             NodeState.EXECUTED,
-            Timing(1_000 * (i + 1), 1_000 * (i + 1), 1_000 * (i + 1), 1, 0.0),
+            NodeTiming(1_000 * (i + 1), 1_000 * (i + 1), 1_000 * (i + 1), 1, 0.0),
         )
         for i in range(count)
     )

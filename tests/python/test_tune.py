@@ -20,11 +20,11 @@ from iree_tile_oracle import spec_tiles, tiles_of
 from tfpgo.errors import UserError
 from tfpgo.flow import pgo
 from tfpgo.flow.stages import FlowOptions, run_flow
-from tfpgo.iree import dispatch_benchmark
 from tfpgo.iree import run as iree_run
+from tfpgo.iree.alternation import Arm
+from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.iree.program import Workload, check_outputs, profile_program
 from tfpgo.iree.remote_compile import HostTarget
-from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir.lowering import write_generic_stablehlo
 from tfpgo.proposer import paired
 from tfpgo.proposer.ab import ABResult, Verdict
@@ -36,15 +36,16 @@ from tfpgo.report.tune_tables import (
     trial_rows,
     tune_summary,
 )
-from tfpgo.tune import dispatch_tiles, loop
+from tfpgo.tune import dispatch_tiles, loop, program_ab, tile_climb, tile_configs
 from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
 from tfpgo.tune.db import default_path
 from tfpgo.tune.db_records import ProgramRun
-from tfpgo.tune.dispatch_tiles import RootConfig
 from tfpgo.tune.document import Decision, EndToEnd, OpChange, Trial, Tuned, TuneDocument
-from tfpgo.tune.loop import TUNED_PROFILE, TUNED_VMFB, Tuning, tune
+from tfpgo.tune.loop import Tuning, tune
 from tfpgo.tune.records import Records, RunSummary
 from tfpgo.tune.roofline import AT_LIMIT, MachineLimit
+from tfpgo.tune.tile_configs import RootConfig
+from tfpgo.tune.tuned_output import TUNED_PROFILE, TUNED_VMFB
 
 BY_NAME = {candidate.name: candidate for candidate in CANDIDATES}
 
@@ -264,21 +265,21 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
     def search(stablehlo, flags, targets, *rest, recorded=None):
         assert recorded is None  # no tuning database in this test
         asked.update(targets=[t.name for t in targets], flags=flags, base=rest[-1])
-        trial = dispatch_tiles.Trial(wanted, 1.0, 2.0)
+        trial = tile_climb.Trial(wanted, 1.0, 2.0)
         names = {t.name: wanted for t in targets}
         return dispatch_tiles.Search(
             names, {n: [trial] for n in names}, {n: trial for n in names}, {}
         )
 
     monkeypatch.setattr(dispatch_tiles, "search", search)
-    spec = f"{dispatch_tiles.SPEC_FLAG}/earlier/tuning_spec.mlir"
+    spec = f"{tile_configs.SPEC_FLAG}/earlier/tuning_spec.mlir"
     current = Variant(tmp_path / "m.mlir", ("--keep", spec), (TILE,),
                       frozenset({"m_dispatch_1_matmul_16x8x8_f32"}))  # fmt: skip
     proposal = BY_NAME["dispatch-tiles"].propose(current, _evidence(profile), tmp_path)
     assert isinstance(proposal, Proposal)
     assert asked == {"targets": ["m_dispatch_2_matmul_32x8x8_f32"], "flags": ("--keep",),
                      "base": (TILE,)}  # fmt: skip
-    new_spec = f"{dispatch_tiles.SPEC_FLAG}{tmp_path / dispatch_tiles.SPEC}"
+    new_spec = f"{tile_configs.SPEC_FLAG}{tmp_path / tile_configs.SPEC}"
     assert proposal.variant == Variant(
         current.stablehlo,
         ("--keep", new_spec),
@@ -287,7 +288,7 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
     )
     # The spec holds the kept tiles and the new ones, per their dispatches' loop ranges
     # (8x8x8, 32x8x8), as IREE's parser reads it.
-    assert spec_tiles((tmp_path / dispatch_tiles.SPEC).read_text()) == {
+    assert spec_tiles((tmp_path / tile_configs.SPEC).read_text()) == {
         (8, 8, 8): tiles_of(TILE),
         (32, 8, 8): tiles_of(wanted),
     }
@@ -475,12 +476,15 @@ def _time_forms(monkeypatch, convolution_ms: float, rewritten_ms: float) -> list
     by fixed times; returns the modules timed."""
     timed: list[Path] = []
 
-    def fixed(vmfb: Path, function: str | None = None, inputs: tuple[str, ...] = ()) -> float:
-        assert function == "main" and len(inputs) == 2 and vmfb.is_file()
-        timed.append(vmfb)
-        return (rewritten_ms if vmfb.stem == "rewritten" else convolution_ms) * 1e9
+    def fixed(default: Arm, variants: list[Arm], scratch: Path, what: str) -> list[tuple]:
+        (rewritten,) = variants
+        for arm in (default, rewritten):
+            assert arm.function == "main" and len(arm.inputs) == 2 and Path(arm.vmfb).is_file()
+            timed.append(Path(arm.vmfb))
+        assert Path(rewritten.vmfb).stem == "rewritten"
+        return [(rewritten_ms * 1e9, convolution_ms * 1e9)]
 
-    monkeypatch.setattr(dispatch_benchmark, "time_dispatch", fixed)
+    monkeypatch.setattr(program_ab, "generation", fixed)
     return timed
 
 
@@ -519,10 +523,10 @@ def test_kxk_rewrites_only_the_forms_that_win_alone(tmp_path, monkeypatch):
     assert decision.change.endswith(", alone 2.00 -> 1.00 ms")
     # A form IREE cannot time is left as it was, with IREE's line, not the loop ended.
 
-    def fails(vmfb: Path, function: str | None = None, inputs: tuple[str, ...] = ()) -> float:
-        raise UserError(f"iree level (dispatch benchmark): {vmfb.name} ran no benchmark")
+    def fails(default: Arm, variants: list[Arm], scratch: Path, what: str) -> list[tuple]:
+        raise UserError(f"{what}: alternation failed: error: IREE could not load or call it")
 
-    monkeypatch.setattr(dispatch_benchmark, "time_dispatch", fails)
+    monkeypatch.setattr(program_ab, "generation", fails)
     (tmp_path / "c").mkdir()
     reason = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), evidence, tmp_path / "c")
     assert isinstance(reason, str) and reason.startswith("none of the 1 forms")
@@ -873,17 +877,15 @@ def test_a_record_for_other_weights_gives_its_flags_not_its_program(tmp_path):
     new.write_text(WASTEFUL.replace("dense<0.0>", "dense<1.0>"))  # other weights
     records = _records(tmp_path / "tuning.db", old)
     spec = tmp_path / "spec.mlir"
-    spec.write_text(dispatch_tiles.spec_text([TILE]))
-    variant = Variant(old, ("--iree-opt-level=O2", f"{dispatch_tiles.SPEC_FLAG}{spec}"), (TILE,))
+    spec.write_text(tile_configs.spec_text([TILE]))
+    variant = Variant(old, ("--iree-opt-level=O2", f"{tile_configs.SPEC_FLAG}{spec}"), (TILE,))
     records.record([], variant, old, RunSummary("m", True, 0.5, 1.0, ()))
     (run,) = records.db.runs(records.target, records.original)
     same = records.variant_of(run, old, tmp_path)
     assert same is not None and same.stablehlo.read_bytes() == old.read_bytes()
     assert same.stablehlo != old and same.tiles == (TILE,)  # the stored copy
     assert same.flags[0] == "--iree-opt-level=O2"
-    assert (
-        Path(same.flags[1].removeprefix(dispatch_tiles.SPEC_FLAG)).read_text() == spec.read_text()
-    )
+    assert Path(same.flags[1].removeprefix(tile_configs.SPEC_FLAG)).read_text() == spec.read_text()
     renewed = _records(tmp_path / "tuning.db", new)
     assert renewed.original == records.original and renewed.values != records.values
     other = renewed.variant_of(run, new, tmp_path)

@@ -26,7 +26,7 @@ from iree_tile_oracle import TWO_MATMULS, applied_matmul_tiles, spec_tiles, tile
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.tools import run_tool
 from tfpgo.proposer.ab import ABResult, Verdict
-from tfpgo.tune import db, dispatch_tiles
+from tfpgo.tune import db, dispatch_tiles, tile_climb, tile_configs
 from tfpgo.tune import document as tune_document
 from tfpgo.tune.db_records import (
     Decision,
@@ -34,7 +34,7 @@ from tfpgo.tune.db_records import (
     RootOp,
     Target,
     TileRecord,
-    Timing,
+    TileTiming,
     VariantTimes,
     codegen_flags,
     from_json,
@@ -43,9 +43,9 @@ from tfpgo.tune.db_records import (
     root_ops,
     to_json,
 )
-from tfpgo.tune.dispatch_tiles import RootConfig, neighbours, root_configs
 from tfpgo.tune.records import nearest_first
 from tfpgo.tune.roofline import MachineLimit
+from tfpgo.tune.tile_configs import RootConfig, neighbours, root_configs
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "tuning_db.py"
 FLAGS = ("--iree-hal-target-device=local", "--iree-input-type=stablehlo")
@@ -67,7 +67,7 @@ def _record(
     root: RootOp = MATMUL, winner: RootConfig | None = WIDER, when: float = 1.0, model: str = "m"
 ) -> TileRecord:
     tried = VariantTimes(
-        WIDER.text(), (Timing(80.0, 100.0), Timing(84.0, 100.0)), (Timing(90.0, 100.0),)
+        WIDER.text(), (TileTiming(80.0, 100.0), TileTiming(84.0, 100.0)), (TileTiming(90.0, 100.0),)
     )
     return TileRecord(
         root,
@@ -76,8 +76,8 @@ def _record(
         IREE_TILES.text(),
         (tried,),
         None if winner is None else winner.text(),
-        None if winner is None else Timing(84.0, 100.0),
-        None if winner is None else Timing(90.0, 100.0),
+        None if winner is None else TileTiming(84.0, 100.0),
+        None if winner is None else TileTiming(90.0, 100.0),
         model,
         "p" * 16,
         when,
@@ -105,7 +105,7 @@ def _run(finished: bool = False) -> ProgramRun:
         "p" * 16,
         "resnet50",
         finished,
-        (f"{dispatch_tiles.SPEC_FLAG}{dispatch_tiles.SPEC}",),
+        (f"{tile_configs.SPEC_FLAG}{tile_configs.SPEC}",),
         "// a spec\n",
         (replace(WIDER, op="linalg.matmul"),),
         0.31,
@@ -176,7 +176,7 @@ def test_records_round_trip(tmp_path):
 
 def test_records_of_the_loop(tmp_path):
     """TileRecord.of_search and Decision.of_trial: what the loop has, as records."""
-    trial = dispatch_tiles.Trial
+    trial = tile_climb.Trial
     found = dispatch_tiles.Search(
         {"d": IREE_TILES},
         {"d": [trial(WIDER, 80.0, 100.0), trial(WIDER, 86.0, 100.0)]},
@@ -186,11 +186,13 @@ def test_records_of_the_loop(tmp_path):
     )
     record = TileRecord.of_search(found, "d", MATMUL, "m", "p" * 16, 5.0)
     assert record.winner == WIDER.text() and record.iree == IREE_TILES.text()
-    assert record.winner_alone == Timing(86.0, 100.0)  # the worse of its two, as a climb counts
-    assert record.winner_in_place == Timing(90.0, 100.0) and record.winner_ratio == 0.9
+    assert record.winner_alone == TileTiming(86.0, 100.0)  # the worse of its two, as a climb counts
+    assert record.winner_in_place == TileTiming(90.0, 100.0) and record.winner_ratio == 0.9
     assert record.variants == (
         VariantTimes(
-            WIDER.text(), (Timing(80.0, 100.0), Timing(86.0, 100.0)), (Timing(90.0, 100.0),)
+            WIDER.text(),
+            (TileTiming(80.0, 100.0), TileTiming(86.0, 100.0)),
+            (TileTiming(90.0, 100.0),),
         ),
     )
     result = ABResult(0.9, 0.85, 0.95, Verdict.HELPS, 10.0, 9.0, 5, 0.95, 0.05)
@@ -421,7 +423,7 @@ def test_target_flags_and_program_keys(tmp_path):
         path.write_text("// tiles\n")
     flags = (
         "--iree-opt-level=O3",
-        f"{dispatch_tiles.SPEC_FLAG}{spec}",
+        f"{tile_configs.SPEC_FLAG}{spec}",
         f"--iree-hal-dump-executable-configurations-to={tmp_path}",
         "--iree-llvmcpu-target-cpu=host",
         "--iree-opt-level=O2",  # iree-compile takes the last
@@ -432,10 +434,10 @@ def test_target_flags_and_program_keys(tmp_path):
     assert Target.of("c", "f", "v", flags).key != Target.of("c", "f", "v", ()).key
     stablehlo = tmp_path / "m.mlir"
     stablehlo.write_text(TWO_MATMULS)
-    here = program_key(stablehlo, [f"{dispatch_tiles.SPEC_FLAG}{spec}"])
-    assert here == program_key(stablehlo, [f"{dispatch_tiles.SPEC_FLAG}{moved}"])
+    here = program_key(stablehlo, [f"{tile_configs.SPEC_FLAG}{spec}"])
+    assert here == program_key(stablehlo, [f"{tile_configs.SPEC_FLAG}{moved}"])
     moved.write_text("// other tiles\n")
-    assert here != program_key(stablehlo, [f"{dispatch_tiles.SPEC_FLAG}{moved}"])
+    assert here != program_key(stablehlo, [f"{tile_configs.SPEC_FLAG}{moved}"])
     assert here != program_key(stablehlo, [])
 
 
@@ -460,8 +462,8 @@ def test_export_is_parsed_by_iree_and_applied_by_plain_iree_compile(tmp_path, ca
     winner = next(n for n in neighbours(iree) if n.distribution != iree.distribution)
     record = TileRecord(
         roots[name], name, iree.pipeline, iree.text(),
-        (VariantTimes(winner.text(), (Timing(70.0, 100.0),)),),
-        winner.text(), Timing(70.0, 100.0), None, "two_matmuls",
+        (VariantTimes(winner.text(), (TileTiming(70.0, 100.0),)),),
+        winner.text(), TileTiming(70.0, 100.0), None, "two_matmuls",
         program_key(stablehlo, ()), time.time(),
     )  # fmt: skip
     host = Target.host()
@@ -480,7 +482,7 @@ def test_export_is_parsed_by_iree_and_applied_by_plain_iree_compile(tmp_path, ca
         "iree-compile",
         [
             *iree_run.IREE_FLAGS,
-            f"{dispatch_tiles.SPEC_FLAG}{spec}",
+            f"{tile_configs.SPEC_FLAG}{spec}",
             f"--iree-hal-dump-executable-configurations-to={applied}",
             str(stablehlo),
             "-o",
@@ -499,7 +501,7 @@ def test_export_leaves_out_root_ops_the_matcher_cannot_tell_apart(tmp_path):
         database.add_tiles(HERE, _record(MATMUL))
         database.add_tiles(HERE, _record(MATMUL_BT))  # same op name and loop ranges
         database.add_tiles(HERE, _record(MATMUL_B8))
-        better = replace(_record(MATMUL_B8, when=0.5), winner_in_place=Timing(50.0, 100.0))
+        better = replace(_record(MATMUL_B8, when=0.5), winner_in_place=TileTiming(50.0, 100.0))
         database.add_tiles(HERE, better)
         chosen, left_out = database.spec_records(HERE)
         assert chosen == [better] and left_out == [("linalg.matmul", MATMUL.loops)]

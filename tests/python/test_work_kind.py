@@ -9,6 +9,7 @@ import pytest
 
 from tfpgo.attribution.work_kind import TABLE, Work, highest, kind_of, named_kind, named_work
 from tfpgo.errors import UserError
+from tfpgo.iree import executable_sources
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.sites import walk
 
@@ -34,7 +35,7 @@ def executables(tmp_path_factory):
     (scratch / "p.mlir").write_text(PROGRAM)
     sources = scratch / "p.sources.mlir"
     iree_run.compile_module(scratch / "p.mlir", scratch / "p.vmfb", sources, scratch / "p.mlirbc")
-    module = iree_run.parse_sources(sources)
+    module = executable_sources.parse_sources(sources)
     executables = [op.operation for op in module.body.operations]
     yield [op for op in executables if op.name == "hal.executable"]
     del module  # the ops live as long as their module

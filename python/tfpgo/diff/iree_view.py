@@ -14,7 +14,7 @@ maximum and percentiles are 0 (not measured; the diff reads none of them).
 from __future__ import annotations
 
 from tfpgo.attribution.op_profile import Durations, OpProfile, OpStats, Totals
-from tfpgo.iree.run import IreeProfile
+from tfpgo.iree.profile_document import IreeProfile
 
 VIEWS = ("op", "dispatch")
 

@@ -18,7 +18,7 @@ from tfpgo.diff import compare
 from tfpgo.diff.iree_view import VIEWS, iree_view
 from tfpgo.diff.output import summary_rows, write_outputs
 from tfpgo.documents import read_json
-from tfpgo.iree import run as iree_run
+from tfpgo.iree import profile_document
 
 PROG = "profile_diff"
 
@@ -67,8 +67,8 @@ def read_profile(path: Path, by: str = "op") -> OpProfile:
     elif not path.exists():
         raise errors.UserError(f"{path}: no such file or directory; pass an op_profile.json")
     contents = read_json(path)
-    if isinstance(contents, dict) and contents.get("format") == iree_run.FORMAT:
-        return iree_view(iree_run.IreeProfile.from_json(contents, path), by)
+    if isinstance(contents, dict) and contents.get("format") == profile_document.FORMAT:
+        return iree_view(profile_document.IreeProfile.from_json(contents, path), by)
     if by != "op":
         raise errors.UserError(
             f"{path}: --by {by} compares IREE dispatch profiles; this is not an "

@@ -18,8 +18,9 @@ from tfpgo import runtime
 from tfpgo.errors import UserError
 from tfpgo.flow.options import FlowOptions
 from tfpgo.flow.program_manifest import write_program_manifest
+from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.iree.program import ProfiledProgram, Workload
-from tfpgo.iree.run import IREE_OP_GRAPH, IreeProfile, write_iree_op_graph
+from tfpgo.iree.run import IREE_OP_GRAPH, write_iree_op_graph
 from tfpgo.mlir import lowering, routes
 from tfpgo.mlir.compiled_step import CompiledStep, XlaRefused, compile_step
 from tfpgo.models import ModelCase

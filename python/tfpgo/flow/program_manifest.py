@@ -17,7 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tfpgo.iree.run import ATOL, DISPATCHES_MODULE, RTOL
+from tfpgo.iree.executable_sources import DISPATCHES_MODULE
+from tfpgo.iree.output_check import ATOL, RTOL
 from tfpgo.iree.target import read_target
 from tfpgo.mlir.compiled_step import CompiledStep
 from tfpgo.mlir.lowering import IreeRun
@@ -34,7 +35,7 @@ from tfpgo.runtime.manifest import (
 )
 from tfpgo.runtime.structure import leaf_paths, tree_of
 from tfpgo.runtime.variables import bare_name
-from tfpgo.tune.loop import TUNED_VMFB
+from tfpgo.tune.tuned_output import TUNED_VMFB
 
 DEFAULT_VMFB = "model.iree.vmfb"
 _VARARG_ITEM = re.compile(r"(?P<name>\w+)_(?P<index>\d+)$")

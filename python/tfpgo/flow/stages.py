@@ -33,7 +33,8 @@ from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.errors import UserError
 from tfpgo.flow import lower_stage
 from tfpgo.flow.options import FlowOptions, check_options, signature_choice
-from tfpgo.iree.run import IREE_OP_GRAPH, IreeProfile
+from tfpgo.iree.profile_document import IreeProfile
+from tfpgo.iree.run import IREE_OP_GRAPH
 from tfpgo.mlir import annotate, lowering
 from tfpgo.mlir.compiled_step import CompiledStep
 from tfpgo.render import (

@@ -57,8 +57,9 @@ PYTHON = sys.executable
 
 @dataclass(frozen=True)
 class Arm:
-    """A program to time: a vmfb, the function it calls, and its arguments: .npy
-    files, or integers (a dispatch benchmark's invocation count)."""
+    """A program to time: a vmfb, the function it calls ("": its one function,
+    as a dispatch benchmark has), and its arguments: .npy files, or integers (a
+    dispatch benchmark's invocation count)."""
 
     vmfb: str
     function: str
@@ -172,7 +173,8 @@ def _run(request: Request) -> Rounds:
         memory = _memory_of(Path(arm.vmfb))
         module = rt.VmModule.wrap_buffer(config.vm_instance, memory)
         context.add_vm_module(module)
-        function = context.modules[module.name][arm.function]
+        name = arm.function or next(n for n in module.function_names if not n.startswith("__"))
+        function = context.modules[module.name][name]
         arguments = _arguments(arm, device)
         keep.append((context, module, arguments, memory))
         calls[index] = (function, arguments)

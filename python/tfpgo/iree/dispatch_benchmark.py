@@ -8,24 +8,19 @@ try many variants of one dispatch. The dump carries the configuration IREE chose
 (each op's `lowering_config`, the function's `translation_info`);
 `unconfigured_benchmarks` removes it, so that recompiling selects the
 configuration again, a tuning spec (`--iree-codegen-tuning-spec-path`)
-included, as in the whole program.
+included, as in the whole program. The modules are timed against each other
+in one process (tfpgo.tune.program_ab's `generation`).
 """
 
 from __future__ import annotations
 
-import json
-import statistics
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tfpgo.errors import UserError
-from tfpgo.iree.run import DEVICE, executable_exports
-from tfpgo.iree.tools import compile_once, run_tool
+from tfpgo.iree.executable_sources import executable_exports
+from tfpgo.iree.tools import compile_once
 
 DUMP_FLAG = "--iree-hal-dump-executable-benchmarks-to="
-REPETITIONS = 7
-MIN_TIME_S = 0.03  # per repetition: a few invocations of a ms dispatch, one of a slow one
 # What IREE chose for a dispatch: cleared so that a recompile chooses again.
 _CONFIGURATION = ("lowering_config", "translation_info", "compilation_info")
 
@@ -64,26 +59,3 @@ def _clear_configuration(op: Any) -> Any:
 def compile_benchmark(source: Path, vmfb: Path, flags: tuple[str, ...], timeout_s: float) -> None:
     """A benchmark module compiled as is (its device target is in the module)."""
     compile_once("iree-compile", source, flags, vmfb, "iree level", timeout_s)
-
-
-def time_dispatch(vmfb: Path, function: str | None = None, inputs: Sequence[str] = ()) -> float:
-    """The dispatch's time an invocation (ps): the median of REPETITIONS
-    repetitions of iree-benchmark-module, each at least MIN_TIME_S long (one
-    invocation per iteration, as the module was compiled: `--batch_size=1`).
-    With `function`, that function of a program instead, called on `inputs`
-    (iree-benchmark-module's `--input=` values). The
-    median, not the fastest: a variant can match IREE's choice at its best and
-    still be faster in most runs (on ResNet-like 3x3 convolutions here, the same
-    fastest repetition, 10% less median time and 13% less CPU time), and the
-    program runs at its typical speed, not its best."""
-    args = [f"--module={vmfb}", f"--device={DEVICE}", "--batch_size=1"]
-    if function:
-        args += [f"--function={function}", *(f"--input={value}" for value in inputs)]
-    args += [f"--benchmark_repetitions={REPETITIONS}", f"--benchmark_min_time={MIN_TIME_S}s"]
-    args += ["--benchmark_format=json"]
-    report = json.loads(run_tool("iree-benchmark-module", args, "iree level (dispatch benchmark)"))
-    runs = [b for b in report["benchmarks"] if b.get("run_type") == "iteration"]
-    if not runs:
-        raise UserError(f"iree level (dispatch benchmark): {vmfb.name} ran no benchmark")
-    scale = {"ns": 1e3, "us": 1e6, "ms": 1e9, "s": 1e12}
-    return statistics.median(b["real_time"] * scale[b["time_unit"]] for b in runs)

@@ -1,20 +1,20 @@
 """One StableHLO program under IREE: compiled, checked against TensorFlow, timed.
 
 `--lower iree` profiles the lowered program once (`profile_program`); `--tune`
-compiles variants of it, times each against the current best by blocks of
-iterations (`iteration_times`, IREE's own benchmark tool), and profiles the one
-it keeps the same way as the first.
+compiles variants of it, times each against the current best
+(tfpgo.tune.program_ab), and profiles the one it keeps the same way as the
+first.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tfpgo.iree import executable_sources, output_check, profile_document
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.sites import SiteOps, compile_sites
 
@@ -38,8 +38,8 @@ class Workload:
     warmup: int
     tf_self_ps: dict[str, int]
     fused_into: dict[str, str]
-    # Whose outputs `expected` holds (iree_run.TENSORFLOW or ORIGINAL_PROGRAM).
-    expected_from: str = iree_run.TENSORFLOW
+    # Whose outputs `expected` holds (output_check.TENSORFLOW or ORIGINAL_PROGRAM).
+    expected_from: str = output_check.TENSORFLOW
     # Why IREE's outputs may differ from TensorFlow's, its program being right
     # (it draws random numbers with other bits); "" when they may not.
     may_differ: str = ""
@@ -48,7 +48,7 @@ class Workload:
         """This workload expecting `outputs`, the original program's (which draw
         the same random bits as its variants), and tolerating no mismatch."""
         return replace(
-            self, expected=outputs, expected_from=iree_run.ORIGINAL_PROGRAM, may_differ=""
+            self, expected=outputs, expected_from=output_check.ORIGINAL_PROGRAM, may_differ=""
         )
 
 
@@ -56,8 +56,8 @@ class Workload:
 class ProfiledProgram:
     """A compiled program and its dispatch profile (`iree_profile.json`)."""
 
-    profile: iree_run.IreeProfile
-    sources: Any  # the executable sources, parsed (iree_run.parse_sources)
+    profile: profile_document.IreeProfile
+    sources: Any  # the executable sources, parsed (executable_sources.parse_sources)
     sites: dict[str, tuple[SiteOps, ...]]  # per dispatch function, its sites' ops
     vmfb: Path
     bytecode: Path  # the StableHLO, weights included
@@ -85,19 +85,19 @@ def profile_program(
     )
     unchecked = ""
     try:
-        max_abs = iree_run.compare_outputs(
+        max_abs = output_check.compare_outputs(
             workload.entry, outputs, workload.expected, workload.expected_from
         )
-    except iree_run.OutputsDiffer:
+    except output_check.OutputsDiffer:
         if not workload.may_differ:
             raise
-        max_abs = iree_run.largest_difference(outputs, workload.expected)
+        max_abs = output_check.largest_difference(outputs, workload.expected)
         unchecked = workload.may_differ
     sites = compile_sites(stablehlo, (*iree_run.IREE_FLAGS, *flags), directory, SITES_TIMEOUT_S)
     timings = iree_run.profile_dispatches(
         vmfb, workload.entry, workload.inputs, workload.runs, directory, workload.warmup
     )
-    parsed = iree_run.parse_sources(sources)
+    parsed = executable_sources.parse_sources(sources)
     profile = iree_run.build_profile(
         name,
         workload.entry,
@@ -105,7 +105,7 @@ def profile_program(
         workload.warmup,
         max_abs,
         timings,
-        iree_run.dispatch_sources(parsed),
+        executable_sources.dispatch_sources(parsed),
         workload.tf_self_ps,
         workload.fused_into,
         sites,
@@ -120,23 +120,6 @@ def check_outputs(vmfb: Path, workload: Workload, scratch: Path) -> float:
     outputs = iree_run.run_outputs(
         vmfb, workload.entry, workload.inputs, len(workload.expected), scratch
     )
-    return iree_run.compare_outputs(
+    return output_check.compare_outputs(
         workload.entry, outputs, workload.expected, workload.expected_from
-    )
-
-
-def iteration_times(vmfb: Path, workload: Workload, iterations: int) -> tuple[int, ...]:
-    """The wall time (ns) of each of `iterations` calls of the entry function, in one
-    process of IREE's benchmark tool after its warm-up (unprofiled: profiling
-    would time every dispatch)."""
-    args = [f"--module={vmfb}", f"--device={iree_run.DEVICE}", f"--function={workload.entry}"]
-    args += [f"--input=@{path}" for path in workload.inputs]
-    args += ["--benchmark_min_time=1x", f"--benchmark_repetitions={iterations}"]
-    args += ["--benchmark_min_warmup_time=0.05", "--benchmark_format=json"]
-    listing = json.loads(iree_run.run_tool("iree-benchmark-module", args, "iree level (time)"))
-    unit = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-    return tuple(
-        round(entry["real_time"] * unit[entry["time_unit"]])
-        for entry in listing["benchmarks"]
-        if entry.get("run_type") == "iteration"
     )

@@ -22,31 +22,23 @@ fusion's is; a dispatch with no tf node name is listed apart, never dropped.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tfpgo import HOT_OPS
-from tfpgo.atomic import atomic_output_file
 from tfpgo.attribution.parts import split_equally, split_in_proportion
-from tfpgo.attribution.work_kind import Work, highest, kind_of
-from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
-from tfpgo.errors import UserError
+from tfpgo.documents import read_json, write_compact_json
+from tfpgo.iree.output_check import ATOL, RTOL
+from tfpgo.iree.profile_document import BY_EXECUTABLE, BY_PROGRAM, Dispatch, IreeProfile, Site
 from tfpgo.iree.sites import (
     IN_NESTED_LOOPS,
     OUTSIDE_LOOPS,
     SiteOps,
-    compute_ops,
-    location_names,
-    site_ops,
-    translation,
-    walk,
 )
 from tfpgo.iree.tools import compile_once, run_tool
 
-FORMAT = "tfpgo.iree_profile"
-VERSION = 1
 IREE_FLAGS = (
     "--iree-input-type=stablehlo",
     "--iree-hal-target-device=local",
@@ -54,176 +46,6 @@ IREE_FLAGS = (
     "--iree-llvmcpu-target-cpu=host",
 )
 DEVICE = "local-task"
-ELIDE_ELEMENTS = 64  # constants larger than this are elided in model.dispatches.mlir
-# Outputs must agree with TensorFlow's within RTOL relative + ATOL: float32
-# kernels of another compiler reassociate sums.
-RTOL = 1e-3
-ATOL = 1e-5
-# Whose outputs a program's are compared with: TensorFlow's step, or (a step that
-# draws random numbers, which IREE draws with other bits) the original program's.
-TENSORFLOW, ORIGINAL_PROGRAM = "TensorFlow's", "the original program's"
-
-
-@dataclass(frozen=True)
-class Site:
-    """One place in the program where a dispatch runs (`tfpgo.iree.sites`), the tf
-    ops of that place and the time of its invocations."""
-
-    sources: tuple[str, ...]  # tf node names its ops carry
-    total_ps: int
-    tf_self_ps: int  # those ops' TensorFlow self time (op profile, the same steps)
-    invocations: int = 1  # a run's invocations of it: a loop's measured trip count
-
-    def parts(self) -> dict[str, int]:
-        """Its time per tf op: equal integer parts, summing exactly."""
-        if not self.sources:
-            return {}
-        return dict(zip(self.sources, split_equally(self.total_ps, len(self.sources)), strict=True))
-
-
-# How a dispatch's time reached its sites: `program` (each invocation charged to
-# its own site, in program order), `executable` (charged as a whole to the ops
-# its executable's code names: the invocations did not match the sites).
-BY_PROGRAM, BY_EXECUTABLE = "program", "executable"
-
-
-@dataclass(frozen=True)
-class Dispatch:
-    """One dispatch function of the compiled program and what it ran."""
-
-    name: str  # the dispatch function (`<entry>_dispatch_0_matmul_4x4096x1024_f32`)
-    count: int
-    total_ps: int
-    sources: tuple[str, ...]  # tf node names of all its sites, in site order
-    tf_self_ps: int  # those ops' TensorFlow self time, every site's (its bound)
-    # `compute` (its linalg/arith ops carry them), `bindings` (only the values it
-    # reads and writes do: a copy IREE made), "" (none: unattributed)
-    found_in: str = ""
-    sites: tuple[Site, ...] = ()
-    sites_from: str = BY_EXECUTABLE
-
-    def parts(self) -> dict[str, int]:
-        """Its time per tf op it ran: each site's time in equal integer parts over
-        that site's ops, summing exactly."""
-        found: dict[str, int] = {}
-        for site in self.sites:
-            for name, ps in site.parts().items():
-                found[name] = found.get(name, 0) + ps
-        return found
-
-
-@dataclass(frozen=True)
-class IreeProfile:
-    source: str
-    entry: str
-    runs: int
-    warmup: int  # runs profiled before them and dropped
-    outputs_max_abs: float  # |IREE - TensorFlow| over every output element
-    rtol: float
-    atol: float
-    dispatches: tuple[Dispatch, ...]
-    # per tf node: its share of the dispatches' time (equal integer parts)
-    op_ps: dict[str, int] = field(default_factory=dict)
-    # per tf node of `op_ps`: its TensorFlow self time over the profiled steps
-    op_tf_ps: dict[str, int] = field(default_factory=dict)
-    # Why the outputs could not be held to TensorFlow's ("" when they were).
-    outputs_unchecked: str = ""
-
-    @property
-    def dispatch_ps(self) -> int:
-        return sum(d.total_ps for d in self.dispatches)
-
-    def outputs_text(self) -> str:
-        """How IREE's outputs compare with TensorFlow's, for a line of the run or
-        the report."""
-        if self.outputs_unchecked:
-            return (
-                f"outputs not held to TensorFlow's (max |Δ| {self.outputs_max_abs:.3g}): "
-                f"{self.outputs_unchecked}"
-            )
-        return f"outputs within {self.outputs_max_abs:.3g} of TensorFlow's"
-
-    @property
-    def attributed_ps(self) -> int:
-        return sum(d.total_ps for d in self.dispatches if d.sources)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **new_header(FORMAT, VERSION, self.source),
-            "entry": self.entry,
-            "runs": self.runs,
-            "warmup": self.warmup,
-            "outputs": {
-                "max_abs": self.outputs_max_abs,
-                "rtol": self.rtol,
-                "atol": self.atol,
-                "unchecked": self.outputs_unchecked or None,
-            },
-            "totals": {
-                "dispatch_ps": self.dispatch_ps,
-                "dispatch_attributed_ps": self.attributed_ps,
-                "dispatch_unattributed_ps": self.dispatch_ps - self.attributed_ps,
-            },
-            "dispatches": [_dispatch_json(d) for d in self.dispatches],
-            "ops": [
-                {"name": name, "iree_ps": ps, "tf_self_ps": self.op_tf_ps.get(name, 0)}
-                for name, ps in self.op_ps.items()
-            ],
-        }
-
-    def write(self, path: Path) -> None:
-        write_compact_json(path, self.to_json())
-
-    @staticmethod
-    def read(path: Path) -> IreeProfile:
-        return IreeProfile.from_json(read_json(path), path)
-
-    @staticmethod
-    def from_json(document: Any, path: Path) -> IreeProfile:
-        expect_format(path, document, FORMAT)
-        try:
-            outputs = document["outputs"]
-            return IreeProfile(
-                document["source"],
-                document["entry"],
-                document["runs"],
-                document["warmup"],
-                outputs["max_abs"],
-                outputs["rtol"],
-                outputs["atol"],
-                tuple(_read_dispatch(d) for d in document["dispatches"]),
-                {op["name"]: op["iree_ps"] for op in document["ops"]},
-                {op["name"]: op["tf_self_ps"] for op in document["ops"]},
-                outputs.get("unchecked") or "",
-            )
-        except (KeyError, TypeError) as error:
-            raise UserError(f"{path}: malformed {FORMAT} document ({error})") from None
-
-
-def _dispatch_json(dispatch: Dispatch) -> dict[str, Any]:
-    return {
-        **asdict(dispatch),
-        "sources": list(dispatch.sources),
-        "sites": [{**asdict(site), "sources": list(site.sources)} for site in dispatch.sites],
-    }
-
-
-def _read_dispatch(item: dict[str, Any]) -> Dispatch:
-    """A dispatch of the document; one written before sites were read is one site."""
-    sources = tuple(item["sources"])
-    sites = tuple(
-        Site(
-            tuple(site["sources"]),
-            site["total_ps"],
-            site["tf_self_ps"],
-            site.get("invocations", 1),
-        )
-        for site in item.get("sites", ())
-    ) or (Site(sources, item["total_ps"], item["tf_self_ps"]),)
-    return Dispatch(
-        item["name"], item["count"], item["total_ps"], sources, item["tf_self_ps"],
-        item["found_in"], sites, item.get("sites_from", BY_EXECUTABLE),
-    )  # fmt: skip
 
 
 IREE_OP_GRAPH = "op_graph.iree.json"
@@ -329,166 +151,6 @@ def compile_vmfb(
     compile_once("iree-compile", stablehlo, [*IREE_FLAGS, *flags], vmfb, "iree level", timeout_s)
 
 
-def parse_sources(sources: Path) -> Any:
-    """The executable sources as an MLIR module (IREE's Python bindings), parsed once
-    for `dispatch_sources` and `write_dispatch_sources`."""
-    from iree.compiler import ir
-
-    return ir.Module.parse(sources.read_text(), ir.Context())
-
-
-def dispatch_sources(module: Any) -> dict[str, tuple[tuple[str, ...], str]]:
-    """Per executable export (the dispatch function's name): the tf node names its
-    compute ops carry, in first-seen order, and where they were found: `compute`,
-    or `bindings` when no compute op carries one (a copy or layout change IREE
-    made: the names of the values it reads and writes), "" when none. The code of
-    an executable several sites share names one site's ops (`tfpgo.iree.sites`)."""
-    found: dict[str, tuple[tuple[str, ...], str]] = {}
-    for executable in module.body.operations:
-        if executable.operation.name != "hal.executable":
-            continue
-        site = site_ops(executable.operation)
-        for export, _ in executable_exports(executable.operation):
-            found[export] = (site.names, site.found_in)
-    return found
-
-
-DISPATCHES_MODULE = "model.dispatches.mlir"
-
-
-def write_dispatch_sources(
-    module: Any,
-    profile: IreeProfile,
-    fused_into: dict[str, str],
-    path: Path,
-    sites: dict[str, tuple[SiteOps, ...]] | None = None,
-) -> None:
-    """The executable sources (each dispatch's code, large constants elided) with
-    the dispatch time on the ops that ran it. Each site's part for a tf op
-    (`Site.parts`) is split over the linalg ops of its executable that name that
-    op (or one TensorFlow ran inside its kernel, `fused_into`), those of the
-    highest kind of work (`tfpgo.attribution.work_kind`, the C++ passes' rule), as
-    `iree_self`; the tf op's TensorFlow self
-    time the same way over all its linalg ops, as `self`. An executable several
-    sites share names one site's ops: another site's op is found through it
-    (`sites.translation`), and an op that ran for several sites lists their tf ops
-    in `site_sources`. A part no linalg op names stays on the dispatch's
-    `hal.executable.export` (`iree_self` there), so `iree_self` sums to the
-    attributed dispatch time."""
-    from iree.compiler import ir
-
-    dispatches = {d.name: d for d in profile.dispatches}
-    placed: list[tuple[Any, str, str, int]] = []  # (op, source, dispatch, iree ps)
-    left_on: dict[str, tuple[Any, int]] = {}  # dispatch -> (export op, iree ps)
-    for executable in module.body.operations:
-        if executable.operation.name != "hal.executable":
-            continue
-        named: dict[str, list[Any]] = {}
-        kinds: dict[Any, Work] = {}
-        for op in walk(executable.operation):
-            kind_of(op, kinds)
-        for op in compute_ops(executable.operation):
-            if not op.name.startswith("linalg."):
-                continue
-            for name in dict.fromkeys(fused_into.get(n, n) for n in location_names(op.location)):
-                named.setdefault(name, []).append(op)
-        for export_name, export in executable_exports(executable.operation):
-            dispatch = dispatches.get(export_name)
-            if dispatch is None:
-                continue
-            left = 0
-            through = _site_translations(dispatch, (sites or {}).get(export_name, ()), named,
-                                         fused_into)  # fmt: skip
-            for site, translated in zip(dispatch.sites, through, strict=True):
-                for source, ps in site.parts().items():
-                    ops = highest(named.get(translated.get(source, source), []), kinds)
-                    if not ops:
-                        left += ps
-                        continue
-                    for op, part in zip(ops, split_equally(ps, len(ops)), strict=True):
-                        placed.append((op, source, export_name, part))
-            left_on[export_name] = (export, left)
-    tf_parts = _tf_parts(placed, profile)
-    with module.context:
-        i64 = ir.IntegerType.get_signless(64)
-        by_op: dict[Any, dict[str, Any]] = {}
-        for op, source, export_name, part in placed:
-            record = by_op.setdefault(
-                op, {"sources": {}, "dispatch": export_name, "iree_self": 0, "self": 0}
-            )
-            record["sources"].setdefault(source, None)
-            record["iree_self"] += part
-            record["self"] += next(tf_parts[source])
-        for op, record in by_op.items():
-            source, *others = record["sources"]
-            attributes = {
-                "source": ir.StringAttr.get(source),
-                "dispatch": ir.StringAttr.get(record["dispatch"]),
-                "self": ir.IntegerAttr.get(i64, record["self"]),
-                "iree_self": ir.IntegerAttr.get(i64, record["iree_self"]),
-                "source_self": ir.IntegerAttr.get(i64, profile.op_tf_ps.get(source, 0)),
-                "source_iree_self": ir.IntegerAttr.get(i64, profile.op_ps[source]),
-            }
-            if others:
-                attributes["site_sources"] = ir.ArrayAttr.get(
-                    [ir.StringAttr.get(name) for name in record["sources"]]
-                )
-            op.attributes["profiler_data"] = ir.DictAttr.get(attributes)
-        for name, (export, left) in left_on.items():
-            export.attributes["profiler_data"] = ir.DictAttr.get(
-                {
-                    "dispatch_ps": ir.IntegerAttr.get(i64, dispatches[name].total_ps),
-                    "iree_self": ir.IntegerAttr.get(i64, left),
-                }
-            )
-    text = module.operation.get_asm(large_elements_limit=ELIDE_ELEMENTS)
-    with atomic_output_file(path) as handle:
-        handle.write(text)
-
-
-def _site_translations(
-    dispatch: Dispatch,
-    own: tuple[SiteOps, ...],
-    named: dict[str, list[Any]],
-    fused_into: dict[str, str],
-) -> list[dict[str, str]]:
-    """Per site of `dispatch`, the name its executable's code carries for each of
-    the site's tf ops: the code keeps the locations of one site (the one naming
-    most of them), and another site's op is the one in the same place."""
-    if dispatch.sites_from != BY_PROGRAM or len(own) != len(dispatch.sites):
-        return [{} for _ in dispatch.sites]
-    keeper = max(own, key=lambda site: sum(fused_into.get(n, n) in named for n in site.names))
-    found = []
-    for site in own:
-        pairs = translation(keeper, site).items()
-        found.append(
-            {fused_into.get(their, their): fused_into.get(its, its) for their, its in pairs}
-        )
-    return found
-
-
-def executable_exports(op: Any) -> list[tuple[str, Any]]:
-    """The `hal.executable.export` ops under `op`, with their names."""
-    return [
-        (str(inner.attributes["sym_name"]).strip('"'), inner)
-        for inner in walk(op)
-        if inner is not op and inner.name == "hal.executable.export"
-    ]
-
-
-def _tf_parts(
-    placed: list[tuple[Any, str, str, int]], profile: IreeProfile
-) -> dict[str, Iterator[int]]:
-    """Each tf op's TensorFlow self time in equal parts over its placements."""
-    count: dict[str, int] = {}
-    for _, source, _, _ in placed:
-        count[source] = count.get(source, 0) + 1
-    return {
-        source: iter(split_equally(profile.op_tf_ps.get(source, 0), n))
-        for source, n in count.items()
-    }
-
-
 def run_outputs(
     vmfb: Path, entry: str, inputs: Sequence[Path], count: int, scratch: Path
 ) -> tuple[Any, ...]:
@@ -502,52 +164,8 @@ def run_outputs(
     return tuple(np.load(path) for path in outputs)
 
 
-def compare_outputs(
-    entry: str, outputs: Sequence[Any], expected: Sequence[Any], whose: str = TENSORFLOW
-) -> float:
-    """max |IREE - expected| over the outputs; a mismatch beyond RTOL/ATOL is one
-    UserError line (OutputsDiffer) naming `whose` outputs were expected."""
-    import numpy as np
-
-    for index, (got, want) in enumerate(zip(outputs, expected, strict=True)):
-        want = np.asarray(want)
-        if got.shape != want.shape or not np.allclose(got, want, rtol=RTOL, atol=ATOL):
-            difference = largest_difference((got,), (want,))
-            raise OutputsDiffer(
-                f"iree level: output {index} of {entry} differs from {whose} "
-                f"(max |Δ| {difference:.3g}, shapes {got.shape} and {want.shape}, tolerance "
-                f"{RTOL:g} relative + {ATOL:g})"
-            )
-    return largest_difference(outputs, expected)
-
-
-def largest_difference(outputs: Sequence[Any], expected: Sequence[Any]) -> float:
-    """max |IREE - expected| over outputs of the same shapes (inf where they differ)."""
-    import numpy as np
-
-    worst = 0.0
-    for got, want in zip(outputs, expected, strict=True):
-        want = np.asarray(want)
-        if got.shape != want.shape:
-            return float("inf")
-        worst = max(worst, float(np.abs(got - want).max()) if got.size else 0.0)
-    return worst
-
-
-class OutputsDiffer(UserError):
-    """IREE's outputs are not the expected ones: `what` says which and by how much;
-    the line blames IREE unless a caller knows another cause."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(f"{what}: IREE computes something else; report it with model.iree.vmfb")
-        self.what = what
-
-    def __reduce__(self) -> tuple[type[OutputsDiffer], tuple[str]]:
-        return OutputsDiffer, (self.what,)  # as it was made (pickled by a Dask worker)
-
-
 @dataclass(frozen=True)
-class Timing:
+class DispatchTiming:
     """One dispatch function's profiled invocations over the measured runs."""
 
     count: int
@@ -559,7 +177,7 @@ class Timing:
 
 def profile_dispatches(
     vmfb: Path, entry: str, inputs: Sequence[Path], runs: int, scratch: Path, warmup: int = 0
-) -> dict[str, Timing]:
+) -> dict[str, DispatchTiming]:
     """Per dispatch function, its invocations over `runs` runs of `entry`, after
     `warmup` runs that are profiled too and then dropped: each run is the same
     number of queue submissions, in time order (`submission_id`), and within a run
@@ -595,12 +213,14 @@ def profile_dispatches(
     return {key: _timing(per_run_ps) for key, per_run_ps in invocations.items()}
 
 
-def _timing(per_run_ps: list[list[int]]) -> Timing:
+def _timing(per_run_ps: list[list[int]]) -> DispatchTiming:
     count = sum(len(run) for run in per_run_ps)
     total = sum(sum(run) for run in per_run_ps)
     if len({len(run) for run in per_run_ps}) != 1:
-        return Timing(count, total)
-    return Timing(count, total, tuple(sum(column) for column in zip(*per_run_ps, strict=True)))
+        return DispatchTiming(count, total)
+    return DispatchTiming(
+        count, total, tuple(sum(column) for column in zip(*per_run_ps, strict=True))
+    )
 
 
 def invocation_sites(sites: Sequence[SiteOps], invocations: int) -> tuple[int, ...] | None:
@@ -632,7 +252,7 @@ def build_profile(
     runs: int,
     warmup: int,
     max_abs: float,
-    timings: dict[str, Timing],
+    timings: dict[str, DispatchTiming],
     sources: dict[str, tuple[tuple[str, ...], str]],
     tf_self_ps: dict[str, int],
     fused_into: dict[str, str],

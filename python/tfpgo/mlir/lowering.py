@@ -30,6 +30,7 @@ from typing import Any
 from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
+from tfpgo.iree import executable_sources
 from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
 from tfpgo.iree.tools import run_tool
 from tfpgo.mlir import annotate, iree_loops, jax_names, profile_names, routes
@@ -318,8 +319,6 @@ def _compile_and_run(
     `run.then` (--tune) with the profiled program."""
     import numpy as np
 
-    from tfpgo.iree import run as iree_run
-
     entry = routes.ENTRY_FUNCTION.search(stablehlo_text)
     if entry is None:
         raise UserError("iree level: the StableHLO module has no public function to run")
@@ -342,8 +341,8 @@ def _compile_and_run(
     if program.profile.outputs_unchecked:  # --tune holds variants to this program's outputs
         workload = workload.held_to(program.outputs)
     program.profile.write(out / "iree_profile.json")
-    dispatches = out / iree_run.DISPATCHES_MODULE
-    iree_run.write_dispatch_sources(
+    dispatches = out / executable_sources.DISPATCHES_MODULE
+    executable_sources.write_dispatch_sources(
         program.sources, program.profile, fused_into, dispatches, program.sites
     )
     for written in (program.vmfb, program.bytecode):  # the runnable program, weights and all

@@ -28,10 +28,10 @@ from tfpgo.render.model import (
     EdgeKind,
     GraphKind,
     NodeState,
+    NodeTiming,
     RenderEdge,
     RenderGraph,
     RenderNode,
-    Timing,
 )
 
 
@@ -149,7 +149,7 @@ def _load_event_dag(path: Path, document: dict) -> RenderGraph:
     nodes = []
     for raw in raw_nodes:
         same_name = durations[raw["name"]]
-        timing = Timing(
+        timing = NodeTiming(
             self_ps=self_ps[raw["id"]],
             total_ps=raw["duration"],
             mean_ps=sum(same_name) // len(same_name),
@@ -191,7 +191,7 @@ def _load_event_dag(path: Path, document: dict) -> RenderGraph:
 _PROFILE_KEYS = ("ts", "dur", "count", "total", "self", "min", "max", "p50", "p95")
 
 
-def _op_timing(path: Path, where: str, data: Any, device: bool) -> Timing | None:
+def _op_timing(path: Path, where: str, data: Any, device: bool) -> NodeTiming | None:
     """A node's timing: its host figures, or with `device` its device time."""
     if data is None:
         return None
@@ -201,7 +201,7 @@ def _op_timing(path: Path, where: str, data: Any, device: bool) -> Timing | None
         device_ps = field(path, where, data, "device_self", (int,), optional=True) or 0
         count = field(path, where, data, "device_count", (int,), optional=True) or 0
         share = field(path, where, data, "device_share", (int, float), optional=True) or 0.0
-        return Timing(
+        return NodeTiming(
             self_ps=device_ps,
             total_ps=device_ps,
             mean_ps=device_ps // count if count else 0,
@@ -210,7 +210,7 @@ def _op_timing(path: Path, where: str, data: Any, device: bool) -> Timing | None
             first_start_ps=values["ts"],
         )
     share = field(path, where, data, "share", (int, float))
-    return Timing(
+    return NodeTiming(
         self_ps=values["self"],
         total_ps=values["total"],
         mean_ps=values["dur"],

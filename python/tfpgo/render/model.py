@@ -38,7 +38,7 @@ class EdgeKind(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Timing:
+class NodeTiming:
     """Measured time of one node, in picoseconds (share is a fraction of 1)."""
 
     self_ps: int
@@ -62,7 +62,7 @@ class RenderNode:
     op_type: str  # "MatMul", "tf.MatMul", or "scope" for summaries
     group: str | None  # function (op graph) or plane/line (event DAG): one cluster each
     state: NodeState
-    timing: Timing | None
+    timing: NodeTiming | None
     critical: bool = False
     fused_into: str | None = None
     xla_fusion: str | None = None  # the XLA fusion that ran most of this op (op graph)

@@ -12,7 +12,7 @@ from collections import defaultdict, deque
 
 from tfpgo import HOT_OPS
 from tfpgo.render.metrics import Metric, metric_value
-from tfpgo.render.model import EdgeKind, NodeState, RenderEdge, RenderGraph, RenderNode, Timing
+from tfpgo.render.model import EdgeKind, NodeState, NodeTiming, RenderEdge, RenderGraph, RenderNode
 
 # A `--nodes` view links two kept nodes when a path of at most this many dropped
 # nodes joins them; longer detours would draw edges nobody can trace anyway.
@@ -68,14 +68,14 @@ def _merge_edges(edges: list[RenderEdge], rename: dict[int, int]) -> tuple[Rende
     return tuple(RenderEdge(s, t, kind, count) for (s, t, kind), count in merged.items())
 
 
-def _summary_timing(members: list[RenderNode]) -> Timing | None:
+def _summary_timing(members: list[RenderNode]) -> NodeTiming | None:
     timed = [member.timing for member in members if member.timing is not None]
     if not timed:
         return None
     count = sum(timing.count for timing in timed)
     total = sum(timing.total_ps for timing in timed)
     starts = [t.first_start_ps for t in timed if t.first_start_ps is not None]
-    return Timing(
+    return NodeTiming(
         self_ps=sum(timing.self_ps for timing in timed),
         total_ps=total,
         mean_ps=total // max(count, 1),

@@ -21,12 +21,12 @@ from tfpgo.analysis import Analysis
 from tfpgo.atomic import atomic_output_file
 from tfpgo.attribution.hlo_profile import HloProfile
 from tfpgo.attribution.op_profile import OpProfile
-from tfpgo.iree.run import IreeProfile
+from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.mlir.annotate import Attribution, UnresolvedEntry, xla_annotated_ps
 from tfpgo.mlir.lowering import LevelCoverage
 from tfpgo.render import RenderGraph, RenderNode
 from tfpgo.render.metrics import format_ps
-from tfpgo.render.model import Timing
+from tfpgo.render.model import NodeTiming
 from tfpgo.render.tables import PAGE_STYLE, figure, html_table, markdown_table
 from tfpgo.report.analysis_tables import analysis_tables
 from tfpgo.report.device_tables import device_summary, device_tables
@@ -98,7 +98,7 @@ class ReportInputs:
     output_dir: Path = Path(".")  # where the output lands (the snippets name it)
 
 
-def _hottest_ops(graph: RenderGraph, count: int) -> list[tuple[RenderNode, Timing]]:
+def _hottest_ops(graph: RenderGraph, count: int) -> list[tuple[RenderNode, NodeTiming]]:
     """The `count` ops with the most self time, each with its (present) timing."""
     timed = [(node, node.timing) for node in graph.nodes if node.timing is not None]
     return sorted(timed, key=lambda pair: -pair[1].self_ps)[:count]

@@ -5,7 +5,7 @@ site's tf ops and the site's own time, each per step, largest gap first."""
 
 from __future__ import annotations
 
-from tfpgo.iree.run import BY_PROGRAM, IreeProfile
+from tfpgo.iree.profile_document import BY_PROGRAM, IreeProfile
 from tfpgo.render.metrics import format_ps
 
 SHOWN_OPS = 3

@@ -33,19 +33,18 @@ into another, or says why it has nothing to try:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from tfpgo.documents import expect_format, read_json
-from tfpgo.iree import dispatch_benchmark
 from tfpgo.iree import run as iree_run
+from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.iree.program import Workload
-from tfpgo.iree.run import IreeProfile
 from tfpgo.mlir import annotate
 from tfpgo.proposer.ab import NOISE
-from tfpgo.tune import dispatch_tiles, rewrite_screen
+from tfpgo.tune import dispatch_tiles, program_ab, rewrite_screen, tile_climb, tile_configs
 from tfpgo.tune.dispatch_names import loop_ranges
 from tfpgo.tune.document import Decision
 from tfpgo.tune.rewrite_screen import CONV_TO_DOT, FormTiming
@@ -71,7 +70,7 @@ class Variant:
 
     stablehlo: Path
     flags: tuple[str, ...] = ()
-    tiles: tuple[dispatch_tiles.RootConfig, ...] = ()
+    tiles: tuple[tile_configs.RootConfig, ...] = ()
     searched: frozenset[str] = frozenset()
 
 
@@ -92,7 +91,7 @@ class TileRecords(Protocol):
 
     def prior(
         self, dispatch: str, configurations: Path, flags: tuple[str, ...]
-    ) -> dispatch_tiles.Prior | None: ...
+    ) -> tile_climb.Prior | None: ...
 
     def record_search(
         self,
@@ -259,12 +258,17 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         )
         return {name: t.total_ps / t.count for name, t in timings.items() if t.count}
 
-    flags = dispatch_tiles.without_spec(current.flags)
+    def time_generation(default: Path, variants: Sequence[Path]) -> list[tuple[float, float]]:
+        arm = program_ab.benchmark_arm
+        what = "dispatch-tiles (a generation)"
+        return program_ab.generation(arm(default), [arm(v) for v in variants], default.parent, what)
+
+    flags = tile_configs.without_spec(current.flags)
     found = dispatch_tiles.search(
         current.stablehlo,
         flags,
         wanted,
-        dispatch_benchmark.time_dispatch,
+        time_generation,
         time_in_place,
         scratch,
         evidence.deadline,
@@ -295,7 +299,7 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         f"{name.rsplit('_dispatch_', 1)[-1]}: {best.config.text()}"
         for name, best in found.chosen.items()
     )
-    spec = f"{dispatch_tiles.SPEC_FLAG}{scratch / dispatch_tiles.SPEC}"
+    spec = f"{tile_configs.SPEC_FLAG}{scratch / tile_configs.SPEC}"
     dispatches = {d.name: d for d in evidence.profile.dispatches}
     decisions = []
     for name, best in found.chosen.items():
@@ -341,7 +345,7 @@ def _compiler_flags(
     def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
         if all(flag in current.flags for flag in flags):
             return "the current program is compiled with it already"
-        kept = dispatch_tiles.without_spec(current.flags) if drops_spec else current.flags
+        kept = tile_configs.without_spec(current.flags) if drops_spec else current.flags
         added = tuple(flag for flag in flags if flag not in kept)
         change = f"iree-compile {' '.join(flags)}"
         if len(kept) < len(current.flags):

@@ -46,8 +46,8 @@ from tfpgo.tune.db_records import (
     from_json,
     to_json,
 )
-from tfpgo.tune.dispatch_tiles import RootConfig, spec_text
 from tfpgo.tune.roofline import MachineLimit
+from tfpgo.tune.tile_configs import RootConfig, spec_text
 
 FORMAT = "tfpgo.tuning_db"
 VERSION = 1

@@ -36,14 +36,15 @@ from typing import Any, TypeVar
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.remote_compile import HostTarget, host_target
 from tfpgo.iree.tools import run_tool
-from tfpgo.tune import dispatch_tiles
-from tfpgo.tune.dispatch_tiles import RootConfig, Search
+from tfpgo.tune import tile_climb, tile_configs
+from tfpgo.tune.dispatch_tiles import Search
 from tfpgo.tune.document import Trial
+from tfpgo.tune.tile_configs import RootConfig
 
 # Flags that change what iree-compile writes or prints, not the code it generates,
 # and the CPU's flags (`Target.cpu` and `features` hold what they resolve to).
 _NOT_CODEGEN = (
-    dispatch_tiles.SPEC_FLAG,
+    tile_configs.SPEC_FLAG,
     "--iree-hal-dump-",
     "--dump-",
     "--mlir-print-",
@@ -326,16 +327,16 @@ def program_values(stablehlo: Path) -> str:
 
 
 @dataclass(frozen=True)
-class Timing:
+class TileTiming:
     """A dispatch's mean time an invocation (ps) under a variant, and under IREE's
-    choice at the same place (`dispatch_tiles.Trial`)."""
+    choice at the same place (`tile_climb.Trial`)."""
 
     ps: float
     iree_ps: float
 
     @property
     def ratio(self) -> float:
-        return dispatch_tiles.against_iree(self.ps, self.iree_ps)
+        return tile_climb.against_iree(self.ps, self.iree_ps)
 
 
 @dataclass(frozen=True)
@@ -344,8 +345,8 @@ class VariantTimes:
     dispatch's benchmark (a climb's leader is timed twice), and in the program."""
 
     config: str
-    alone: tuple[Timing, ...]
-    in_place: tuple[Timing, ...] = ()
+    alone: tuple[TileTiming, ...]
+    in_place: tuple[TileTiming, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -363,8 +364,8 @@ class TileRecord:
     iree: str
     variants: tuple[VariantTimes, ...]
     winner: str | None
-    winner_alone: Timing | None
-    winner_in_place: Timing | None
+    winner_alone: TileTiming | None
+    winner_in_place: TileTiming | None
     model: str
     program: str
     when: float
@@ -416,11 +417,11 @@ class TileRecord:
         return root_config(self.iree, self.root.loops, self.pipeline, self.root.op)
 
 
-def _by_config(trials: Sequence[dispatch_tiles.Trial]) -> dict[str, list[Timing]]:
+def _by_config(trials: Sequence[tile_climb.Trial]) -> dict[str, list[TileTiming]]:
     """The timings of each variant (`RootConfig.text()`), in the order first tried."""
-    found: dict[str, list[Timing]] = {}
+    found: dict[str, list[TileTiming]] = {}
     for trial in trials:
-        found.setdefault(trial.config.text(), []).append(Timing(trial.ps, trial.iree_ps))
+        found.setdefault(trial.config.text(), []).append(TileTiming(trial.ps, trial.iree_ps))
     return found
 
 

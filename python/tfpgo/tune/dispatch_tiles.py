@@ -17,15 +17,14 @@ the form; llvm-cpu applies specs from IREE 3.11). Here:
 - where they start: IREE's own choice for each, read from
   `--iree-hal-dump-executable-configurations-to` (the root op's
   `#iree_cpu.lowering_config` and its function's pipeline);
-- what is tried: a hill climb over neighbours (`neighbours`: one tile doubled
-  or halved at a time, divisibility kept), each variant a spec whose matcher
+- what is tried: a hill climb over neighbours (tfpgo.tune.tile_configs: one
+  tile doubled or halved at a time, divisibility kept), each variant a spec whose matcher
   names the dispatch's loop ranges (`transform.match.structured.dim`, so a
   spec for one dispatch leaves the others alone);
 - how: on the dispatch's own benchmark (`--iree-hal-dump-executable-benchmarks-to`,
   see tfpgo.iree.dispatch_benchmark), which compiles in about a second where
-  the program takes minutes; each generation of variants is timed between two
-  timings of IREE's choice, interpolated to each variant's place (the load of
-  a shared machine drifts: that cancels a steady drift);
+  the program takes minutes; each generation of variants is timed in one
+  process beside IREE's choice, called in turn (tfpgo.tune.tile_climb);
 - where it is decided: the benchmark's best few variants of each dispatch are
   timed again in the whole program, round by round (a dispatch alone is not the
   dispatch in its program); a dispatch keeps the variant with the best in-place
@@ -41,18 +40,19 @@ kept tiles in every compile and in the new spec (`base`).
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfpgo.errors import UserError
-from tfpgo.iree import dispatch_benchmark
+from tfpgo.iree import dispatch_benchmark, profile_document
 from tfpgo.iree import run as iree_run
 from tfpgo.proposer.ab import NOISE
-from tfpgo.tune.dispatch_names import dispatch_flops, loop_ranges
+from tfpgo.tune.dispatch_names import dispatch_flops
 from tfpgo.tune.roofline import MachineLimit, at_limit, dispatch_bound_ps
+from tfpgo.tune.tile_climb import Climb, Prior, Recorded, TimeGeneration, Trial
+from tfpgo.tune.tile_configs import SPEC, SPEC_FLAG, RootConfig, root_configs, spec_text
 
 MIN_SHARE = 0.03
 MAX_DISPATCHES = 8
@@ -69,295 +69,7 @@ IN_PLACE_VARIANTS = 3
 IN_PLACE_RUNS = 3  # profiled runs of the program a timing (after one warm-up run)
 SEARCH_RUNS = 3  # profiled runs a round (after one warm-up run)
 COMPILE_TIMEOUT_MIN_S, COMPILE_TIMEOUT_FACTOR = 60.0, 5.0
-SPEC = "tuning_spec.mlir"
 SEARCH = "tiles.json"
-SPEC_FLAG = "--iree-codegen-tuning-spec-path="
-_FUNCTION = re.compile(r"func\.func @([\w$.-]+)\(")
-_CONFIG = re.compile(
-    r"lowering_config = #iree_cpu\.lowering_config<distribution = \[([\d, ]*)\], "
-    r"vector_common_parallel = \[([\d, ]*)\], vector_reduction = \[([\d, ]*)\]>"
-)
-_PIPELINE = re.compile(r"pipeline = #iree_cpu\.pipeline<(\w+)>")
-# The op a line's lowering_config belongs to: `%12 = linalg.matmul {lowering_config`.
-_ROOT_OP = re.compile(r"= ([a-z_]+\.[\w.]+)[ {(]")
-
-
-@dataclass(frozen=True)
-class RootConfig:
-    """The tile sizes of a dispatch's root op, one per loop, its pipeline, and the
-    root op's name (`linalg.matmul`): a spec's matcher checks the name with the
-    loop ranges, so a root op of another kind with the same ranges (a batch
-    matmul, a convolution of that shape) keeps IREE's own tiles."""
-
-    loops: tuple[int, ...]
-    distribution: tuple[int, ...]
-    vector_parallel: tuple[int, ...]
-    vector_reduction: tuple[int, ...]
-    pipeline: str
-    op: str = ""  # "" matches any op: a configuration read without its op
-
-    def text(self) -> str:
-        def listed(values: tuple[int, ...]) -> str:
-            return ", ".join(map(str, values))
-
-        return (
-            f"distribution = [{listed(self.distribution)}], vector_common_parallel = "
-            f"[{listed(self.vector_parallel)}], vector_reduction = "
-            f"[{listed(self.vector_reduction)}]"
-        )
-
-
-def root_configs(directory: Path) -> dict[str, RootConfig]:
-    """Per dispatch function: IREE's tile sizes for its root op, from the files of
-    `--iree-hal-dump-executable-configurations-to` (dispatches whose root has no
-    distribution tiles, or whose name gives no loop ranges, are left out)."""
-    configs = {}
-    for path in sorted(directory.glob("*.mlir")):
-        text = path.read_text()
-        function, config, pipeline = (
-            _FUNCTION.search(text),
-            _CONFIG.search(text),
-            _PIPELINE.search(text),
-        )
-        if function is None or config is None or pipeline is None:
-            continue
-        ranges = loop_ranges(function[1])
-        tiles = [tuple(int(v) for v in group.split(",") if v.strip()) for group in config.groups()]
-        if ranges is None or len({len(t) for t in tiles}) != 1 or len(ranges) != len(tiles[0]):
-            continue
-        distribution, vector_parallel, vector_reduction = tiles
-        line = text[text.rfind("\n", 0, config.start()) + 1 : config.start()]
-        root = _ROOT_OP.search(line)
-        configs[function[1]] = RootConfig(
-            ranges,
-            distribution,
-            vector_parallel,
-            vector_reduction,
-            pipeline[1],
-            root[1] if root else "",
-        )
-    return configs
-
-
-def without_spec(flags: Sequence[str]) -> tuple[str, ...]:
-    """`flags` less the tuning spec they name, if any."""
-    return tuple(flag for flag in flags if not flag.startswith(SPEC_FLAG))
-
-
-def neighbours(config: RootConfig) -> list[RootConfig]:
-    """IREE's choice with one tile doubled or halved, in a fixed order: each
-    parallel workgroup tile, innermost first, wider and narrower; the innermost
-    parallel vector tile wider and narrower; the innermost reduction vector tile
-    wider and narrower. A workgroup tile scaled is rounded to the nearest multiple
-    of its vector tile (IREE picks tiles that are not, such as 50 over vectors of
-    16 for a loop of 1000: doubled, 96). A variant that breaks a range, or a
-    divisibility (a workgroup tile a multiple of its vector tile) in a loop it
-    changes, is left out."""
-    parallel = [i for i, tile in enumerate(config.distribution) if tile > 0]
-    reduction = [i for i, tile in enumerate(config.vector_reduction) if tile > 0]
-    found: list[RootConfig] = []
-
-    def add(candidate: RootConfig) -> None:
-        if candidate != config and candidate not in found and _valid(candidate, config):
-            found.append(candidate)
-
-    for dim in reversed(parallel):
-        for factor in (2.0, 0.5):
-            tiles = _scaled(config.distribution, dim, factor)
-            multiple = _vector_multiple(tiles[dim], config.vector_parallel[dim])
-            tiles = tuple(multiple if i == dim else t for i, t in enumerate(tiles))
-            add(replace(config, distribution=tiles))
-    if parallel:
-        for factor in (2.0, 0.5):
-            vector = _scaled(config.vector_parallel, parallel[-1], factor)
-            add(replace(config, vector_parallel=vector))
-    if reduction:
-        inner = reduction[-1]
-        for factor in (2.0, 0.5):
-            add(replace(config, vector_reduction=_scaled(config.vector_reduction, inner, factor)))
-    return found
-
-
-def _scaled(tiles: tuple[int, ...], dim: int, factor: float) -> tuple[int, ...]:
-    # A tiled loop stays tiled: halving a tile of 1 gives 1 (the variant is then
-    # IREE's choice again and left out), never 0, which means "not tiled".
-    return tuple(max(1, round(t * factor)) if i == dim else t for i, t in enumerate(tiles))
-
-
-def _valid(config: RootConfig, start: RootConfig) -> bool:
-    for size, tile, vector, was in zip(
-        config.loops,
-        config.distribution,
-        config.vector_parallel,
-        zip(start.distribution, start.vector_parallel, strict=True),
-        strict=True,
-    ):
-        changed = (tile, vector) != was
-        if tile < 0 or tile > size or (changed and tile and vector and tile % vector):
-            return False
-    return all(
-        0 <= t <= size for size, t in zip(config.loops, config.vector_reduction, strict=True)
-    )
-
-
-def spec_text(configs: Sequence[RootConfig]) -> str:
-    """A tuning spec giving each root op named `config.op` whose loop ranges are
-    `config.loops` that config (transform dialect; IREE's tuning-spec form)."""
-    matchers = []
-    for index, config in enumerate(configs):
-        named = (
-            f'  transform.match.operation_name %op ["{config.op}"] : !transform.any_op\n'
-            if config.op
-            else ""
-        )
-        checks = "".join(
-            f"    %d{k} = transform.match.structured.dim %s[{k}] : (!transform.any_op) -> "
-            "!transform.param<i64>\n"
-            f"    %w{k} = transform.param.constant {size} : i64 -> !transform.param<i64>\n"
-            f"    transform.match.param.cmpi eq %d{k}, %w{k} : !transform.param<i64>\n"
-            for k, size in enumerate(config.loops)
-        )
-        matchers.append(
-            f"transform.named_sequence @match_{index}(%op: !transform.any_op "
-            "{transform.readonly}) -> (!transform.any_op, !transform.any_param) {\n"
-            f"{named}"
-            "  %m = transform.match.structured failures(propagate) %op : (!transform.any_op) "
-            "-> !transform.any_op {\n"
-            "  ^bb0(%s: !transform.any_op):\n"
-            f"    %rank = transform.match.structured.rank %s : (!transform.any_op) -> "
-            "!transform.param<i64>\n"
-            f"    %want = transform.param.constant {len(config.loops)} : i64 -> "
-            "!transform.param<i64>\n"
-            "    transform.match.param.cmpi eq %rank, %want : !transform.param<i64>\n"
-            f"{checks}"
-            "    transform.match.structured.yield %s : !transform.any_op\n"
-            "  }\n"
-            "  %config = transform.param.constant #iree_codegen.compilation_info<\n"
-            f"    lowering_config = #iree_cpu.lowering_config<{config.text()}>,\n"
-            "    translation_info = #iree_codegen.translation_info<"
-            f"pipeline = #iree_cpu.pipeline<{config.pipeline}>>> -> !transform.any_param\n"
-            "  transform.yield %m, %config : !transform.any_op, !transform.any_param\n"
-            "}\n"
-        )
-    pairs = ", ".join(f"@match_{index} -> @apply" for index in range(len(configs)))
-    return (
-        "// Written by tfpgo --tune (tfpgo.tune.dispatch_tiles).\n"
-        "module @tfpgo_tuning_spec attributes { transform.with_named_sequence } {\n"
-        "transform.named_sequence @apply(%op: !transform.any_op {transform.readonly}, "
-        "%config: !transform.any_param {transform.readonly}) {\n"
-        '  transform.annotate %op "compilation_info" = %config : !transform.any_op, '
-        "!transform.any_param\n"
-        "  transform.yield\n"
-        "}\n" + "".join(matchers) + "transform.named_sequence @main(%variant_op: !transform.any_op "
-        "{transform.consumed}) -> (!transform.any_op) attributes "
-        "{ iree_codegen.tuning_spec_entrypoint } {\n"
-        f"  %res = transform.foreach_match in %variant_op {pairs} : (!transform.any_op) -> "
-        "!transform.any_op\n"
-        "  transform.yield %res : !transform.any_op\n"
-        "}\n"
-        "}\n"
-    )
-
-
-# The tuning database's answer for one dispatch (its name, the dumped
-# configurations, the program's flags): what it knows of it (`Prior`), or None.
-Recorded = Callable[[str, Path, tuple[str, ...]], "Prior | None"]
-
-
-@dataclass(frozen=True)
-class Trial:
-    """One variant of one dispatch, timed beside IREE's choice in the same round:
-    the dispatch's mean time an invocation (ps) under each."""
-
-    config: RootConfig
-    ps: float
-    iree_ps: float
-
-    @property
-    def ratio(self) -> float:
-        return against_iree(self.ps, self.iree_ps)
-
-
-def against_iree(ps: float, iree_ps: float) -> float:
-    """A variant's time over IREE's own choice's at the same place; infinite when
-    IREE's is unknown (no variant can be said to beat it)."""
-    return ps / iree_ps if iree_ps > 0 else float("inf")
-
-
-@dataclass(frozen=True)
-class Prior:
-    """What the tuning database knows of one dispatch before its search, and
-    whence (a line for tiles.json and the report):
-
-    - `final`: a search of this root op ended by its own rule; `winner` is what
-      it kept (None: IREE's own tiles), and the dispatch is not searched;
-    - else, with `winner` or `seen`: a search of it the time cut short; the
-      climb resumes from `winner` (its best so far, if any), skipping the
-      variants already timed (`seen`, by `RootConfig.text()`);
-    - else `seeds`: per record of the same root op at other loop ranges, its
-      IREE tiles and its winner; the climb starts from them (`seeded`)."""
-
-    whence: str
-    final: bool = False
-    winner: Trial | None = None
-    seen: frozenset[str] = frozenset()
-    seeds: tuple[tuple[RootConfig, RootConfig], ...] = ()
-
-
-def seeded(iree: RootConfig, seeds: Sequence[tuple[RootConfig, RootConfig]]) -> list[RootConfig]:
-    """Where a climb starts from records of the same root op at other loop ranges
-    (`seeds`: each record's IREE tiles and winner). Per record, first its winner
-    scaled: each tile this dispatch's IREE tile times the record's winner over
-    its IREE tile (what tuning changed, applied to what IREE chose at this
-    size), a workgroup tile rounded to a multiple of its vector tile; then the
-    winner's tiles as they are. Each bounded by this dispatch's loop ranges;
-    only those valid, not IREE's own, of the same pipeline, without repeats."""
-    found: list[RootConfig] = []
-    for seed_iree, winner in seeds:
-        if winner.pipeline != iree.pipeline or len(winner.loops) != len(iree.loops):
-            continue
-        scaled = RootConfig(
-            iree.loops,
-            _ratio_scaled(iree.distribution, seed_iree.distribution, winner.distribution),
-            _ratio_scaled(iree.vector_parallel, seed_iree.vector_parallel, winner.vector_parallel),
-            _ratio_scaled(
-                iree.vector_reduction, seed_iree.vector_reduction, winner.vector_reduction
-            ),
-            iree.pipeline,
-            iree.op,
-        )
-        multiples = map(_vector_multiple, scaled.distribution, scaled.vector_parallel)
-        scaled = replace(scaled, distribution=_bounded(tuple(multiples), iree.loops))
-        direct = replace(
-            iree,
-            distribution=_bounded(winner.distribution, iree.loops),
-            vector_parallel=_bounded(winner.vector_parallel, iree.loops),
-            vector_reduction=_bounded(winner.vector_reduction, iree.loops),
-        )
-        for candidate in (scaled, direct):
-            if candidate != iree and candidate not in found and _valid(candidate, iree):
-                found.append(candidate)
-    return found
-
-
-def _ratio_scaled(
-    tiles: tuple[int, ...], seed: tuple[int, ...], winner: tuple[int, ...]
-) -> tuple[int, ...]:
-    # A loop one side leaves untiled (0) cannot be scaled: it keeps this side's tile.
-    return tuple(
-        max(1, round(t * w / s)) if t and s and w else t
-        for t, s, w in zip(tiles, seed, winner, strict=True)
-    )
-
-
-def _vector_multiple(tile: int, vector: int) -> int:
-    """A workgroup tile rounded to the nearest multiple of its vector tile (a
-    loop's 0, untiled, and a tile with no vector tile stay as they are)."""
-    return max(vector, round(tile / vector) * vector) if tile and vector else tile
-
-
-def _bounded(tiles: tuple[int, ...], loops: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(min(t, size) for t, size in zip(tiles, loops, strict=True))
 
 
 @dataclass(frozen=True)
@@ -404,7 +116,7 @@ class Search:
 
 
 @dataclass(frozen=True)
-class Target:
+class HotDispatch:
     """A dispatch worth tuning and what the profile says it could gain: its time
     over the profiled runs minus its bound (see `targets`)."""
 
@@ -418,11 +130,11 @@ class Target:
 
 
 def targets(
-    profile: iree_run.IreeProfile,
+    profile: profile_document.IreeProfile,
     skip: Collection[str] = frozenset(),
     later: bool = False,
     limit: MachineLimit | None = None,
-) -> list[Target]:
+) -> list[HotDispatch]:
     """The dispatches worth tuning, most headroom first: each at least MIN_SHARE
     of the dispatch time, with a bound it runs above, at most MAX_DISPATCHES,
     none of those named in `skip` (searched by an earlier round); for a `later`
@@ -458,7 +170,7 @@ def targets(
         if roof is not None and at_limit(roof, dispatch.total_ps):
             continue
         if bounds:
-            found.append(Target(dispatch.name, dispatch.total_ps, max(min(bounds), roof or 0)))
+            found.append(HotDispatch(dispatch.name, dispatch.total_ps, max(min(bounds), roof or 0)))
     found = [t for t in found if t.headroom_ps > 0]
     found.sort(key=lambda t: (-t.headroom_ps, t.name))
     return found[: LATER_MAX_DISPATCHES if later else MAX_DISPATCHES]
@@ -467,8 +179,8 @@ def targets(
 def search(
     stablehlo: Path,
     flags: tuple[str, ...],
-    wanted: Sequence[Target],
-    time_dispatch: Callable[[Path], float],
+    wanted: Sequence[HotDispatch],
+    time_generation: TimeGeneration,
     time_in_place: Callable[[Path], dict[str, float]],
     scratch: Path,
     deadline: float,
@@ -479,16 +191,10 @@ def search(
     """Tunes each target on its own dispatch benchmark (dispatch_benchmark), in
     `wanted`'s order, each given a share of the climbs' time (CLIMB_SHARE of the
     time left until `deadline`, a time.monotonic() value) in proportion to its
-    headroom. From IREE's choice, a
-    hill climb: every untried neighbour of the current best is compiled with a
-    spec naming it and timed, the generation bracketed by two timings of IREE's
-    choice (the load of a shared machine drifts: each variant is compared with
-    IREE's choice interpolated to its place); the best of a generation becomes
-    the current best if it beats it by more than the noise floor, timed a
-    second time beside IREE's choice and counted at the worse of its two ratios,
-    else the climb stops. `time_dispatch` times a compiled benchmark (ps an
-    invocation); `compile_timeout_s` bounds the whole program's compile (IREE's
-    compiler now and then hangs).
+    headroom: a hill climb from IREE's choice (tfpgo.tune.tile_climb), each
+    generation timed beside IREE's choice by `time_generation`;
+    `compile_timeout_s` bounds the whole program's compile (IREE's compiler now
+    and then hangs).
 
     A dispatch alone is not a dispatch in its program (other dispatches may run
     beside it, its inputs come from a cache another one warmed): on a residual
@@ -557,8 +263,8 @@ def search(
             found.tried[target.name] = []
             found.cut.append(target.name)
             continue
-        climb = _Climb(
-            target.name, known[target.name], flags, time_dispatch, timeout_s,
+        climb = Climb(
+            target.name, known[target.name], flags, time_generation, timeout_s,
             priors.get(target.name),
         )  # fmt: skip
         climb.run(sources[target.name], scratch / f"dispatch_{index}", until)
@@ -621,96 +327,6 @@ def _confirm_in_place(
             found.chosen[name] = winner
         else:
             found.chosen.pop(name, None)
-
-
-@dataclass
-class _Climb:
-    """One dispatch's hill climb (see `search`), from IREE's choice, or from what
-    the tuning database knows of it (`prior`): seeds first, or a climb resumed."""
-
-    name: str
-    iree: RootConfig
-    flags: tuple[str, ...]
-    time_dispatch: Callable[[Path], float]
-    timeout_s: float
-    prior: Prior | None = None
-    tried: list[Trial] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-    best: Trial | None = None
-    ended: bool = False  # by its own rule (no neighbour left, or none better), not by time
-
-    def run(self, unconfigured: Path, directory: Path, until: float) -> None:
-        """Climbs on `unconfigured`, the dispatch's benchmark without IREE's
-        configuration, compiling into `directory`."""
-        directory.mkdir(parents=True, exist_ok=True)
-        default = directory / "iree.vmfb"
-        dispatch_benchmark.compile_benchmark(unconfigured, default, self.flags, self.timeout_s)
-        before = self.time_dispatch(default)
-        current, seen = self.iree, {self.iree.text()}
-        seeds: list[RootConfig] = []
-        if self.prior is not None:
-            seen |= self.prior.seen
-            seeds = seeded(self.iree, self.prior.seeds)
-            if self.prior.winner is not None:  # resumed: its best so far, timed then
-                self.best, current = self.prior.winner, self.prior.winner.config
-                self.tried.append(self.prior.winner)
-        while time.monotonic() < until:
-            seeding, generation = bool(seeds), seeds or neighbours(current)
-            seeds = []
-            timed = []
-            for config in [c for c in generation if c.text() not in seen]:
-                if time.monotonic() >= until:
-                    break
-                seen.add(config.text())
-                variant = directory / f"variant_{len(seen) - 1}"
-                variant.with_suffix(".spec.mlir").write_text(spec_text([config]))
-                vmfb = variant.with_suffix(".vmfb")
-                spec = f"{SPEC_FLAG}{variant.with_suffix('.spec.mlir')}"
-                try:
-                    dispatch_benchmark.compile_benchmark(
-                        unconfigured, vmfb, (*self.flags, spec), self.timeout_s
-                    )
-                except UserError as error:  # tiles IREE cannot lower: the variant is lost
-                    self.failed[config.text()] = str(error)
-                    continue
-                timed.append((config, self.time_dispatch(vmfb), vmfb))
-            if not timed:
-                if seeding:
-                    continue
-                self.ended = time.monotonic() < until
-                return
-            after = self.time_dispatch(default)
-            # IREE's choice at each variant's place in the generation, by linear
-            # interpolation between the two timings around it.
-            trials = [
-                Trial(config, ps, before + (after - before) * (k + 1) / (len(timed) + 1))
-                for k, (config, ps, _) in enumerate(timed)
-            ]
-            before = after
-            self.tried.extend(trials)
-            k, leader = min(enumerate(trials), key=lambda pair: pair[1].ratio)
-            if not self._beats(leader):
-                if seeding:  # no seed helps here: the climb starts from IREE's choice
-                    continue
-                self.ended = True
-                return
-            # The best of many noisy timings is biased to luck: the leader is timed
-            # once more beside IREE's choice and counts at the worse of its two ratios.
-            again = Trial(leader.config, self.time_dispatch(timed[k][2]), 0.0)
-            before = self.time_dispatch(default)
-            again = replace(again, iree_ps=before)
-            self.tried.append(again)
-            leader = max(leader, again, key=lambda trial: trial.ratio)
-            if not self._beats(leader):
-                if seeding:
-                    continue
-                self.ended = True
-                return
-            self.best, current = leader, leader.config
-
-    def _beats(self, trial: Trial) -> bool:
-        """Beats the best so far (IREE's choice at first) by more than the noise floor."""
-        return trial.ratio < (1.0 if self.best is None else self.best.ratio) * (1 - NOISE)
 
 
 def write_search(found: Search, scratch: Path, base: Sequence[RootConfig] = ()) -> None:

@@ -34,45 +34,33 @@ root ops it meets and this machine's limit, and records what it measured.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tfpgo.dask_cluster import ClusterError
-from tfpgo.diff.compare import compare
-from tfpgo.diff.iree_view import iree_view
-from tfpgo.diff.output import write_outputs
 from tfpgo.errors import UserError
+from tfpgo.iree import profile_document
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import ProfiledProgram, Workload, check_outputs, profile_program
 from tfpgo.iree.tools import ToolTimeout, tool_timeout_s, tools_deadline
-from tfpgo.mlir import annotate
 from tfpgo.proposer import ab
-from tfpgo.tune import program_ab
+from tfpgo.tune import program_ab, resume, tuned_output
 from tfpgo.tune.candidates import CANDIDATES, EVIDENCE, Candidate, Evidence, Proposal, Variant
-from tfpgo.tune.db_records import ProgramRun
-from tfpgo.tune.dispatch_tiles import MIN_SHARE, SPEC, SPEC_FLAG, RootConfig, without_spec
+from tfpgo.tune.dispatch_tiles import MIN_SHARE
 from tfpgo.tune.document import (
     TUNE_DOCUMENT,
     Decision,
     EndToEnd,
-    OpChange,
     Trial,
     Tuned,
     TuneDocument,
 )
 from tfpgo.tune.records import Records, RunSummary, from_record
+from tfpgo.tune.resume import CompileVmfb
 from tfpgo.tune.roofline import AT_LIMIT, MachineLimit, hot_fractions, model_fraction
+from tfpgo.tune.tile_configs import SPEC, SPEC_FLAG, RootConfig, without_spec
 
-TUNED_PROFILE = "iree_profile.tuned.json"
-TUNED_VMFB = "model.tuned.vmfb"
-TUNED_BYTECODE = "model.tuned.stablehlo.mlirbc"
-TUNED_STABLEHLO = "model.tuned.stablehlo.mlir"
-TUNED_DISPATCHES = "model.tuned.dispatches.mlir"
-# profile_diff's outputs, the default program (A) against the tuned (B), per tf
-# op and dispatch by dispatch.
-TUNE_DIFF = "tune_diff"
-DIFF_ROWS = 20
 # A candidate's compile may hang (IREE 3.13 now and then deadlocks with a tuning
 # spec): it gets a few times what compiling the original took (all three forms of
 # it), and at least MIN_COMPILE_TIMEOUT_S.
@@ -81,10 +69,6 @@ MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR = 60.0, 3.0
 # timeout and OVERRUN_ABS A/Bs run to their last process (a candidate's and the
 # final one).
 OVERRUN_ABS = 2
-# How a candidate's whole program becomes a vmfb (StableHLO, vmfb, flags,
-# timeout): `iree_run.compile_vmfb` here, or on a Dask cluster's workers
-# (`tfpgo.iree.remote_compile`, `--scheduler`).
-CompileVmfb = Callable[[Path, Path, Sequence[str], float | None], None]
 
 
 @dataclass(frozen=True)
@@ -155,8 +139,14 @@ def _tune(
     scratch.mkdir(exist_ok=True)
     last = records.last_run() if records is not None else None
     if last is not None and records is not None and (last.finished or tuning.budget_s == 0):
-        rebuilt = _rebuilt(last, records, stablehlo, workload, baseline, out, tuning, note,
-                           compile_vmfb, timeout_s)  # fmt: skip
+
+        def confirm(original: Path, tuned: Path) -> tuple[ab.ABResult | None, str]:
+            return _confirmed(original, tuned, workload, tuning)
+
+        rebuilt = resume.rebuilt(
+            last, records, stablehlo, workload, baseline, out, tuning.budget_s, note,
+            compile_vmfb, timeout_s, confirm,
+        )  # fmt: skip
         if rebuilt is not None:
             return rebuilt
     if tuning.budget_s == 0 and records is not None:
@@ -187,7 +177,7 @@ def _tune(
     # Each trial measured this run, the program it was measured on and its flags.
     measured: list[tuple[Trial, Variant, tuple[str, ...]]] = []
     if last is not None and records is not None:
-        resumed = _resumed(last, records, stablehlo, scratch / "resumed", workload, note)
+        resumed = resume.resumed(last, records, stablehlo, scratch / "resumed", workload, note)
         if resumed is not None:
             (current, program), trial = resumed
             trials.append(trial)
@@ -273,13 +263,19 @@ def _tune(
         if overall is not None:
             end_to_end = EndToEnd.of(overall, program.profile.outputs_max_abs)
         if overall is not None and overall.verdict is ab.Verdict.HELPS:
-            _write_tuned(program, baseline.profile, current, stablehlo, workload, out)
-            tuned = Tuned(TUNED_VMFB, TUNED_PROFILE, _op_changes(baseline.profile, program.profile))
-            note(f"tune: kept {kept}: {_interval(overall)}")
+            tuned_output.write_tuned(program, baseline.profile, current, stablehlo, workload, out)
+            tuned = Tuned(
+                tuned_output.TUNED_VMFB,
+                tuned_output.TUNED_PROFILE,
+                tuned_output.op_changes(baseline.profile, program.profile),
+            )
+            note(f"tune: kept {kept}: {program_ab.result_text(overall)}")
         else:
             current = Variant(stablehlo)
             why = (
-                unconfirmed if overall is None else f"{overall.verdict.value}: {_interval(overall)}"
+                unconfirmed
+                if overall is None
+                else f"{overall.verdict.value}: {program_ab.result_text(overall)}"
             )
             note(f"tune: {kept} not confirmed against the original ({why}); the original stays")
     # A kept change a later one dropped (data tiling drops a tuning spec), or one of
@@ -323,7 +319,7 @@ def _tune(
 
 
 def _at_limit(
-    profile: iree_run.IreeProfile, limit: MachineLimit | None
+    profile: profile_document.IreeProfile, limit: MachineLimit | None
 ) -> tuple[tuple[tuple[str, float], ...], float | None]:
     """Each hot dispatch of the original program and the fraction of this
     machine's limit it reached, and the program's as a whole (none without the
@@ -345,140 +341,6 @@ def _written(document: TuneDocument, out: Path, note: Callable[[str], None]) -> 
     document.write(out / TUNE_DOCUMENT)
     if document.unconfirmed and not document.trials:
         note(f"tune: {document.unconfirmed}")
-    return document
-
-
-def _resumed(
-    last: ProgramRun,
-    records: Records,
-    stablehlo: Path,
-    directory: Path,
-    workload: Workload,
-    note: Callable[[str], None],
-) -> tuple[tuple[Variant, ProfiledProgram], Trial] | None:
-    """The program a run cut short by its budget had kept, compiled and profiled to
-    go on from, with the trial that says so; None when it kept nothing or cannot
-    be built again (then the loop starts from the original)."""
-    if not last.kept_something:
-        return None
-    directory.mkdir(parents=True, exist_ok=True)
-    variant = _recorded_variant(last, records, stablehlo, directory, note, "starting over")
-    if variant is None:
-        return None
-    program = _profiled_record(variant, directory, workload, note, "starting over")
-    if program is None:
-        return None
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last.when))
-    reason = f"resumed: what the run of {when} kept before its budget ran out"
-    note(f"tune: {reason}")
-    return (variant, program), Trial("tuning record", _change_of(last), "kept", reason)
-
-
-def _recorded_variant(
-    last: ProgramRun,
-    records: Records,
-    stablehlo: Path,
-    directory: Path,
-    note: Callable[[str], None],
-    then: str,
-) -> Variant | None:
-    """The program `last` kept, ready to compile in `directory`; None, after a note
-    saying what the loop does `then`, when it is no longer stored."""
-    variant = records.variant_of(last, stablehlo, directory)
-    if variant is None:
-        note(f"tune: the program a recorded run kept is no longer stored; {then}")
-    return variant
-
-
-def _profiled_record(
-    variant: Variant,
-    directory: Path,
-    workload: Workload,
-    note: Callable[[str], None],
-    then: str,
-) -> ProfiledProgram | None:
-    """A recorded program compiled, checked and profiled; None, after a note saying
-    what the loop does `then`, when it cannot be built again."""
-    try:
-        return profile_program(variant.stablehlo, variant.flags, directory, workload, TUNED_VMFB)
-    except UserError as error:
-        note(f"tune: the recorded program could not be built again ({error}); {then}")
-        return None
-
-
-def _change_of(run: ProgramRun) -> str:
-    parts = [*(flag for flag in without_spec(run.flags)), *(["a tuning spec"] if run.spec else [])]
-    return ", ".join(parts + (["a rewritten program"] if run.rewritten else [])) or "nothing"
-
-
-def _rebuilt(
-    last: ProgramRun,
-    records: Records,
-    stablehlo: Path,
-    workload: Workload,
-    baseline: ProfiledProgram,
-    out: Path,
-    tuning: Tuning,
-    note: Callable[[str], None],
-    compile_vmfb: CompileVmfb,
-    timeout_s: float,
-) -> TuneDocument | None:
-    """The program a finished run kept (or, with `--tune-budget 0`, the last run
-    of any kind), built from its record: compiled and checked, then confirmed
-    against the original by one A/B, or with a budget of 0 written as it is. None
-    when it can no longer be built (its rewritten program is not stored)."""
-    directory = stablehlo.parent / "tune" / "recorded"
-    directory.mkdir(parents=True, exist_ok=True)
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last.when))
-    runs = baseline.profile.runs
-    if not last.kept_something:
-        why = (
-            f"the run of {when} finished and kept nothing: the program --lower iree compiled stays"
-        )
-        trial = Trial("tuning record", "nothing", "skipped", why)
-        return TuneDocument(tuning.budget_s, runs, (trial,), (), (), None, None)
-    variant = _recorded_variant(last, records, stablehlo, directory, note, "tuning again")
-    if variant is None:
-        return None
-    change = _change_of(last)
-    then = "" if last.ratio is None else f" (ratio {last.ratio:.3f} then)"
-    if tuning.budget_s == 0:
-        vmfb = directory / "model.iree.vmfb"
-        try:
-            compile_vmfb(variant.stablehlo, vmfb, variant.flags, timeout_s)
-            max_abs = check_outputs(vmfb, workload, directory)
-        except UserError as error:
-            trial = Trial("tuning record", change, "rejected", str(error))
-            document = TuneDocument(0, runs, (trial,), (), (), None, None, str(error))
-            return document
-        (out / TUNED_VMFB).write_bytes(vmfb.read_bytes())
-        if last.spec:
-            (out / SPEC).write_text(last.spec)
-        reason = f"built from the run of {when}{then}, not timed (--tune-budget 0)"
-        trial = Trial("tuning record", change, "kept", reason, None, max_abs)
-        note(f"tune: {reason}: {TUNED_VMFB}")
-        built = Tuned(TUNED_VMFB, "", ())
-        document = TuneDocument(0, runs, (trial,), (), last.flags, built, None)
-        return document
-    program = _profiled_record(variant, directory, workload, note, "tuning again")
-    if program is None:
-        return None
-    # One sequential A/B: a settled gain stops it at its first look.
-    overall, unconfirmed = _confirmed(baseline.vmfb, program.vmfb, workload, tuning)
-    reason = f"built from the run of {when}{then}"
-    trial = Trial("tuning record", change, "kept", reason, None, program.profile.outputs_max_abs)
-    end_to_end = None if overall is None else EndToEnd.of(overall, program.profile.outputs_max_abs)
-    tuned = None
-    if overall is not None and overall.verdict is ab.Verdict.HELPS:
-        _write_tuned(program, baseline.profile, variant, stablehlo, workload, out)
-        tuned = Tuned(TUNED_VMFB, TUNED_PROFILE, _op_changes(baseline.profile, program.profile))
-        note(f"tune: {reason}: {_interval(overall)}")
-    else:
-        note(f"tune: {reason}, not confirmed against the original; the original stays")
-    document = TuneDocument(
-        tuning.budget_s, runs, (trial,), (), last.flags if tuned else (), tuned, end_to_end,
-        unconfirmed,
-    )  # fmt: skip
     return document
 
 
@@ -505,7 +367,7 @@ def _profiled_if_kept(
         return trial, None
     try:
         profiled = profile_program(
-            variant.stablehlo, variant.flags, directory / "kept", workload, TUNED_VMFB
+            variant.stablehlo, variant.flags, directory / "kept", workload, tuned_output.TUNED_VMFB
         )
     except UserError as error:
         reason = f"{trial.reason}; but its program could not be profiled again: {error}"
@@ -535,7 +397,7 @@ def _whole_program(proposal: Proposal, trial: Trial, runs: int) -> Decision:
     return Decision("", "", (), proposal.change, before, after, False)
 
 
-def _measured_after(decision: Decision, after: iree_run.IreeProfile) -> Decision:
+def _measured_after(decision: Decision, after: profile_document.IreeProfile) -> Decision:
     """A decision's time after the change where the proposal could not know it: the
     kept program's dispatches that ran the decision's tf ops."""
     if decision.after_ps is not None:
@@ -580,74 +442,10 @@ def _measure(
     except ToolTimeout as error:  # an A/B process hung, or the deadline passed
         return Trial(name, proposal.change, "rejected", str(error), None, max_abs)
     outcome = "kept" if result.verdict is ab.Verdict.HELPS else "rejected"
-    reason = f"{result.verdict.value}: {_interval(result)}"
+    reason = f"{result.verdict.value}: {program_ab.result_text(result)}"
     return Trial(name, proposal.change, outcome, reason, result, max_abs)
 
 
 def _ab(baseline: Path, candidate: Path, workload: Workload, tuning: Tuning) -> ab.ABResult:
     assert tuning.ab is not None, "tune plans the A/Bs before it measures"
     return tuning.ab.measure(baseline, candidate)
-
-
-def _interval(result: ab.ABResult) -> str:
-    return (
-        f"{result.candidate_ms:.1f} ms against {result.baseline_ms:.1f} ms a run, "
-        f"ratio {ab.ratio_text(result)}"
-    )
-
-
-def _write_tuned(
-    tuned: ProfiledProgram,
-    default: iree_run.IreeProfile,
-    variant: Variant,
-    original: Path,
-    workload: Workload,
-    out: Path,
-) -> None:
-    """The kept program, its profile and timed executable sources, its profile
-    diffed against the `default` program's (profile_diff's outputs), the tuning
-    spec it was compiled with, if any, and its StableHLO if a pass rewrote
-    `original`."""
-    tuned.profile.write(out / TUNED_PROFILE)
-    for by, directory in (("op", out / TUNE_DIFF), ("dispatch", out / TUNE_DIFF / "dispatches")):
-        diff = compare(
-            iree_view(default, by), iree_view(tuned.profile, by), "iree_profile.json", TUNED_PROFILE
-        )
-        write_outputs(diff, directory, DIFF_ROWS)
-    iree_run.write_dispatch_sources(
-        tuned.sources, tuned.profile, workload.fused_into, out / TUNED_DISPATCHES, tuned.sites
-    )
-    (out / TUNED_VMFB).write_bytes(tuned.vmfb.read_bytes())
-    (out / TUNED_BYTECODE).write_bytes(tuned.bytecode.read_bytes())
-    for flag in variant.flags:
-        if flag.startswith(SPEC_FLAG):
-            (out / SPEC).write_bytes(Path(flag.removeprefix(SPEC_FLAG)).read_bytes())
-    if variant.stablehlo != original:  # a pass rewrote it: readable, annotated, weights elided
-        annotate.run_tfpgo_opt(
-            variant.stablehlo,
-            out / TUNED_STABLEHLO,
-            [
-                "--mlir-print-op-generic",
-                f"--mlir-elide-elementsattrs-if-larger={iree_run.ELIDE_ELEMENTS}",
-                "--tf-profile-materialize-annotations",
-            ],
-        )
-
-
-def _op_changes(before: iree_run.IreeProfile, after: iree_run.IreeProfile) -> tuple[OpChange, ...]:
-    """Per tf op, its compiled time over the profiled runs before and after (both
-    profiles run as many times), largest saving first: which TensorFlow ops the
-    kept changes sped up, or slowed."""
-    names = sorted(
-        set(before.op_ps) | set(after.op_ps),
-        key=lambda name: (after.op_ps.get(name, 0) - before.op_ps.get(name, 0), name),
-    )
-    return tuple(
-        OpChange(
-            name,
-            before.op_tf_ps.get(name, after.op_tf_ps.get(name, 0)),
-            before.op_ps.get(name, 0),
-            after.op_ps.get(name, 0),
-        )
-        for name in names
-    )

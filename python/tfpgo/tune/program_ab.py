@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +38,8 @@ MIN_ROUNDS = 8
 CALLS, BLOCK_S = 5, 0.025
 # Each thread count is measured for THREADS_S seconds of calls.
 THREADS_S = 1.0
+# A generation of dispatch benchmarks alternates GENERATION_S an arm.
+GENERATION_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,49 @@ class ProgramAB:
             return alternation.alternate(request, candidate.parent / "ab", "--tune (A/B)")
 
         return paired.run(process, ab_plan).result
+
+
+def benchmark_arm(vmfb: Path) -> Arm:
+    """A dispatch benchmark (tfpgo.iree.dispatch_benchmark): its one function,
+    one invocation a call."""
+    return Arm(str(vmfb), "", (), (1,))
+
+
+def generation(
+    default: Arm, variants: Sequence[Arm], scratch: Path, what: str
+) -> list[tuple[float, float]]:
+    """Each variant timed beside `default` in one alternation process, every arm
+    in turn, on all of this process's CPUs (pinned): per variant, its median call
+    (ps) and `default`'s beside it, the median over the ratio of each round's
+    pair so that their quotient is the paired ratio (tfpgo.proposer.paired's
+    trimmed mean)."""
+    cpus = cpus_of_process()
+    seconds = GENERATION_S * (1 + len(variants))
+    request = Request(
+        (default, *variants),
+        seconds,
+        len(cpus),
+        cpus,
+        (0, *range(1, 1 + len(variants))),
+        1,
+        1,
+        MIN_ROUNDS,
+    )
+    rounds = alternation.alternate(request, scratch, what)
+    found = []
+    for index in range(1, 1 + len(variants)):
+        ratio = math.exp(paired.trimmed(paired.pair_logs(rounds, 0, index)).log_ratio)
+        ps = statistics.median(row[index] for row in rounds.times_ns) * 1e3
+        found.append((ps, ps / ratio))
+    return found
+
+
+def result_text(result: ab.ABResult) -> str:
+    """`1.2 ms against 1.5 ms a run, ratio 0.800 [0.780, 0.820] (98.3%)`."""
+    return (
+        f"{result.candidate_ms:.1f} ms against {result.baseline_ms:.1f} ms a run, "
+        f"ratio {ab.ratio_text(result)}"
+    )
 
 
 def _arm(vmfb: Path, workload: Workload) -> Arm:

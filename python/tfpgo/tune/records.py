@@ -43,10 +43,12 @@ from tfpgo.tune.db_records import (
     program_values,
     root_ops,
 )
-from tfpgo.tune.dispatch_tiles import SPEC, SPEC_FLAG, Prior, Search, without_spec
-from tfpgo.tune.dispatch_tiles import Trial as TileTrial
+from tfpgo.tune.dispatch_tiles import Search
 from tfpgo.tune.document import Trial
 from tfpgo.tune.roofline import MachineLimit, measure
+from tfpgo.tune.tile_climb import Prior
+from tfpgo.tune.tile_climb import Trial as TileTrial
+from tfpgo.tune.tile_configs import SPEC, SPEC_FLAG, without_spec
 
 PROGRAMS = ".programs"  # suffix of the directory beside the database: the programs kept
 SEEDS = 2  # records of the same op at other sizes a climb starts from
@@ -128,7 +130,7 @@ class Records:
 
     def prior(self, dispatch: str, configurations: Path, flags: tuple[str, ...]) -> Prior | None:
         """What is recorded of a dispatch's root op on this target and flags, any
-        model (`dispatch_tiles.Recorded`): the newest record of the same op
+        model (`tile_climb.Recorded`): the newest record of the same op
         (name, indexing maps, element types, loop ranges) gives, when its search
         ended, its outcome with no search; when the time cut it short, a climb
         resumed from the best any record of the op reached, past every variant

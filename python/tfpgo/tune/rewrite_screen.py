@@ -7,8 +7,10 @@ few pixels (4x4x512: 14.8 -> 6.8 ms) and loses on shallow ones with many
 (56x56x64: 9.5 -> 43 ms), and a profile's slowdown against TensorFlow does not
 always tell them apart. So each distinct form (input, kernel, result, strides,
 padding) the pass selects is compiled as a one-convolution program and as its
-rewrite, each timed with iree-benchmark-module, and only the forms whose rewrite
-is faster by more than the A/B noise are rewritten in the program.
+rewrite, both timed in one process called in turn (tfpgo.tune.program_ab's
+`generation`: the rewrite's paired ratio to the convolution), and only the
+forms whose rewrite is faster by more than the A/B noise are rewritten in the
+program.
 
 The rewrite timed is the pass's own, run on the one-convolution program with a
 profile that selects it: one implementation of the rewrite.
@@ -22,12 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.errors import UserError
-from tfpgo.iree import dispatch_benchmark
+from tfpgo.iree import output_check, profile_document
 from tfpgo.iree import run as iree_run
+from tfpgo.iree.alternation import Arm
 from tfpgo.mlir import annotate
 from tfpgo.proposer.ab import NOISE
+from tfpgo.tune import program_ab
 
 CONV_TO_DOT = "tf-profile-guided-conv-to-dot"
+_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "float32", "f64": "float64"}
 _SOURCE = "screened/convolution"
 
 
@@ -104,17 +109,34 @@ def _time_form(
             f"--{CONV_TO_DOT}=target-profile={profile} kernels=kxk min-slowdown=1",
         ],
     )
-    inputs = (f"{input_shape}=0.5", f"{kernel_shape}=0.01")
     form = f"{input_shape} by {kernel_shape}, strides {list(strides)}, padding {list(padding)}"
-    times = []
+    arms = []
     try:  # a form IREE cannot compile or run either way is left as it was
+        inputs = (
+            _filled(directory / "x.npy", input_shape, 0.5),
+            _filled(directory / "w.npy", kernel_shape, 0.01),
+        )
         for program in (convolution, rewritten):
             vmfb = program.with_suffix(".vmfb")
             iree_run.compile_vmfb(program, vmfb, (), compile_timeout_s)
-            times.append(dispatch_benchmark.time_dispatch(vmfb, "main", inputs))
+            arms.append(Arm(str(vmfb), "main", inputs))
+        ((rewritten_ps, convolution_ps),) = program_ab.generation(
+            arms[0], arms[1:], directory, "conv-to-shifted-dots (a form timed alone)"
+        )
     except UserError as error:
         return FormTiming(form, sources, None, None, str(error))
-    return FormTiming(form, sources, times[0], times[1])
+    return FormTiming(form, sources, convolution_ps, rewritten_ps)
+
+
+def _filled(path: Path, shape: str, value: float) -> str:
+    """A .npy file of `shape` (`2x9x8x5xf32`) holding `value` everywhere."""
+    import numpy as np
+
+    *dims, element = shape.split("x")
+    if element not in _DTYPES:
+        raise UserError(f"conv-to-shifted-dots: a form of {element} cannot be timed alone here")
+    np.save(path, np.full([int(d) for d in dims], value, dtype=_DTYPES[element]))
+    return str(path)
 
 
 def _program(
@@ -142,12 +164,14 @@ def _program(
 """
 
 
-def _selecting_profile() -> iree_run.IreeProfile:
+def _selecting_profile() -> profile_document.IreeProfile:
     """A dispatch profile in which the convolution alone is slow (two of its
     picoseconds against TensorFlow's one): the pass rewrites it whatever the
     threshold."""
-    site = iree_run.Site((_SOURCE,), 2, 1)
-    dispatch = iree_run.Dispatch("main_dispatch_0_conv", 1, 2, (_SOURCE,), 1, "compute", (site,))
-    return iree_run.IreeProfile(
-        "convolution.vmfb", "main", 1, 0, 0.0, iree_run.RTOL, iree_run.ATOL, (dispatch,)
+    site = profile_document.Site((_SOURCE,), 2, 1)
+    dispatch = profile_document.Dispatch(
+        "main_dispatch_0_conv", 1, 2, (_SOURCE,), 1, "compute", (site,)
+    )
+    return profile_document.IreeProfile(
+        "convolution.vmfb", "main", 1, 0, 0.0, output_check.RTOL, output_check.ATOL, (dispatch,)
     )

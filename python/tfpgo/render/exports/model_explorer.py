@@ -37,7 +37,7 @@ from tfpgo.render import prepare
 from tfpgo.render.colormap import colormap_hex, text_color
 from tfpgo.render.exports.format import ExportFormat, ExportInput
 from tfpgo.render.metrics import Metric, metric_value
-from tfpgo.render.model import GraphKind, NodeState, RenderGraph, RenderNode, Timing
+from tfpgo.render.model import GraphKind, NodeState, NodeTiming, RenderGraph, RenderNode
 from tfpgo.render.reduce import merge_by_name
 from tfpgo.render.style import color_scale, node_style
 
@@ -112,7 +112,7 @@ def charge_fused_ops(graph: RenderGraph) -> RenderGraph:
             members[(node.group, node.fused_into)].append(node)
     if not members:
         return graph
-    charged: dict[int, Timing] = {}
+    charged: dict[int, NodeTiming] = {}
     for node in graph.nodes:
         fused = members.get((node.group, node.name))
         if node.timing is None or not fused:

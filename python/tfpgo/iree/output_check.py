@@ -1,0 +1,61 @@
+"""A program's outputs checked: their largest difference from the expected ones
+(TensorFlow's, or the original program's) and the tolerance they must keep."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tfpgo.errors import UserError
+
+# Outputs must agree with TensorFlow's within RTOL relative + ATOL: float32
+# kernels of another compiler reassociate sums.
+RTOL = 1e-3
+ATOL = 1e-5
+# Whose outputs a program's are compared with: TensorFlow's step, or (a step that
+# draws random numbers, which IREE draws with other bits) the original program's.
+TENSORFLOW, ORIGINAL_PROGRAM = "TensorFlow's", "the original program's"
+
+
+def compare_outputs(
+    entry: str, outputs: Sequence[Any], expected: Sequence[Any], whose: str = TENSORFLOW
+) -> float:
+    """max |IREE - expected| over the outputs; a mismatch beyond RTOL/ATOL is one
+    UserError line (OutputsDiffer) naming `whose` outputs were expected."""
+    import numpy as np
+
+    for index, (got, want) in enumerate(zip(outputs, expected, strict=True)):
+        want = np.asarray(want)
+        if got.shape != want.shape or not np.allclose(got, want, rtol=RTOL, atol=ATOL):
+            difference = largest_difference((got,), (want,))
+            raise OutputsDiffer(
+                f"iree level: output {index} of {entry} differs from {whose} "
+                f"(max |Δ| {difference:.3g}, shapes {got.shape} and {want.shape}, tolerance "
+                f"{RTOL:g} relative + {ATOL:g})"
+            )
+    return largest_difference(outputs, expected)
+
+
+def largest_difference(outputs: Sequence[Any], expected: Sequence[Any]) -> float:
+    """max |IREE - expected| over outputs of the same shapes (inf where they differ)."""
+    import numpy as np
+
+    worst = 0.0
+    for got, want in zip(outputs, expected, strict=True):
+        want = np.asarray(want)
+        if got.shape != want.shape:
+            return float("inf")
+        worst = max(worst, float(np.abs(got - want).max()) if got.size else 0.0)
+    return worst
+
+
+class OutputsDiffer(UserError):
+    """IREE's outputs are not the expected ones: `what` says which and by how much;
+    the line blames IREE unless a caller knows another cause."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what}: IREE computes something else; report it with model.iree.vmfb")
+        self.what = what
+
+    def __reduce__(self) -> tuple[type[OutputsDiffer], tuple[str]]:
+        return OutputsDiffer, (self.what,)  # as it was made (pickled by a Dask worker)
