@@ -11,6 +11,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import ab_samples
 import pytest
 from iree_tile_oracle import TWO_MATMULS, Tiles, applied_matmul_tiles, spec_tiles, tiles_of
 
@@ -19,10 +20,11 @@ from tfpgo.iree import dispatch_benchmark, profile_document
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.remote_compile import HostTarget
 from tfpgo.iree.tools import run_tool
-from tfpgo.report.tune_tables import limit_text
+from tfpgo.report.tune_tables import held_back_rows, limit_text
 from tfpgo.tune import dispatch_tiles, program_ab, tile_configs
 from tfpgo.tune.db_records import TileTiming, VariantTimes
-from tfpgo.tune.document import TuneDocument
+from tfpgo.tune.document import Decision, Trial, TuneDocument
+from tfpgo.tune.headroom import held_back
 from tfpgo.tune.records import Records
 from tfpgo.tune.roofline import MachineLimit, hot_fractions, model_fraction
 from tfpgo.tune.tile_configs import RootConfig, neighbours, root_configs, spec_text
@@ -188,6 +190,44 @@ def test_targets_rank_by_headroom_over_the_measured_bound():
         beaten.name,
         small.name,
     ]
+
+
+def test_the_report_says_what_holds_each_hot_dispatch_back(tmp_path):
+    """The constructed limit (1 FLOP/ps f32, 1 byte/ps): the elementwise dispatch
+    moves 2^20 bytes in 1,150,000 ps (91%: left out), the matmul computes 524,288
+    FLOPs in 2,000,000 ps (26%, bound by compute), the wide elementwise over 2^20
+    f32 moves 2^22 bytes in 10^7 ps (42%, bound by memory). Each row lists the
+    tile searches of its root op (by what IREE names it after its number, from
+    a program numbered otherwise), its decisions, and the whole-program options."""
+    limit = MachineLimit(HostTarget("c", "+f"), "c", "avx2", 1, {"f32": 1000.0}, 1000.0, 1000.0)
+    near = _dispatch("f_dispatch_0_elementwise_262144_f32", 1_150_000, 500_000)
+    far = _dispatch("f_dispatch_1_matmul_64x64x64_f32", 2_000_000, 100_000)
+    wide = _dispatch("f_dispatch_2_elementwise_1048576_f32", 10_000_000, 0)
+    profile = profile_document.IreeProfile("s", "main", 1, 0, 0.0, 1e-3, 1e-5, (near, far, wide))
+    tiles = {"dispatches": {"g_dispatch_7_matmul_64x64x64_f32": {
+        "tried": [{"ps": 90.0, "iree_ps": 100.0}, {"ps": 120.0, "iree_ps": 100.0}],
+        "in_place": [{"ps": 97.0, "iree_ps": 100.0}],
+    }}}  # fmt: skip
+    (tmp_path / "tiles.json").write_text(json.dumps(tiles))
+    decision = Decision("dispatch-tiles", "g_dispatch_7_matmul_64x64x64_f32", ("op",),
+                        "tiles [8, 8, 0]", 1000, 970, False)  # fmt: skip
+    o2 = Trial("O2", "--iree-opt-level=O2", "rejected", "", ab_samples.result(1.0))
+    rows = held_back(profile, limit, [decision], [o2], tmp_path)
+    assert [(r.dispatch, round(r.fraction, 2), r.bound_by) for r in rows] == [
+        (wide.name, 0.42, "memory"),
+        (far.name, 0.26, "compute"),
+    ]
+    whole = "whole program: O2 1.000 (no measurable effect)"
+    assert rows[0].tries == (whole,)
+    assert rows[1].tries == (
+        "tiles.json: 2 tile variants, best 0.90 alone, 0.97 in the program",
+        "dispatch-tiles: tiles [8, 8, 0], 0.97 (not kept)",
+        whole,
+    )
+    document = TuneDocument(60, 1, (), (), (), None, None, held_back=rows)
+    document.write(tmp_path / "tune.json")
+    assert TuneDocument.read(tmp_path / "tune.json") == document
+    assert held_back_rows(document)[0] == [wide.name, "42%", "memory", whole]
 
 
 def test_a_dispatch_at_this_machines_limit_is_no_target(tmp_path):

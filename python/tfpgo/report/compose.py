@@ -47,10 +47,13 @@ from tfpgo.report.run_it import (
 )
 from tfpgo.report.tune_tables import (
     DECISION_HEADER,
+    HELD_BACK_HEADER,
+    HELD_BACK_TITLE,
     OP_HEADER,
     TRIAL_HEADER,
     TUNE_TITLE,
     decision_rows,
+    held_back_rows,
     limit_text,
     op_rows,
     stale_text,
@@ -459,6 +462,9 @@ def to_markdown(inputs: ReportInputs) -> str:
         if ops:
             parts += ["", "### TensorFlow ops the kept changes sped up", ""]
             parts += [markdown_table(OP_HEADER, ops)]
+        if inputs.tune.held_back:
+            parts += ["", f"### {HELD_BACK_TITLE}", ""]
+            parts += [markdown_table(HELD_BACK_HEADER, held_back_rows(inputs.tune))]
     if inputs.program is not None:
         program, out = inputs.program, inputs.output_dir
         parts += ["", f"## {RUN_IT_TITLE}", "", run_it_text(program, out), ""]
@@ -584,6 +590,9 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         if ops:
             parts.append("<h3>TensorFlow ops the kept changes sped up</h3>")
             parts.append(html_table(OP_HEADER, ops))
+        if inputs.tune.held_back:
+            parts.append(f"<h3>{esc(HELD_BACK_TITLE)}</h3>")
+            parts.append(html_table(HELD_BACK_HEADER, held_back_rows(inputs.tune)))
     if inputs.program is not None:
         program, out = inputs.program, inputs.output_dir
         parts.append(f"<h2>{RUN_IT_TITLE}</h2><p>{esc(run_it_text(program, out))}</p>")

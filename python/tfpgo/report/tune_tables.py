@@ -13,6 +13,8 @@ TUNE_TITLE = "Tuning (--tune)"
 TRIAL_HEADER = ["candidate", "change", "outcome", "ratio [interval]", "why"]
 OP_HEADER = ["tf op", "TF a step", "IREE before", "IREE after", "after / before"]
 DECISION_HEADER = ["candidate", "dispatch", "tf ops", "change", "before", "after", "kept"]
+HELD_BACK_TITLE = "Hot dispatches still below 85% of this machine's limit, and why"
+HELD_BACK_HEADER = ["dispatch", "of its bound", "bound by", "what was tried (measured ratio)"]
 SHOWN_OPS = 2
 
 
@@ -136,3 +138,17 @@ def op_rows(document: TuneDocument, tf_steps: int, top: int) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def held_back_rows(document: TuneDocument) -> list[list[str]]:
+    """Per hot dispatch left below 85% of its roofline bound: how far, what sets
+    the bound, and every try on it with its ratio ("nothing" when none was)."""
+    return [
+        [
+            held.dispatch,
+            f"{held.fraction:.0%}",
+            held.bound_by,
+            "; ".join(held.tries) or "nothing",
+        ]
+        for held in document.held_back
+    ]

@@ -119,6 +119,19 @@ class Tuned:
 
 
 @dataclass(frozen=True)
+class HeldBack:
+    """A hot dispatch of the program --tune leaves that runs below 85% of its
+    roofline bound: the fraction it reached, what sets the bound ("memory" or
+    "compute"), and what was tried on it, one line each with its measured
+    ratio (tile variants on its benchmark and in place, whole-program options)."""
+
+    dispatch: str
+    fraction: float
+    bound_by: str
+    tries: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TuneDocument:
     budget_s: float
     runs: int  # the profiled runs Decision and OpChange times cover
@@ -140,6 +153,9 @@ class TuneDocument:
     # The original program's fraction of this machine's limit as a whole
     # (`roofline.model_fraction`); None when the limit is not known.
     limit_fraction: float | None = None
+    # The hot dispatches of the program --tune leaves still below 85% of their
+    # bound, and why (empty when the limit is not known, or none is).
+    held_back: tuple[HeldBack, ...] = ()
 
     @property
     def kept(self) -> tuple[str, ...]:
@@ -168,6 +184,7 @@ class TuneDocument:
             "tune_s": self.tune_s,
             "stale": list(self.stale),
             "limit_fraction": self.limit_fraction,
+            "held_back": [vars(held) for held in self.held_back],
         }
 
     def write(self, path: Path) -> None:
@@ -199,4 +216,8 @@ class TuneDocument:
             float(document.get("tune_s", 0.0)),
             tuple(document.get("stale", ())),
             None if document.get("limit_fraction") is None else float(document["limit_fraction"]),
+            tuple(
+                HeldBack(h["dispatch"], float(h["fraction"]), h["bound_by"], tuple(h["tries"]))
+                for h in document.get("held_back", ())
+            ),
         )

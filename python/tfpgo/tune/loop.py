@@ -56,6 +56,7 @@ from tfpgo.tune.document import (
     Tuned,
     TuneDocument,
 )
+from tfpgo.tune.headroom import held_back
 from tfpgo.tune.records import Records, RunSummary, from_record
 from tfpgo.tune.resume import CompileVmfb
 from tfpgo.tune.roofline import AT_LIMIT, MachineLimit, hot_fractions, model_fraction
@@ -301,6 +302,11 @@ def _tune(
         unconfirmed,
         at_limit=hot,
         limit_fraction=whole,
+        held_back=()
+        if limit is None
+        else held_back(
+            (program if tuned is not None else baseline).profile, limit, final, trials, out
+        ),
     )
     if records is not None:
         untried = tuple(trial.name for trial in trials if trial.outcome == "not tried")

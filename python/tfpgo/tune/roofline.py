@@ -275,6 +275,14 @@ def dispatch_bound(work: DispatchWork, limit: MachineLimit) -> float:
     return max(compute_s, work.bytes_moved / limit.bandwidth_bytes_s)
 
 
+def bound_by(work: DispatchWork, limit: MachineLimit) -> str:
+    """What sets `work`'s bound on `limit`'s machine: "memory" when its bytes at
+    the bandwidth take longer than its FLOPs at the peak, else "compute"."""
+    peak = limit.peak_flops(work.element_type)
+    compute_s = work.flops / peak if peak else 0.0
+    return "memory" if work.bytes_moved / limit.bandwidth_bytes_s > compute_s else "compute"
+
+
 def achieved_fraction(bound_s: float, measured_s: float) -> float:
     """The fraction of the machine's limit a dispatch reached: its bound over its
     measured time (both for one run, or both for all runs)."""
