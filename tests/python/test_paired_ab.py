@@ -20,6 +20,7 @@ from tfpgo.iree.alternation import Arm, Request, Rounds
 from tfpgo.proposer import paired
 from tfpgo.proposer.ab import ABResult, Verdict
 from tfpgo.proposer.paired import Estimate, Plan
+from tfpgo.tune import program_ab
 
 PLAN = Plan(8, 2.5, 2)
 
@@ -182,3 +183,27 @@ def test_a_program_the_process_cannot_load_is_one_line(vmfb, tmp_path):
     message = str(error.value)
     assert message.startswith("test: alternation failed: error: IREE could not load or call ")
     assert "\n" not in message
+
+
+def test_replay_decides_as_the_run_did():
+    draw = random.Random(9)
+    measured = [_process(draw, 1.0, 0.005) for _ in range(PLAN.processes)]
+    served = iter(measured)
+    live = paired.run(lambda order: next(served), PLAN, random.Random(1)).result
+    assert paired.replay(measured, PLAN) == live
+
+
+def test_an_a_b_is_planned_from_the_programs_run_time():
+    threads = program_ab.Threads(2, (0, 1), {1: 10.0, 2: 6.0})
+    fast = program_ab.plan(0.002, threads)  # 2 ms a run: 5 timed calls a block
+    assert (fast.processes, fast.process_s, fast.calls) == (8, 2.5, 5)
+    assert (fast.threads, fast.cpus) == (2, (0, 1))
+    slow = program_ab.plan(0.2, threads)  # 200 ms: one call, 8 rounds of 0.8 s a process
+    assert (slow.processes, slow.calls) == (paired.MIN_PROCESSES, 1)
+    assert slow.process_s == pytest.approx(8 * 2 * 2 * 0.2)
+    short = program_ab.plan(0.002, threads, seconds=3.0)  # a test's A/B: three of 1 s
+    assert (short.processes, short.process_s) == (3, 1.0)
+    assert (
+        threads.text()
+        == "2 threads pinned to CPUs 0,1 (a call, by threads: 1: 10.000 ms, 2: 6.000 ms)"
+    )
