@@ -1,0 +1,107 @@
+"""Benchmark: `--tune` on models nobody tuned for, timed outside tfpgo (issue 48).
+
+    bazel run //bench:bench_tune_heldout [-- --only mobilenetv2,vit-train --tune-budget 10]
+
+Each model is lowered and tuned by `pgo --lower iree --tune` in a fresh process
+with a tuning database of its own under `--root` (nothing recorded before), the
+default 10-minute budget. Then its tuned program is timed against its own
+default program outside tfpgo's A/B: blocks of `iree-benchmark-module`
+iterations, alternating (bench_ab_noise's old method, longer: 30 s), the ratio
+and its 95% interval. Beside it, what `--tune` said: what it kept, its own final
+A/B, the original's fraction of this machine's limit, and how many hot
+dispatches it left below 85% of their bound. Printed as Markdown and written to
+`<root>/tune_heldout.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+import harness
+from bench_ab_noise import _iteration_times, _workload
+from bench_step_wallclock import UNSEEN, _lower
+
+from tfpgo.proposer import ab
+from tfpgo.tune.document import TuneDocument
+
+OUTSIDE_S = 30.0
+
+
+def _outside(out: Path) -> ab.ABResult | None:
+    """The tuned program against the default, blocks of iree-benchmark-module."""
+    tuned = out / "model.tuned.vmfb"
+    if not tuned.is_file():
+        return None
+    workload = _workload(out)
+    profile = json.loads((out / "iree_profile.json").read_text())
+    run_s = profile["totals"]["dispatch_ps"] / max(profile["runs"], 1) / 1e12
+    iterations = min(max(math.ceil(0.5 / run_s), 3), 1000)
+    repetitions = max(5, math.ceil(OUTSIDE_S / (2 * (iterations * run_s + 0.2))))
+    samples = ab.interleave(
+        lambda n: _iteration_times(out / "model.iree.vmfb", workload, n),
+        lambda n: _iteration_times(tuned, workload, n),
+        repetitions,
+        iterations,
+    )
+    return ab.judge(samples)
+
+
+def _model(label: str, root: Path, budget_min: float) -> dict[str, Any]:
+    out = _lower(label, root, budget_min * 60)
+    document = TuneDocument.read(out / "tune.json")
+    outside = _outside(out)
+    return {
+        "label": label,
+        "kept": list(document.kept),
+        "tune_ratio": None if document.end_to_end is None else document.end_to_end.ratio,
+        "limit_fraction": document.limit_fraction,
+        "held_back": len(document.held_back),
+        "outside": None if outside is None else outside.to_json(),
+        "tune_s": document.tune_s,
+    }
+
+
+def _row(result: dict[str, Any]) -> list[str]:
+    outside = result["outside"]
+    ratio = "1 (nothing kept)"
+    if outside is not None:
+        ratio = f"{outside['ratio']:.3f} [{outside['low']:.3f}, {outside['high']:.3f}]"
+    limit = result["limit_fraction"]
+    return [
+        result["label"],
+        "—" if limit is None else f"{limit:.0%}",
+        ", ".join(result["kept"]) or "nothing",
+        "—" if result["tune_ratio"] is None else f"{result['tune_ratio']:.3f}",
+        ratio,
+        str(result["held_back"]),
+        f"{result['tune_s'] / 60:.1f}",
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path("/tmp/tfpgo_tune_heldout"))
+    parser.add_argument("--only", default=",".join(UNSEEN))
+    parser.add_argument("--tune-budget", type=float, default=10.0, help="minutes")
+    args = parser.parse_args()
+    results = []
+    for label in args.only.split(","):
+        results.append(_model(label, args.root, args.tune_budget))
+        harness.write_json(args.root / "tune_heldout.json", {"machine": harness.machine(),
+                                                              "results": results})  # fmt: skip
+        print(f"{label}: {_row(results[-1])}", flush=True)
+    header = ["model", "original's limit fraction", "kept", "--tune's final A/B"]
+    header += ["tuned / default, outside tfpgo", "hot dispatches held back", "stage min"]
+    print(harness.markdown_table(header, [_row(r) for r in results]))
+    ratios = [r["outside"]["ratio"] if r["outside"] else 1.0 for r in results]
+    print(f"geomean speedup {1 / statistics.geometric_mean(ratios):.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    harness.run_main(main, "bench_tune_heldout")
