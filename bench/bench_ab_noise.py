@@ -145,10 +145,11 @@ def _model(label: str, root: Path, repeats: int, short: int) -> dict[str, Any]:
     run_s = profile["totals"]["dispatch_ps"] / max(profile["runs"], 1) / 1e12
     scratch = out / "ab_noise"
     threads = program_ab.choose_threads(vmfb, workload, scratch, run_s)
-    result: dict[str, Any] = {"label": label, "run_ms": run_s * 1e3, "threads": threads.text()}
-    result["old_20s"] = [_old(vmfb, twin, workload, run_s) for _ in range(short)]
+    result: dict[str, Any] = {"label": label, "run_ms": threads.call_s * 1e3}
+    result["threads"] = threads.text()
+    result["old_20s"] = [_old(vmfb, twin, workload, threads.call_s) for _ in range(short)]
     for seconds in LENGTHS_S:
-        ab_plan = program_ab.plan(run_s, threads, seconds)
+        ab_plan = program_ab.plan(threads.call_s, threads, seconds)
         count = repeats if seconds == LENGTHS_S[-1] else short
         runs = [_new(vmfb, twin, workload, ab_plan, scratch) for _ in range(count)]
         result[f"new_{seconds:.0f}s"] = {"plan": vars(ab_plan), "runs": runs}
