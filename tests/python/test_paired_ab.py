@@ -9,6 +9,7 @@ import math
 import random
 import statistics
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -207,3 +208,13 @@ def test_an_a_b_is_planned_from_the_programs_run_time():
         threads.text()
         == "2 threads pinned to CPUs 0,1 (a call, by threads: 1: 10.000 ms, 2: 6.000 ms)"
     )
+
+
+def test_a_dispatch_benchmark_calls_its_one_function_whatever_its_name():
+    # IREE names a dumped benchmark's function after its dispatch: a TensorFlow
+    # function's begins with "__" too.
+    named = SimpleNamespace(name="m", function_names=["__inference_5714_dispatch_10_f32", "__init"])
+    assert alternation._only_function(named) == "__inference_5714_dispatch_10_f32"
+    two = SimpleNamespace(name="m", function_names=["a", "b", "__init"])
+    with pytest.raises(ValueError, match="m exports 2 functions, not one"):
+        alternation._only_function(two)

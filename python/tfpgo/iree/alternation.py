@@ -53,6 +53,8 @@ DEVICE = "local-task"
 START_S = 30.0
 # The interpreter that runs the process (a test puts a stand-in here).
 PYTHON = sys.executable
+# Functions IREE adds to every module, which no arm calls.
+_INITIALIZERS = frozenset({"__init", "__deinit"})
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,15 @@ def _memory_of(vmfb: Path) -> mmap.mmap:
     return memory
 
 
+def _only_function(module: Any) -> str:
+    """The one function a dispatch benchmark exports (IREE's module initializers
+    aside)."""
+    names = [name for name in module.function_names if name not in _INITIALIZERS]
+    if len(names) != 1:
+        raise ValueError(f"{module.name} exports {len(names)} functions, not one: {names[:3]}")
+    return names[0]
+
+
 def _arguments(arm: Arm, device: Any) -> list[Any]:
     import iree.runtime as rt
     import numpy as np
@@ -173,8 +184,7 @@ def _run(request: Request) -> Rounds:
         memory = _memory_of(Path(arm.vmfb))
         module = rt.VmModule.wrap_buffer(config.vm_instance, memory)
         context.add_vm_module(module)
-        name = arm.function or next(n for n in module.function_names if not n.startswith("__"))
-        function = context.modules[module.name][name]
+        function = context.modules[module.name][arm.function or _only_function(module)]
         arguments = _arguments(arm, device)
         keep.append((context, module, arguments, memory))
         calls[index] = (function, arguments)
@@ -205,7 +215,7 @@ def main(argv: list[str]) -> int:
     request = Request.from_json(json.loads(Path(argv[1]).read_text()))
     try:
         rounds = _run(request)
-    except (RuntimeError, ValueError, KeyError, OSError) as error:
+    except Exception as error:  # whatever IREE or the request raised: one line, no trace
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         print(f"error: IREE could not load or call a program of the A/B ({first})", file=sys.stderr)
         return 1

@@ -354,11 +354,14 @@ def _proposed(
     candidate: Candidate, current: Variant, evidence: Evidence, directory: Path
 ) -> Proposal | tuple[str, str]:
     """The candidate's proposal, or its outcome and why there is none: `skipped`
-    with the candidate's reason, `rejected` when an IREE tool it ran (a tile
-    benchmark's compile) was killed, with that line."""
+    with the candidate's reason, `rejected` when an IREE tool or process it ran
+    (a tile benchmark's compile, a generation's alternation) was killed or
+    failed, with that line."""
     try:
         proposal = candidate.propose(current, evidence, directory)
-    except ToolTimeout as error:
+    except ClusterError:
+        raise  # not the candidate's fault, and no other can be compiled either
+    except UserError as error:  # an IREE tool it ran hung, failed or was stopped
         return "rejected", str(error)
     return ("skipped", proposal) if isinstance(proposal, str) else proposal
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tfpgo.errors import UserError
 from tfpgo.iree import dispatch_benchmark
+from tfpgo.iree.tools import ToolTimeout
 from tfpgo.proposer.ab import NOISE
 from tfpgo.tune.tile_configs import SPEC_FLAG, RootConfig, neighbours, seeded, spec_text
 
@@ -129,7 +130,13 @@ class Climb:
                     continue
                 self.ended = time.monotonic() < until
                 return
-            timed = self.time_generation(default, [vmfb for _, vmfb in compiled])
+            try:
+                timed = self.time_generation(default, [vmfb for _, vmfb in compiled])
+            except ToolTimeout:
+                raise  # the stage's deadline, or a hang: the candidate's, as a compile's
+            except UserError as error:  # the benchmarks would not run: the climb ends here
+                self.failed.update({config.text(): str(error) for config, _ in compiled})
+                return
             trials = [
                 Trial(config, ps, iree_ps)
                 for (config, _), (ps, iree_ps) in zip(compiled, timed, strict=True)
@@ -143,7 +150,13 @@ class Climb:
                 return
             # The best of many noisy timings is biased to luck: the leader is timed
             # once more beside IREE's choice and counts at the worse of its two ratios.
-            ((ps, iree_ps),) = self.time_generation(default, [compiled[k][1]])
+            try:
+                ((ps, iree_ps),) = self.time_generation(default, [compiled[k][1]])
+            except ToolTimeout:
+                raise
+            except UserError as error:
+                self.failed[leader.config.text()] = str(error)
+                return
             again = Trial(leader.config, ps, iree_ps)
             self.tried.append(again)
             leader = max(leader, again, key=lambda trial: trial.ratio)
