@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -359,6 +360,26 @@ def test_the_search_climbs_on_benchmarks_and_decides_in_place(tmp_path):
     )  # fmt: skip
     assert spent.tried == {BIG: []} and spent.chosen == {} and spent.in_place == {}
     assert spent.cut == [BIG] and found.cut == []  # the time ended it, not its rule
+
+
+def test_a_generation_that_cannot_run_ends_its_climb(tmp_path):
+    """The alternation process of a generation fails (IREE cannot load or call a
+    benchmark): the climb ends with its variants listed as failed, with the line;
+    the search goes on and chooses nothing."""
+    stablehlo = tmp_path / "m.mlir"
+    stablehlo.write_text(TWO_MATMULS)
+    line = "dispatch-tiles (a generation): alternation failed: error: IREE could not load"
+
+    def fails(default: Path, variants: Sequence[Path]) -> list[tuple[float, float]]:
+        raise UserError(line)
+
+    found = dispatch_tiles.search(
+        stablehlo, (), [dispatch_tiles.HotDispatch(BIG, 300, 100)], fails, lambda vmfb: {},
+        tmp_path / "s", time.monotonic() + 600, 120,
+    )  # fmt: skip
+    assert found.tried == {BIG: []} and found.chosen == {}
+    assert found.failed and set(found.failed.values()) == {line}
+    assert all(key.startswith(f"{BIG} ") for key in found.failed)
 
 
 def test_a_later_round_keeps_the_earlier_tiles_in_every_program_and_spec(tmp_path):

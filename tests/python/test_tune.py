@@ -130,9 +130,14 @@ def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(
     stablehlo, workload, baseline = program
     left = injected_abs(monkeypatch, 0.3, 0.3)
     baseline.profile.write(tmp_path / "iree_profile.json")
+
+    def failing(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
+        raise UserError("dispatch-tiles (a generation): alternation failed: error: boom")
+
     tried = (
         Candidate("nothing", lambda current, profile, scratch: "nothing hot in the profile"),
         Candidate("uncompilable", _flags("--iree-no-such-option")),
+        Candidate("failing", failing),
         Candidate("wrong", _module(WRONG)),
         Candidate("lean", _module(LEAN)),
     )
@@ -141,10 +146,13 @@ def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(
     assert outcomes == [
         ("nothing", "skipped"),
         ("uncompilable", "rejected"),
+        ("failing", "rejected"),
         ("wrong", "rejected"),
         ("lean", "kept"),
     ]
-    skipped, uncompilable, wrong, lean = document.trials
+    skipped, uncompilable, failing_trial, wrong, lean = document.trials
+    # A tool that fails while a candidate proposes rejects that candidate, with its line.
+    assert failing_trial.reason == "dispatch-tiles (a generation): alternation failed: error: boom"
     # A program IREE cannot compile is a rejected candidate, not a failed run.
     assert uncompilable.reason.startswith("iree level: iree-compile failed: ")
     assert skipped.reason == "nothing hot in the profile" and skipped.result is None
