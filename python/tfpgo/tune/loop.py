@@ -53,7 +53,6 @@ from tfpgo.tune.document import (
     Decision,
     EndToEnd,
     Trial,
-    Tuned,
     TuneDocument,
 )
 from tfpgo.tune.headroom import held_back
@@ -264,12 +263,7 @@ def _tune(
         if overall is not None:
             end_to_end = EndToEnd.of(overall, program.profile.outputs_max_abs)
         if overall is not None and overall.verdict is ab.Verdict.HELPS:
-            tuned_output.write_tuned(program, baseline.profile, current, stablehlo, workload, out)
-            tuned = Tuned(
-                tuned_output.TUNED_VMFB,
-                tuned_output.TUNED_PROFILE,
-                tuned_output.op_changes(baseline.profile, program.profile),
-            )
+            tuned = tuned_output.keep(program, baseline.profile, current, stablehlo, workload, out)
             note(f"tune: kept {kept}: {program_ab.result_text(overall)}")
         else:
             current = Variant(stablehlo)

@@ -154,12 +154,7 @@ def rebuilt(
     end_to_end = None if overall is None else EndToEnd.of(overall, program.profile.outputs_max_abs)
     tuned = None
     if overall is not None and overall.verdict is ab.Verdict.HELPS:
-        tuned_output.write_tuned(program, baseline.profile, variant, stablehlo, workload, out)
-        tuned = Tuned(
-            tuned_output.TUNED_VMFB,
-            tuned_output.TUNED_PROFILE,
-            tuned_output.op_changes(baseline.profile, program.profile),
-        )
+        tuned = tuned_output.keep(program, baseline.profile, variant, stablehlo, workload, out)
         note(f"tune: {reason}: {program_ab.result_text(overall)}")
     else:
         note(f"tune: {reason}, not confirmed against the original; the original stays")

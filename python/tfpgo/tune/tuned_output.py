@@ -14,7 +14,7 @@ from tfpgo.iree import executable_sources, profile_document
 from tfpgo.iree.program import ProfiledProgram, Workload
 from tfpgo.mlir import annotate
 from tfpgo.tune.candidates import Variant
-from tfpgo.tune.document import OpChange
+from tfpgo.tune.document import OpChange, Tuned
 from tfpgo.tune.tile_configs import SPEC, SPEC_FLAG
 
 TUNED_PROFILE = "iree_profile.tuned.json"
@@ -28,7 +28,7 @@ TUNE_DIFF = "tune_diff"
 DIFF_ROWS = 20
 
 
-def write_tuned(
+def _write_tuned(
     tuned: ProfiledProgram,
     default: profile_document.IreeProfile,
     variant: Variant,
@@ -85,3 +85,18 @@ def op_changes(
         )
         for name in names
     )
+
+
+def keep(
+    tuned: ProfiledProgram,
+    default: profile_document.IreeProfile,
+    variant: Variant,
+    original: Path,
+    workload: Workload,
+    out: Path,
+) -> Tuned:
+    """Writes the kept program's outputs into `out` (`_write_tuned`) and returns
+    what tune.json says of it: the program, its profile, and per tf op its time
+    before and after."""
+    _write_tuned(tuned, default, variant, original, workload, out)
+    return Tuned(TUNED_VMFB, TUNED_PROFILE, op_changes(default, tuned.profile))
