@@ -74,3 +74,9 @@ def kernels_library() -> Path:
 def tfpgo_opt() -> Path:
     """The `tfpgo-opt` binary (or whatever $TFPGO_OPT names)."""
     return _built_tool("tfpgo-opt", "TFPGO_OPT", "tfpgo-opt", "run through `bazel run //:pgo`")
+
+
+def python_env(**extra: str) -> dict[str, str]:
+    """This process's environment, `extra` set, with its import path (Bazel's
+    runfiles included) as PYTHONPATH: for a Python process of tfpgo's own."""
+    return dict(os.environ, **extra, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))

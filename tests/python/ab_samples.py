@@ -31,7 +31,7 @@ def rounds(ratio: float, count: int = 24, order: tuple[int, ...] = (0, 1)) -> Ro
 def result(ratio: float) -> ABResult:
     """The paired A/B's result on constructed processes at `ratio`."""
     plan = paired.Plan(paired.MIN_PROCESSES, 1.0, 2)
-    return paired.run(lambda order: rounds(ratio, order=order), plan).result
+    return paired.run(lambda order: rounds(ratio, order=order), plan)
 
 
 def injected_abs(monkeypatch, *ratios: float) -> list[ABResult]:

@@ -44,7 +44,7 @@ def _process(
 def _decisions(trials: int, ratio: float, between: float = 0.0, seed: int = 1) -> list[ABResult]:
     draw = random.Random(seed)
     return [
-        paired.run(lambda order: _process(draw, ratio, between), PLAN, random.Random(i)).result
+        paired.run(lambda order: _process(draw, ratio, between), PLAN, random.Random(i))
         for i in range(trials)
     ]
 
@@ -124,7 +124,7 @@ def test_what_an_interval_says():
 
 
 def test_the_result_says_how_it_was_measured():
-    result = paired.run(lambda order: rounds(0.8, order=order), PLAN, random.Random(0)).result
+    result = paired.run(lambda order: rounds(0.8, order=order), PLAN, random.Random(0))
     assert (result.processes, result.threads, result.blocks) == (3, 2, 72)
     assert result.confidence == pytest.approx(
         2 * statistics.NormalDist().cdf(paired.boundary(PLAN.looks())) - 1
@@ -190,7 +190,7 @@ def test_replay_decides_as_the_run_did():
     draw = random.Random(9)
     measured = [_process(draw, 1.0, 0.005) for _ in range(PLAN.processes)]
     served = iter(measured)
-    live = paired.run(lambda order: next(served), PLAN, random.Random(1)).result
+    live = paired.run(lambda order: next(served), PLAN, random.Random(1))
     assert paired.replay(measured, PLAN) == live
 
 

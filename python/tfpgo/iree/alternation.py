@@ -10,7 +10,7 @@ inputs on the device once, calls each arm `WARMUP_CALLS` times, then runs them
 in rounds, forward (A B C) and reversed (C B A) in turn, so that A B B A holds
 for every two arms and a drift of the machine falls on both of a pair alike.
 
-In a round each arm runs a block: `switch_calls` calls untimed, then `calls`
+In a round each arm runs a block: `SWITCH_CALLS` calls untimed, then `calls`
 calls each timed alone (`time.perf_counter_ns` around the invocation, which
 returns when the program's work is done), of which the round keeps the median.
 The untimed calls are there because the first call after the other program
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import mmap
-import os
 import statistics
 import sys
 import time
@@ -42,11 +41,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tfpgo.iree.run import DEVICE
 from tfpgo.iree.tools import run_command
+from tfpgo.toolpaths import python_env
 
 WARMUP_CALLS = 3
-# IREE's CPU driver with worker threads: the one the user's program runs on.
-DEVICE = "local-task"
+# Untimed calls of a program before its timed ones in a round (module docstring).
+SWITCH_CALLS = 1
 # Extra seconds a process is allowed past its alternation: Python, IREE's
 # runtime and the programs' loading and warm-up (a large program's weights);
 # $TFPGO_IREE_TIMEOUT_S instead when set, as for IREE's tools.
@@ -77,7 +78,6 @@ class Request:
     cpus: tuple[int, ...]  # one thread pinned to each; () leaves them unpinned
     load_order: tuple[int, ...]  # arm indices, in the order they are loaded
     calls: int = 1  # timed calls of each arm in a round (its median is kept)
-    switch_calls: int = 1  # untimed calls before them
     min_rounds: int = 4
 
     def to_json(self) -> dict[str, Any]:
@@ -96,7 +96,6 @@ class Request:
             tuple(document["cpus"]),
             tuple(document["load_order"]),
             int(document["calls"]),
-            int(document["switch_calls"]),
             int(document["min_rounds"]),
         )
 
@@ -132,8 +131,7 @@ def alternate(request: Request, scratch: Path, what: str) -> Rounds:
     path = scratch / "alternation.request.json"
     path.write_text(json.dumps(request.to_json()))
     command = [PYTHON, "-m", "tfpgo.iree.alternation", str(path)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    output = run_command(command, "alternation", what, START_S, env, request.seconds)
+    output = run_command(command, "alternation", what, START_S, python_env(), request.seconds)
     return Rounds.from_json(json.loads(output))
 
 
@@ -199,7 +197,7 @@ def _run(request: Request) -> Rounds:
         row = [0] * len(forward)
         for index in forward if len(rows) % 2 == 0 else forward[::-1]:
             function, arguments = calls[index]
-            for _ in range(request.switch_calls):
+            for _ in range(SWITCH_CALLS):
                 function(*arguments)
             timed = []
             for _ in range(request.calls):

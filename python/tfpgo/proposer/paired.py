@@ -178,14 +178,6 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class PairedAB:
-    """An A/B's result and every process's rounds (baseline arm 0, candidate 1)."""
-
-    result: ABResult
-    processes: tuple[Rounds, ...]
-
-
-@dataclass(frozen=True)
 class Interval:
     """The ratio of the processes' calls (candidate over baseline), its interval
     at `confidence`, and how it was made."""
@@ -240,7 +232,7 @@ def run(
     process: Callable[[tuple[int, int]], Rounds],
     plan: Plan,
     shuffle: random.Random | None = None,
-) -> PairedAB:
+) -> ABResult:
     """The sequential A/B (module docstring): `process(load_order)` runs one
     alternation process of the baseline (arm 0) and the candidate (arm 1);
     the load order of each is random."""
@@ -254,5 +246,5 @@ def run(
             continue
         judged = judge(done, plan, final=index == plan.processes - 1)
         if judged is not None:
-            return PairedAB(judged, tuple(done))
+            return judged
     raise AssertionError("the last look always decides")

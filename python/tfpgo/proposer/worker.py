@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfpgo.errors import UserError
+from tfpgo.toolpaths import python_env
 
 if TYPE_CHECKING:
     from tfpgo.mlir.xla_regions import XlaRegions
@@ -217,9 +218,7 @@ def worker_command(spec: ModelSpec, warmup: int) -> list[str]:
 
 def worker_env() -> dict[str, str]:
     """This process's import path (Bazel runfiles included) for the worker."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return env
+    return python_env(TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
 
 
 def profile_in_worker(

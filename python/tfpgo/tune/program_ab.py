@@ -134,7 +134,7 @@ class ProgramAB:
             )
             return alternation.alternate(request, candidate.parent / "ab", "--tune (A/B)")
 
-        return paired.run(process, ab_plan).result
+        return paired.run(process, ab_plan)
 
 
 def benchmark_arm(vmfb: Path) -> Arm:
@@ -147,22 +147,14 @@ def generation(
     default: Arm, variants: Sequence[Arm], scratch: Path, what: str
 ) -> list[tuple[float, float]]:
     """Each variant timed beside `default` in one alternation process, every arm
-    in turn, on all of this process's CPUs (pinned): per variant, its median call
-    (ps) and `default`'s beside it, the median over the ratio of each round's
-    pair so that their quotient is the paired ratio (tfpgo.proposer.paired's
-    trimmed mean)."""
+    in turn, one timed call a round, on all of this process's CPUs (pinned): per
+    variant, its median call (ps) and `default`'s beside it, scaled so that their
+    quotient is the paired ratio (tfpgo.proposer.paired's trimmed mean of the
+    rounds' log-ratios)."""
     cpus = cpus_of_process()
     seconds = GENERATION_S * (1 + len(variants))
-    request = Request(
-        (default, *variants),
-        seconds,
-        len(cpus),
-        cpus,
-        (0, *range(1, 1 + len(variants))),
-        1,
-        1,
-        MIN_ROUNDS,
-    )
+    arms = (default, *variants)
+    request = Request(arms, seconds, len(cpus), cpus, tuple(range(len(arms))), 1, MIN_ROUNDS)
     rounds = alternation.alternate(request, scratch, what)
     found = []
     for index in range(1, 1 + len(variants)):

@@ -28,18 +28,19 @@ TUNE_DIFF = "tune_diff"
 DIFF_ROWS = 20
 
 
-def _write_tuned(
+def keep(
     tuned: ProfiledProgram,
     default: profile_document.IreeProfile,
     variant: Variant,
     original: Path,
     workload: Workload,
     out: Path,
-) -> None:
-    """The kept program, its profile and timed executable sources, its profile
-    diffed against the `default` program's (profile_diff's outputs), the tuning
-    spec it was compiled with, if any, and its StableHLO if a pass rewrote
-    `original`."""
+) -> Tuned:
+    """Writes into `out` the kept program, its profile and timed executable
+    sources, its profile diffed against the `default` program's (profile_diff's
+    outputs), the tuning spec it was compiled with, if any, and its StableHLO if
+    a pass rewrote `original`; returns what tune.json says of it: the program,
+    its profile, and per tf op its time before and after."""
     tuned.profile.write(out / TUNED_PROFILE)
     for by, directory in (("op", out / TUNE_DIFF), ("dispatch", out / TUNE_DIFF / "dispatches")):
         diff = compare(
@@ -64,6 +65,7 @@ def _write_tuned(
                 "--tf-profile-materialize-annotations",
             ],
         )
+    return Tuned(TUNED_VMFB, TUNED_PROFILE, op_changes(default, tuned.profile))
 
 
 def op_changes(
@@ -85,18 +87,3 @@ def op_changes(
         )
         for name in names
     )
-
-
-def keep(
-    tuned: ProfiledProgram,
-    default: profile_document.IreeProfile,
-    variant: Variant,
-    original: Path,
-    workload: Workload,
-    out: Path,
-) -> Tuned:
-    """Writes the kept program's outputs into `out` (`_write_tuned`) and returns
-    what tune.json says of it: the program, its profile, and per tf op its time
-    before and after."""
-    _write_tuned(tuned, default, variant, original, workload, out)
-    return Tuned(TUNED_VMFB, TUNED_PROFILE, op_changes(default, tuned.profile))
