@@ -16,6 +16,9 @@
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/stablehlo.mlir \
 // RUN:   --tf-profile-materialize-annotations="path-to-profile=%S/Inputs/annotate_op_profile.json" \
 // RUN:   | FileCheck %s --check-prefix=NAMES
+// RUN: %tfpgo_opt --allow-unregistered-dialect %t/twice.mlir \
+// RUN:   --tf-profile-materialize-annotations="path-to-profile=%S/Inputs/op_profile_one_node_twice.json" \
+// RUN:   | FileCheck %s --check-prefix=TWICE
 // RUN: %tfpgo_opt --allow-unregistered-dialect %t/linalg.mlir \
 // RUN:   --tf-profile-materialize-annotations --tf-profile-mark-hotspots="top-k=1" \
 // RUN:   | FileCheck %s --check-prefix=CHARGED-HOT
@@ -147,6 +150,15 @@ func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %2 = arith.negf %1 : tensor<4x4xf32> loc("model/dense/Relu")
   %3 = "stablehlo.unknown_name"(%2) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("nobody")
   return %3 : tensor<4x4xf32>
+}
+
+//--- twice.mlir
+// Two runtime entries that landed on one node (Grappler's add-tree rewrite
+// ran it as two kernels), renamed to it: one record, counts and times summed.
+// TWICE: "stablehlo.add"{{.*}}profiler_data = {count = 3 : i64, {{.*}}max = 600 : i64, min = 400 : i64, {{.*}}self = 1500 : i64, {{.*}}source = "model/norm/add_2", source_self = 1500 : i64, total = 1500 : i64, ts = 50 : i64
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "stablehlo.add"(%x, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> loc("model/norm/add_2")
+  return %0 : tensor<4xf32>
 }
 
 //--- split.mlir

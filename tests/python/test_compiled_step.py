@@ -65,7 +65,7 @@ def test_a_program_whose_signature_is_not_the_steps_is_one_line():
     )
 
 
-def test_profile_entries_take_the_name_of_the_one_node_they_landed_on():
+def test_profile_entries_take_the_name_of_the_one_node_they_landed_on_even_together():
     from tfpgo.attribution.op_profile import Durations, OpProfile, OpStats, Totals
 
     names = ["w/body/_1/w/add", "w/body/_1/w/mul", "w/body/_2/w/mul", "x"]
@@ -76,11 +76,14 @@ def test_profile_entries_take_the_name_of_the_one_node_they_landed_on():
     profile = OpProfile("t", (), (0,), Totals(36, 36, 36, 0, 4, 4), ops)
     landed_on = {
         "w/body/_1/w/add": ("w/add",),
-        "w/body/_1/w/mul": ("w/mul",),  # two entries on one node: neither renamed
+        # Two entries on one node both take its name: the materialize pass sums
+        # them into its record, as the tf level did (lit: TWICE).
+        "w/body/_1/w/mul": ("w/mul",),
         "w/body/_2/w/mul": ("w/mul",),
+        "x": ("x/a", "x/b"),  # split over two ops: keeps its name
     }
     renamed = by_node_names(profile, landed_on)
-    assert [op.name for op in renamed.ops] == ["w/add", "w/body/_1/w/mul", "w/body/_2/w/mul", "x"]
+    assert [op.name for op in renamed.ops] == ["w/add", "w/mul", "w/mul", "x"]
     assert [op.self_ps for op in renamed.ops] == [op.self_ps for op in profile.ops]
 
 

@@ -33,7 +33,7 @@ from tfpgo.errors import UserError
 from tfpgo.iree import executable_sources
 from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
 from tfpgo.iree.tools import run_tool
-from tfpgo.mlir import annotate, iree_loops, jax_names, profile_names, routes
+from tfpgo.mlir import annotate, iree_loops, jax_names, merged_work, profile_names, routes
 from tfpgo.mlir.compiled_step import CompiledStep
 from tfpgo.mlir.diagnostics import error_message
 from tfpgo.mlir.routes import COMPILED_ROUTE, DIRECT_ROUTE, Route
@@ -291,13 +291,19 @@ def _lower_stablehlo(
     tf_sources = _annotated_sources(lowered.tf_graph)
     stablehlo = scratch / "stablehlo.mlir"
     write_generic_stablehlo(lowered.stablehlo, stablehlo)
+    # What IREE is given: ops its CSE will merge carry each other's records.
+    merged = merged_work.fuse_equivalent_locations(lowered.stablehlo)
+    to_iree = stablehlo
+    if merged.merges:
+        to_iree = scratch / "stablehlo.merged.mlir"
+        write_generic_stablehlo(merged.text, to_iree)
     if "iree" in levels and iree_run is not None:
         fused_into = _fused_into(lowered.tf_graph)
-        _compile_and_run(stablehlo, lowered.stablehlo, iree_run, tf_sources, fused_into, out)
+        _compile_and_run(to_iree, merged.text, iree_run, tf_sources, fused_into, out)
     modules = [("stablehlo", stablehlo)]
     if "linalg" in levels:
         linalg = scratch / "linalg.mlir"
-        linalg.write_text(util_functions_to_func(_stablehlo_to_linalg(stablehlo)))
+        linalg.write_text(util_functions_to_func(_stablehlo_to_linalg(to_iree)))
         modules.append(("linalg", linalg))
     return [
         _materialize(level, module, out, tf_sources, profile_self_ps, scratch, lowered)

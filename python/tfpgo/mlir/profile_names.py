@@ -32,9 +32,17 @@ def location_names(module_text: str) -> set[str]:
 
 def by_node_names(profile: OpProfile, landed_on: Mapping[str, tuple[str, ...]]) -> OpProfile:
     """`profile` with each entry that landed on one op under another name named as
-    that op, where no other entry has or takes that name (two entries on one op
-    keep their own names, and reach no lower level)."""
-    return _renamed(profile, {name: ops[0] for name, ops in landed_on.items() if len(ops) == 1})
+    that op. Entries that landed on one op together (Grappler's rewrite of an add
+    tree runs one node as several kernels) then share its name, and
+    `tf-profile-materialize-annotations` sums them into its record, as the tf
+    level does. An entry split over several ops (a merged one) keeps its name."""
+    return replace(
+        profile,
+        ops=tuple(
+            replace(op, name=ops[0]) if len(ops := landed_on.get(op.name, ())) == 1 else op
+            for op in profile.ops
+        ),
+    )
 
 
 def with_profile_names(module_text: str, names: set[str]) -> str:
@@ -60,17 +68,3 @@ def with_profile_names(module_text: str, names: set[str]) -> str:
         if taken[name] == 1 and name not in located
     }
     return _LOCATION_NAME.sub(lambda match: f'loc("{targets.get(match[1], match[1])}"', module_text)
-
-
-def _renamed(profile: OpProfile, renamed: dict[str, str]) -> OpProfile:
-    """`profile` with entries renamed where no other entry has or takes the name."""
-    taken = Counter([*(op.name for op in profile.ops if op.name not in renamed), *renamed.values()])
-    return replace(
-        profile,
-        ops=tuple(
-            replace(op, name=renamed[op.name])
-            if op.name in renamed and taken[renamed[op.name]] == 1
-            else op
-            for op in profile.ops
-        ),
-    )

@@ -157,12 +157,14 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
       emitError(module.getLoc()) << llvm::toString(profile.takeError());
       return signalPassFailure();
     }
-    for (const OpProfileEntry &entry : profile->ops) {
-      OpTiming timing;
-      timing.Add(entry);
-      by_name[entry.name] = timing.ToProfilerData(
+    // Entries of one name (several runtime entries that landed on one node,
+    // renamed to it) are that node's record together, as at the tf level.
+    llvm::StringMap<OpTiming> timings;
+    for (const OpProfileEntry &entry : profile->ops)
+      timings[entry.name].Add(entry);
+    for (auto &[name, timing] : timings)
+      by_name[name] = timing.ToProfilerData(
           /*all_self=*/0, /*all_device=*/profile->device_attributed_ps);
-    }
   }
 
   // Gather: the outermost op of each source keeps it; ops nested in an

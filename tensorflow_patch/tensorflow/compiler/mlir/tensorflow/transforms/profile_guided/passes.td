@@ -323,7 +323,8 @@ def ProfileMaterializeAnnotationsPass
     `tf-annotate-operations-profile carry-in-location=true` (its `source`
     field names the tf op), or else, with `path-to-profile`, the location's
     node name looked up in `op_profile.json` (exact runtime names; control
-    flow and call prefixes are resolved only at the tf level). Ops nested in
+    flow and call prefixes are resolved only at the tf level; entries of one
+    name are one record, their counts and times summed). Ops nested in
     an op of the same source (the body of a `linalg.generic`) and
     terminators are skipped.
 

@@ -1,0 +1,148 @@
+"""Work a lowering merges, named as merged: the op that stays carries every record.
+
+IREE's input conversion runs MLIR's CSE, which keeps the first of equivalent ops
+and erases the others with their locations. XLA's gradient of a GELU computes
+`exp(-x²)` again (its `Exp`, `Square`, `Neg`), as the forward `Erfc`'s expansion
+did: after CSE one op does both ops' work and the gradient's records are gone.
+
+So before the StableHLO goes to IREE, the ops CSE would merge are found as it
+finds them: same op name, operands, attributes and result types, an op without
+regions whose name says it has no effect, in the scope of the first (ops of
+nested regions see the enclosing blocks' ops, as CSE's scoped table does). The
+first op's location gets the others' fused in, so the op that stays carries
+every record, and the level's rule for fused ops splits its time
+(docs/attribution_rules.md, "Merged work"). The StableHLO level itself is
+written from the module before this: there the ops are still apart.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Dialects whose ops without regions are pure, but for these.
+_PURE_DIALECTS = ("stablehlo.", "chlo.")
+_EFFECTS = frozenset(
+    f"stablehlo.{name}"
+    for name in (
+        "custom_call", "rng", "rng_bit_generator", "optimization_barrier", "infeed",
+        "outfeed", "send", "recv", "after_all", "create_token", "all_gather", "all_reduce",
+        "all_to_all", "collective_permute", "collective_broadcast", "reduce_scatter",
+        "partition_id", "replica_id", "composite",
+    )
+)  # fmt: skip
+_SOURCE = re.compile(r'source = "((?:[^"\\]|\\.)*)"')
+_NAME = re.compile(r'"((?:[^"\\]|\\.)*)"(?!:\d)')
+# Constants with more elements are left apart: comparing weights costs their
+# size, and distinct weights are what such constants are.
+_COMPARED_ELEMENTS = 64
+
+
+@dataclass(frozen=True)
+class Merge:
+    """One op CSE will erase, by the name of its location, and the op it keeps."""
+
+    merged: str
+    into: str
+
+
+@dataclass(frozen=True)
+class MergedWork:
+    """The module with merged ops' locations fused onto the ops that stay."""
+
+    text: str
+    merges: tuple[Merge, ...]
+
+
+def fuse_equivalent_locations(text: str) -> MergedWork:
+    """`text` (StableHLO, any form) with every op CSE would erase fused into the
+    location of the op it keeps; unchanged when there is none."""
+    from iree.compiler import ir
+
+    with ir.Context() as context:
+        context.allow_unregistered_dialects = True
+        module = ir.Module.parse(text)
+        merges: list[Merge] = []
+        for function in module.body.operations:
+            for region in function.regions:
+                _merge_region(region, {}, merges, {}, set(), ir)
+        if not merges:
+            return MergedWork(text, ())
+        return MergedWork(module.operation.get_asm(enable_debug_info=True), tuple(merges))
+
+
+def _merge_region(
+    region: Any,
+    outer: dict[Any, Any],
+    merges: list[Merge],
+    canonical: dict[Any, Any],
+    inert: set[Any],
+    ir: Any,
+) -> None:
+    """Finds, block by block, each op equivalent to one before it in scope; the
+    program is not changed, only locations (`canonical` maps a merged op's
+    results to the kept op's, so that their users compare equal too). Ops that
+    compute nothing (constants, and ops of constants only: `inert` holds their
+    results) are compared but keep their locations: their records carry no
+    time there, as the materialize pass charges such ops nothing."""
+    for block in region.blocks:
+        known = dict(outer)
+        for op in block.operations:
+            if len(op.regions):
+                for nested in op.regions:
+                    _merge_region(nested, known, merges, canonical, inert, ir)
+                continue
+            key = _equivalence_key(op, canonical, ir)
+            if key is None:
+                continue
+            first = known.setdefault(key, op)
+            if first == op:
+                continue
+            canonical.update(zip(op.results, first.results, strict=True))
+            if _computes_nothing(first, canonical, inert):
+                inert.update(first.results)
+                continue
+            merges.append(Merge(_location_name(op.location), _location_name(first.location)))
+            first.location = ir.Location.fused([first.location, op.location])
+
+
+def _equivalence_key(op: Any, canonical: dict[Any, Any], ir: Any) -> tuple[Any, ...] | None:
+    """What CSE compares of `op`, or None for an op it would not merge (or that
+    this pass does not compare)."""
+    name = op.name
+    if not name.startswith(_PURE_DIALECTS) or name in _EFFECTS or not len(op.results):
+        return None
+    if name == "stablehlo.constant":
+        shaped = ir.ShapedType(op.results[0].type)
+        if not shaped.has_static_shape or _elements(shaped.shape) > _COMPARED_ELEMENTS:
+            return None
+    attributes = tuple(sorted((name, str(op.attributes[name])) for name in op.attributes))
+    return (
+        name,
+        tuple(canonical.get(operand, operand) for operand in op.operands),
+        attributes,
+        tuple(str(result.type) for result in op.results),
+    )
+
+
+def _computes_nothing(op: Any, canonical: dict[Any, Any], inert: set[Any]) -> bool:
+    if op.name == "stablehlo.constant":
+        return True
+    operands = [canonical.get(operand, operand) for operand in op.operands]
+    return bool(operands) and all(operand in inert for operand in operands)
+
+
+def _elements(shape: list[int]) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count
+
+
+def _location_name(location: Any) -> str:
+    """The tf node a location names: its carried record's `source`, else its
+    first name (a file location's path aside), else its text."""
+    text = str(location)
+    found = _SOURCE.search(text) or _NAME.search(text)
+    return found[1] if found else text
