@@ -303,7 +303,8 @@ def _lower_stablehlo(
     modules = [("stablehlo", stablehlo)]
     if "linalg" in levels:
         linalg = scratch / "linalg.mlir"
-        linalg.write_text(util_functions_to_func(_stablehlo_to_linalg(to_iree)))
+        folded = merged_work.fold_into_constants(merged.text, _stablehlo_to_linalg(to_iree))
+        linalg.write_text(util_functions_to_func(folded.text))
         modules.append(("linalg", linalg))
     return [
         _materialize(level, module, out, tf_sources, profile_self_ps, scratch, lowered)

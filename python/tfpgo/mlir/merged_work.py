@@ -13,6 +13,12 @@ first op's location gets the others' fused in, so the op that stays carries
 every record, and the level's rule for fused ops splits its time
 (docs/attribution_rules.md, "Merged work"). The StableHLO level itself is
 written from the module before this: there the ops are still apart.
+
+Ops that compute nothing (a `zeros_like`, a list's zero buffer: a broadcast of
+a splat constant) IREE folds into constants, which its folder makes without a
+location. After the lowering, each such constant takes the locations of the
+StableHLO ops that hold its value (`fold_into_constants`): the work became that
+constant, and the report says so where a user looks.
 """
 
 from __future__ import annotations
@@ -45,6 +51,12 @@ class Merge:
 
     merged: str
     into: str
+
+
+# Ops whose result holds its operand's elements, rearranged: of a splat, a splat.
+_SHAPE_ONLY = frozenset(
+    f"stablehlo.{name}" for name in ("broadcast_in_dim", "broadcast", "reshape", "transpose")
+)
 
 
 @dataclass(frozen=True)
@@ -146,3 +158,71 @@ def _location_name(location: Any) -> str:
     text = str(location)
     found = _SOURCE.search(text) or _NAME.search(text)
     return found[1] if found else text
+
+
+@dataclass(frozen=True)
+class FoldedConstants:
+    """The lowered module with folded constants located, and how many were."""
+
+    text: str
+    located: int
+
+
+def fold_into_constants(stablehlo_text: str, lowered_text: str) -> FoldedConstants:
+    """`lowered_text` (generic form, IREE's) with each constant that has no
+    location given those of the StableHLO ops (of `stablehlo_text`) that compute
+    nothing and hold its value, a splat: the first such constant of each value
+    (IREE's folder deduplicates them)."""
+    from iree.compiler import ir
+
+    with ir.Context() as context, ir.Location.unknown():
+        context.allow_unregistered_dialects = True
+        sources = _splat_locations(ir.Module.parse(stablehlo_text), ir)
+        if not sources:
+            return FoldedConstants(lowered_text, 0)
+        lowered = ir.Module.parse(lowered_text)
+        constants: list[Any] = []
+
+        def collect(op: Any) -> Any:
+            if op.name == "arith.constant" and str(op.location) == "loc(unknown)":
+                constants.append(op)
+            return ir.WalkResult.ADVANCE
+
+        lowered.operation.walk(collect)
+        located = 0
+        for constant in constants:
+            held = sources.pop(str(constant.attributes["value"]), None)
+            if held:
+                constant.location = ir.Location.fused(held)
+                located += 1
+        if not located:
+            return FoldedConstants(lowered_text, 0)
+        text = lowered.operation.get_asm(
+            enable_debug_info=True, print_generic_op_form=True, large_elements_limit=64
+        )
+        return FoldedConstants(text, located)
+
+
+def _splat_locations(module: Any, ir: Any) -> dict[str, list[Any]]:
+    """The printed splat value (`dense<0.0> : tensor<40x8xf32>`) of every
+    StableHLO constant, or rearrangement of one, → the locations of its ops."""
+    splats: dict[Any, Any] = {}  # value -> its splat element
+    located: dict[str, list[Any]] = {}
+
+    def visit(op: Any) -> Any:
+        element = None
+        if op.name == "stablehlo.constant":
+            value = ir.DenseElementsAttr(op.attributes["value"])
+            element = value.get_splat_value() if value.is_splat else None
+        elif op.name in _SHAPE_ONLY:
+            element = splats.get(op.operands[0])
+        result_type = op.results[0].type if element is not None else None
+        if result_type is None or not ir.RankedTensorType(result_type).has_static_shape:
+            return ir.WalkResult.ADVANCE
+        splats[op.results[0]] = element
+        key = str(ir.DenseElementsAttr.get_splat(result_type, element))
+        located.setdefault(key, []).append(op.location)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return located
