@@ -94,12 +94,20 @@ def tool_timeout_s(asked: float | None = None) -> float:
     return TOOL_TIMEOUT_S if asked is None else asked
 
 
-def run_tool(tool: str, args: Sequence[str], what: str, timeout_s: float | None = None) -> str:
+def run_tool(
+    tool: str,
+    args: Sequence[str],
+    what: str,
+    timeout_s: float | None = None,
+    stderr_file: Path | None = None,
+) -> str:
     """Runs one of IREE's tools and returns its output; a failure is one UserError
     line. A run is killed at its timeout (`tool_timeout_s(timeout_s)`) and started
     once more, and killed at the stage's deadline; killed on both tries, or at the
-    deadline, it is one ToolTimeout line."""
-    return run_command([_executable(tool, what), *args], tool, what, timeout_s)
+    deadline, it is one ToolTimeout line. `stderr_file` takes what the tool
+    writes to stderr (MLIR's IR dumps), too much to hold in memory."""
+    command = [_executable(tool, what), *args]
+    return run_command(command, tool, what, timeout_s, stderr_file=stderr_file)
 
 
 def run_command(
@@ -109,6 +117,7 @@ def run_command(
     timeout_s: float | None = None,
     env: Mapping[str, str] | None = None,
     beyond_s: float = 0.0,
+    stderr_file: Path | None = None,
 ) -> str:
     """`run_tool` for a command line of its own (`tool` names it in messages), in
     `env` (default: this process's): the same timeouts, second try and deadline;
@@ -120,19 +129,22 @@ def run_command(
         if left is not None and left <= 0:
             break
         try:
-            done = subprocess.run(
-                command,
-                capture_output=True,
-                text=True,
-                check=False,
-                timeout=limit if left is None else min(limit, left),
-                env=env,
-            )
+            with (stderr_file or Path(os.devnull)).open("w") as errors:
+                done = subprocess.run(
+                    command,
+                    stdout=subprocess.PIPE,
+                    stderr=errors if stderr_file else subprocess.PIPE,
+                    text=True,
+                    check=False,
+                    timeout=limit if left is None else min(limit, left),
+                    env=env,
+                )
         except subprocess.TimeoutExpired:
             continue  # killed: the deadlock is intermittent, so once more
         if done.returncode != 0:
-            lines = [line for line in done.stderr.splitlines() if "error" in line.lower()]
-            detail = (lines or done.stderr.strip().splitlines() or ["no message"])[0].strip()
+            stderr = done.stderr if stderr_file is None else _tail(stderr_file)
+            lines = [line for line in stderr.splitlines() if "error" in line.lower()]
+            detail = (lines or stderr.strip().splitlines() or ["no message"])[0].strip()
             raise ToolFailed(what, tool, detail)
         return done.stdout
     subject = _subject(args)
@@ -146,6 +158,13 @@ def run_command(
         "was tried; IREE 3.13's compiler now and then deadlocks: run it again, or set "
         f"{TIMEOUT_VARIABLE} to more seconds if IREE is only this slow here"
     )
+
+
+def _tail(path: Path, size: int = 65536) -> str:
+    """The last `size` bytes of a file, where a failing tool's message is."""
+    with path.open("rb") as stream:
+        stream.seek(max(path.stat().st_size - size, 0))
+        return stream.read().decode(errors="replace")
 
 
 def _seconds_left() -> float | None:

@@ -33,9 +33,18 @@ from tfpgo.errors import UserError
 from tfpgo.iree import executable_sources
 from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
 from tfpgo.iree.tools import run_tool
-from tfpgo.mlir import annotate, iree_loops, jax_names, merged_work, profile_names, routes
+from tfpgo.mlir import (
+    annotate,
+    iree_loops,
+    jax_names,
+    lost_ops,
+    merged_work,
+    profile_names,
+    routes,
+)
 from tfpgo.mlir.compiled_step import CompiledStep
 from tfpgo.mlir.diagnostics import error_message
+from tfpgo.mlir.lost_ops import LostSource
 from tfpgo.mlir.routes import COMPILED_ROUTE, DIRECT_ROUTE, Route
 
 LEVELS = ("stablehlo", "linalg", "iree")
@@ -47,10 +56,6 @@ LEVEL_FORMAT = "tfpgo.level_profile"
 _ARGUMENT_NAME = re.compile(r'%arg\d+: [^,)]*? loc\("((?:[^"\\]|\\.)*)"\)')
 # A tf dialect op in generic or custom form.
 _TF_DIALECT_OP = re.compile(r"(^|[\s\"])tf\.[A-Z]", re.MULTILINE)
-# The ops the XLA bridge route decomposes into the tensors they hold.
-_LIST_OPS = ("tf.TensorList", "tf.TensorArray", "tf.Stack")
-# What a training step's program makes its results (tfpgo.mlir.compiled_step).
-_VARIABLE_WRITES = ("tf.AssignVariableOp", "tf.AssignAddVariableOp", "tf.AssignSubVariableOp")
 # Why a program that draws random numbers is not held to TensorFlow's outputs, as
 # the Proposer's numerics check does not hold a change that draws others.
 RANDOM_DRAWS = (
@@ -59,32 +64,6 @@ RANDOM_DRAWS = (
 )
 # Constants larger than this many elements are elided in the lowered files.
 ELIDE_ELEMENTS = 64
-
-
-@dataclass(frozen=True)
-class LostSource:
-    """A tf op whose measurements no op of a lower level carries."""
-
-    name: str
-    op: str  # its tf op type (`tf.ReadVariableOp`)
-    self_ps: int
-
-    @property
-    def reason(self) -> str:
-        # Frozen, a read is an Identity that keeps the read's node name.
-        if self.op == "tf.ReadVariableOp" or self.name.endswith("/ReadVariableOp"):
-            return (
-                "a variable read: a constant once frozen, or a parameter of a training "
-                "step's program"
-            )
-        if self.op in _VARIABLE_WRITES:
-            return "a variable write: the updated value is a result of the training step's program"
-        if self.op.startswith(_LIST_OPS):
-            return (
-                "a TensorList, TensorArray or Stack op: the XLA bridge's decomposition made it "
-                "the list's buffer itself, with no op of its own"
-            )
-        return "no op at this level carries its location: folded or erased by the lowering"
 
 
 @dataclass(frozen=True)
@@ -213,7 +192,8 @@ def lower(
             carry_in_location=True,
         )
         stablehlo_text, route = routes.tf_to_stablehlo(carried)
-        lowered = _Lowered(stablehlo_text, route, read_json(scratch / "op_graph.tf.json"))
+        tf_graph = read_json(scratch / "op_graph.tf.json")
+        lowered = _Lowered(stablehlo_text, route, tf_graph, carried=carried.read_text())
         return _lower_stablehlo(lowered, levels, out, profile_self_ps, iree_run, scratch)
 
 
@@ -273,6 +253,7 @@ class _Lowered:
     route: Route
     tf_graph: dict[str, Any]
     by_name: Path | None = None
+    carried: str = ""  # the tf module TensorFlow's passes lowered (pass routes)
 
 
 def _lower_stablehlo(
@@ -306,11 +287,63 @@ def _lower_stablehlo(
         folded = merged_work.fold_into_constants(merged.text, _stablehlo_to_linalg(to_iree))
         linalg.write_text(util_functions_to_func(folded.text))
         modules.append(("linalg", linalg))
-    return [
-        _materialize(level, module, out, tf_sources, profile_self_ps, scratch, lowered)
-        for level, module in modules
-        if level in levels and level in MODULE_LEVELS
-    ]
+    written: list[LoweredLevel] = []
+    earlier: tuple[LostSource, ...] = ()
+    for level, module in modules:
+        # A level not asked for is made all the same (its losses explain the next).
+        into = out if level in levels else scratch
+        made = _materialize(level, module, into, tf_sources, profile_self_ps, scratch, lowered)
+        losses = _Losses(lowered, earlier, to_iree, {m.merged: m.into for m in merged.merges})
+        made = replace(made, coverage=losses.explained(made.coverage))
+        earlier = made.coverage.lost
+        if level in levels:
+            written.append(made)
+    return written
+
+
+@dataclass(frozen=True)
+class _Losses:
+    """What each level's lost sources became (tfpgo.mlir.lost_ops): as the level
+    above lost them, by design, or by the pass after which they were gone."""
+
+    lowered: _Lowered
+    earlier: tuple[LostSource, ...]  # the level above's, explained
+    to_iree: Path  # the StableHLO IREE's input conversion lowered to linalg
+    merged_into: dict[str, str]  # tfpgo.mlir.merged_work's merges
+
+    def explained(self, coverage: LevelCoverage) -> LevelCoverage:
+        above = {source.name: source for source in self.earlier}
+        compiled = self.lowered.route.name == COMPILED_ROUTE
+        explained, pending = [], []
+        for source in coverage.lost:
+            if source.name in above:
+                known = above[source.name]
+                explained.append(replace(source, kind=known.kind, detail=known.detail))
+            elif design := lost_ops.by_design(source.name, source.op, compiled):
+                explained.append(replace(source, kind=design[0], detail=design[1]))
+            else:
+                pending.append(source)
+        if pending:
+            gone, still = self._gone_after(coverage.level, [source.name for source in pending])
+            for source in pending:
+                kind, detail = lost_ops.from_pass(
+                    gone.get(source.name, still), self.merged_into.get(source.name, "")
+                )
+                explained.append(replace(source, kind=kind, detail=detail))
+        explained.sort(key=lambda source: -source.self_ps)
+        return replace(coverage, lost=tuple(explained))
+
+    def _gone_after(self, level: str, names: list[str]) -> tuple[dict[str, str], str]:
+        """The pass after which each name was gone, and what to say of one still
+        in the module's locations after the last (on no op the level counts)."""
+        if level == "linalg":
+            still = "IREE's input conversion (its location is left on no op)"
+            return lost_ops.gone_after_iree_passes(self.to_iree, names), still
+        if not self.lowered.carried:
+            return {}, lost_ops.TF2XLA
+        text, steps = routes.replay(self.lowered.carried, self.lowered.route)
+        still = f"TensorFlow's {self.lowered.route.name} passes (its location is left on no op)"
+        return lost_ops.gone_after_tf_passes(text, steps, names), still
 
 
 def _compile_and_run(

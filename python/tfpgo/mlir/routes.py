@@ -91,11 +91,36 @@ def tf_to_stablehlo(carried: Path) -> tuple[str, Route]:
             if entry is None:
                 raise _NotLowered("the module has no function to lower") from None
             # The decompositions look for `main`; the name goes back afterwards.
-            named = re.sub(rf"@{re.escape(entry[1])}\b", "@main", text)
-            lowered = _run_tf_passes(named, BRIDGE_TO_STABLEHLO)
+            lowered = _run_tf_passes(_entry_as_main(text, entry[1]), BRIDGE_TO_STABLEHLO)
         except _NotLowered as bridge:
             raise NoStableHlo(str(direct), str(bridge)) from None
         return re.sub(r"@main\b", f"@{entry[1]}", lowered), Route(BRIDGE_ROUTE, str(direct))
+
+
+def replay(carried_text: str, route: Route) -> tuple[str, tuple[str, ...]]:
+    """What `tf_to_stablehlo` ran on the carried module for `route` (a pass
+    route), as the module given and the pipeline's top-level passes one by one:
+    to find the pass after which a record was gone (tfpgo.mlir.lost_ops)."""
+    if route.name == DIRECT_ROUTE:
+        return carried_text, _top_level(TF_TO_STABLEHLO)
+    entry = ENTRY_FUNCTION.search(carried_text)
+    named = carried_text if entry is None else _entry_as_main(carried_text, entry[1])
+    return named, _top_level(BRIDGE_TO_STABLEHLO)
+
+
+def _entry_as_main(text: str, entry: str) -> str:
+    return re.sub(rf"@{re.escape(entry)}\b", "@main", text)
+
+
+def _top_level(pipeline: str) -> tuple[str, ...]:
+    """A pipeline's passes split at its top-level commas."""
+    steps, depth, start = [], 0, 0
+    for index, char in enumerate(pipeline):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            steps.append(pipeline[start:index])
+            start = index + 1
+    return (*steps, pipeline[start:])
 
 
 class NoStableHlo(UserError):
