@@ -147,13 +147,20 @@ def _tf_level(out: Path, graph: dict[str, Any]) -> LevelSum:
 
 
 def _lowered_level(name: str, graph: dict[str, Any], tf_self: dict[str, int]) -> LevelSum:
+    sources = graph_sources(graph)
+    return _graph_sum(name, graph, sum(tf_self.get(source, 0) for source in sources))
+
+
+def graph_sources(graph: dict[str, Any]) -> set[str]:
+    """The tf ops whose time a lowered level's op graph holds: each timed node's
+    source and the sources fused into it."""
     sources: set[str] = set()
     for node in graph["nodes"]:
         record = node.get("profiler_data") or {}
         if "self" in record:
             sources.add(record.get("source", node.get("name") or ""))
             sources.update(record.get("fused_sources", ()))
-    return _graph_sum(name, graph, sum(tf_self.get(source, 0) for source in sources))
+    return sources
 
 
 def _iree_level(name: str, graph: dict[str, Any], profile: dict[str, Any]) -> LevelSum:

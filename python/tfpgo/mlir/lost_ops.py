@@ -60,6 +60,8 @@ _SHAPE_QUERIES = frozenset(
 # Passes whose name says what they do to an op they remove.
 _FOLDING_PASS = re.compile(r"canonicalize|fold", re.IGNORECASE)
 _MERGING_PASS = "cse"
+# A record still in the linalg module's locations, on no op the level counts.
+STILL_IN_IREE_INPUT = "IREE's input conversion (its location is left on no op)"
 # Where no pass can be named: TensorFlow's XLA compiler is one step.
 TF2XLA = "TensorFlow's XLA compiler (tf2xla), which runs no pass pipeline to bisect"
 

@@ -269,13 +269,13 @@ def _lower_stablehlo(
     loops = iree_loops.rewrite_loops(lowered.stablehlo)
     route = replace(lowered.route, forwarded_results=loops.forwarded, barriers=loops.barriers)
     lowered = replace(lowered, stablehlo=loops.text, route=route)
-    tf_sources = _annotated_sources(lowered.tf_graph)
+    tf_sources = annotated_sources(lowered.tf_graph)
     stablehlo = scratch / "stablehlo.mlir"
     write_generic_stablehlo(lowered.stablehlo, stablehlo)
     # What IREE is given: ops its CSE will merge carry each other's records.
     merged = merged_work.fuse_equivalent_locations(lowered.stablehlo)
     to_iree = stablehlo
-    if merged.merges:
+    if merged.text != lowered.stablehlo:
         to_iree = scratch / "stablehlo.merged.mlir"
         write_generic_stablehlo(merged.text, to_iree)
     if "iree" in levels and iree_run is not None:
@@ -304,7 +304,9 @@ def _lower_stablehlo(
 @dataclass(frozen=True)
 class _Losses:
     """What each level's lost sources became (tfpgo.mlir.lost_ops): as the level
-    above lost them, by design, or by the pass after which they were gone."""
+    above lost them, by design (leaving the tf level), or by the pass after
+    which they were gone (a list op that reached StableHLO is not lost to its
+    decomposition below it)."""
 
     lowered: _Lowered
     earlier: tuple[LostSource, ...]  # the level above's, explained
@@ -319,7 +321,9 @@ class _Losses:
             if source.name in above:
                 known = above[source.name]
                 explained.append(replace(source, kind=known.kind, detail=known.detail))
-            elif design := lost_ops.by_design(source.name, source.op, compiled):
+            elif coverage.level == "stablehlo" and (
+                design := lost_ops.by_design(source.name, source.op, compiled)
+            ):
                 explained.append(replace(source, kind=design[0], detail=design[1]))
             else:
                 pending.append(source)
@@ -337,8 +341,8 @@ class _Losses:
         """The pass after which each name was gone, and what to say of one still
         in the module's locations after the last (on no op the level counts)."""
         if level == "linalg":
-            still = "IREE's input conversion (its location is left on no op)"
-            return lost_ops.gone_after_iree_passes(self.to_iree, names), still
+            gone = lost_ops.gone_after_iree_passes(self.to_iree, names)
+            return gone, lost_ops.STILL_IN_IREE_INPUT
         if not self.lowered.carried:
             return {}, lost_ops.TF2XLA
         text, steps = routes.replay(self.lowered.carried, self.lowered.route)
@@ -601,7 +605,7 @@ def _fused_into(op_graph: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _annotated_sources(op_graph: dict[str, Any]) -> dict[str, tuple[str, int]]:
+def annotated_sources(op_graph: dict[str, Any]) -> dict[str, tuple[str, int]]:
     """tf node name → (op type, self ps) of every measured op of an op graph (an
     `op_graph.json` document). An op that only carries another op's record (its
     `source`) adds no source."""

@@ -11,8 +11,11 @@ regions whose name says it has no effect, in the scope of the first (ops of
 nested regions see the enclosing blocks' ops, as CSE's scoped table does). The
 first op's location gets the others' fused in, so the op that stays carries
 every record, and the level's rule for fused ops splits its time
-(docs/attribution_rules.md, "Merged work"). The StableHLO level itself is
-written from the module before this: there the ops are still apart.
+(docs/attribution_rules.md, "Merged work"). A reshape the canonicalizer folds
+away (back to its operand's shape: the one-element list a Keras RNN overwrites
+each step, read back out) is fused into the ops that read it, as a fused
+kernel's movement is. The StableHLO level itself is written from the module
+before this: there the ops are still apart.
 
 Ops that compute nothing (a `zeros_like`, a list's zero buffer: a broadcast of
 a splat constant) IREE folds into constants, which its folder makes without a
@@ -53,6 +56,8 @@ class Merge:
     into: str
 
 
+# Where a value leaves a region: no op to carry a folded reshape's record.
+_TERMINATORS = frozenset({"stablehlo.return", "func.return", "return"})
 # Ops whose result holds its operand's elements, rearranged: of a splat, a splat.
 _SHAPE_ONLY = frozenset(
     f"stablehlo.{name}" for name in ("broadcast_in_dim", "broadcast", "reshape", "transpose")
@@ -65,11 +70,13 @@ class MergedWork:
 
     text: str
     merges: tuple[Merge, ...]
+    folded_reshapes: int  # reshapes fused into the ops that read them
 
 
 def fuse_equivalent_locations(text: str) -> MergedWork:
     """`text` (StableHLO, any form) with every op CSE would erase fused into the
-    location of the op it keeps; unchanged when there is none."""
+    location of the op it keeps, and every reshape the canonicalizer folds away
+    into the ops that read it; unchanged when there is neither."""
     from iree.compiler import ir
 
     with ir.Context() as context:
@@ -79,9 +86,45 @@ def fuse_equivalent_locations(text: str) -> MergedWork:
         for function in module.body.operations:
             for region in function.regions:
                 _merge_region(region, {}, merges, {}, set(), ir)
-        if not merges:
-            return MergedWork(text, ())
-        return MergedWork(module.operation.get_asm(enable_debug_info=True), tuple(merges))
+        readers = _fold_reshapes_into_readers(module, ir)
+        if not merges and not readers:
+            return MergedWork(text, (), 0)
+        text = module.operation.get_asm(enable_debug_info=True)
+        return MergedWork(text, tuple(merges), readers)
+
+
+def _fold_reshapes_into_readers(module: Any, ir: Any) -> int:
+    """Fuses the location of each reshape IREE's canonicalizer folds away (to
+    its own operand's shape, or back through a reshape only it reads) into the
+    ops that read it: they then read the operand itself, the movement fused into
+    them. Returns how many reshapes were."""
+    reshapes: list[Any] = []
+
+    def collect(op: Any) -> Any:
+        if op.name == "stablehlo.reshape":
+            reshapes.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
+    folded = 0
+    for reshape in reshapes:
+        operand, result = reshape.operands[0], reshape.results[0]
+        locations = [reshape.location]
+        inner = operand.owner
+        if (
+            isinstance(inner, ir.Operation | ir.OpView)
+            and inner.name == "stablehlo.reshape"
+            and len(list(operand.uses)) == 1
+        ):
+            operand = inner.operands[0]
+            locations.insert(0, inner.location)
+        if operand.type != result.type:
+            continue
+        readers = [use.owner for use in result.uses if use.owner.name not in _TERMINATORS]
+        for reader in readers:
+            reader.location = ir.Location.fused([reader.location, *locations])
+        folded += bool(readers)
+    return folded
 
 
 def _merge_region(
