@@ -174,13 +174,14 @@ def translation(first: SiteOps, other: SiteOps) -> dict[str, str]:
 
 # Ops whose location is another dispatch's (bindings, loads and stores carry
 # the producer's or consumer's location): not what the dispatch computes.
-COMPUTE_DIALECTS = ("linalg.", "arith.", "math.")
+COMPUTE_DIALECTS = ("linalg.", "iree_linalg_ext.", "arith.", "math.")
 NOT_COMPUTE = frozenset({"arith.constant", "linalg.yield", "linalg.fill"})
 
 
 def compute_ops(op: Any) -> Iterator[Any]:
-    """The ops under `op` that compute (linalg, arith, math; not constants, fills
-    or yields), in walk order."""
+    """The ops under `op` that compute (linalg, IREE's linalg extensions: a
+    scatter, a sort; arith, math; not constants, fills or yields), in walk
+    order."""
     for inner in walk(op):
         computes = inner.name.startswith(COMPUTE_DIALECTS) and inner.name not in NOT_COMPUTE
         if inner is not op and computes:

@@ -247,8 +247,9 @@ def fold_into_constants(stablehlo_text: str, lowered_text: str) -> FoldedConstan
 
 
 def _splat_locations(module: Any, ir: Any) -> dict[str, list[Any]]:
-    """The printed splat value (`dense<0.0> : tensor<40x8xf32>`) of every
-    StableHLO constant, or rearrangement of one, → the locations of its ops."""
+    """The printed splat value (`dense<0.0> : tensor<40x8xf32>`; of a rank-0
+    tensor, also the scalar IREE makes of it: `64 : i32`) of every StableHLO
+    constant, or rearrangement of one, → the locations of its ops."""
     splats: dict[Any, Any] = {}  # value -> its splat element
     located: dict[str, list[Any]] = {}
 
@@ -265,6 +266,8 @@ def _splat_locations(module: Any, ir: Any) -> dict[str, list[Any]]:
         splats[op.results[0]] = element
         key = str(ir.DenseElementsAttr.get_splat(result_type, element))
         located.setdefault(key, []).append(op.location)
+        if ir.RankedTensorType(result_type).rank == 0:  # IREE makes it a scalar
+            located.setdefault(str(element), []).append(op.location)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
