@@ -53,11 +53,8 @@ def _linalg_sources(stablehlo_text: str, tmp_path: Path) -> tuple[dict[str, int]
     linalg = tmp_path / "linalg.mlir"
     linalg.write_text(lowering.util_functions_to_func(folded.text))
     summary, annotated = tmp_path / "summary.json", tmp_path / "annotated.mlir"
-    annotate.run_tfpgo_opt(
-        linalg,
-        annotated,
-        ["--mlir-print-op-generic", f"--tf-profile-materialize-annotations=summary-output={summary}"],
-    )
+    materialize = f"--tf-profile-materialize-annotations=summary-output={summary}"
+    annotate.run_tfpgo_opt(linalg, annotated, ["--mlir-print-op-generic", materialize])
     document = json.loads(summary.read_text())
     return {s["name"]: s["self_ps"] for s in document["sources"]}, annotated.read_text()
 
@@ -203,9 +200,7 @@ def test_every_reason_is_one_of_the_closed_set():
     assert lost_ops.from_pass("cse", "fwd/Erfc") == (Loss.MERGED, "fwd/Erfc (cse)")
     assert lost_ops.from_pass("iree-stablehlo-canonicalize")[0] is Loss.FOLDED
     assert lost_ops.from_pass("inline") == (Loss.UNKNOWN, "inline")
-    reasons = {
-        kind: lost_ops.LostSource("n", "tf.Op", 1, kind, "x").reason for kind in Loss
-    }
+    reasons = {kind: lost_ops.LostSource("n", "tf.Op", 1, kind, "x").reason for kind in Loss}
     assert reasons == {
         Loss.DECOMPOSED: "eliminated by x: the list is the buffer its loop carries",
         Loss.MERGED: "merged into x",

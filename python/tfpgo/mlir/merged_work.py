@@ -70,7 +70,7 @@ class MergedWork:
 
     text: str
     merges: tuple[Merge, ...]
-    folded_reshapes: int  # reshapes fused into the ops that read them
+    folded_reshapes: int  # chains of reshapes fused into the ops that read them
 
 
 def fuse_equivalent_locations(text: str) -> MergedWork:
@@ -94,37 +94,53 @@ def fuse_equivalent_locations(text: str) -> MergedWork:
 
 
 def _fold_reshapes_into_readers(module: Any, ir: Any) -> int:
-    """Fuses the location of each reshape IREE's canonicalizer folds away (to
-    its own operand's shape, or back through a reshape only it reads) into the
-    ops that read it: they then read the operand itself, the movement fused into
-    them. Returns how many reshapes were."""
-    reshapes: list[Any] = []
+    """Fuses the locations of each chain of reshapes (and identity slices,
+    transposes, converts) IREE's canonicalizer folds away, back to the shape it
+    started from, into the ops that read its end: they then read the start
+    itself, the movement fused into them. Returns how many chains were."""
+    ends: list[Any] = []
 
     def collect(op: Any) -> Any:
-        if op.name == "stablehlo.reshape":
-            reshapes.append(op)
+        if _keeps_elements(op, ir):
+            ends.append(op)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(collect)
     folded = 0
-    for reshape in reshapes:
-        operand, result = reshape.operands[0], reshape.results[0]
-        locations = [reshape.location]
-        inner = operand.owner
-        if (
-            isinstance(inner, ir.Operation | ir.OpView)
-            and inner.name == "stablehlo.reshape"
-            and len(list(operand.uses)) == 1
+    for end in ends:
+        result = end.results[0]
+        readers = [use.owner for use in result.uses]
+        if any(_keeps_elements(reader, ir) for reader in readers):
+            continue  # not the chain's end
+        chain, start = [end], end.operands[0]
+        while (
+            isinstance(start.owner, ir.Operation | ir.OpView)
+            and _keeps_elements(start.owner, ir)
+            and len(list(start.uses)) == 1
         ):
-            operand = inner.operands[0]
-            locations.insert(0, inner.location)
-        if operand.type != result.type:
+            chain.insert(0, start.owner)
+            start = start.owner.operands[0]
+        readers = [reader for reader in readers if reader.name not in _TERMINATORS]
+        if start.type != result.type or not readers:
             continue
-        readers = [use.owner for use in result.uses if use.owner.name not in _TERMINATORS]
         for reader in readers:
-            reader.location = ir.Location.fused([reader.location, *locations])
-        folded += bool(readers)
+            reader.location = ir.Location.fused([reader.location, *(op.location for op in chain)])
+        folded += 1
     return folded
+
+
+def _keeps_elements(op: Any, ir: Any) -> bool:
+    """A reshape, or a slice, transpose or convert that changes nothing."""
+    if op.name == "stablehlo.reshape":
+        return True
+    if op.name not in ("stablehlo.slice", "stablehlo.transpose", "stablehlo.convert"):
+        return False
+    if op.operands[0].type != op.results[0].type:
+        return False
+    if op.name != "stablehlo.transpose":
+        return True
+    order = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+    return order == sorted(order)
 
 
 def _merge_region(
