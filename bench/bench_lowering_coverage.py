@@ -35,6 +35,7 @@ import harness
 
 from tfpgo.errors import UserError
 from tfpgo.flow.conservation import check_output
+from tfpgo.flow.lost_levels import lost_by_level
 from tfpgo.mlir.compiled_step import xla_refusal
 
 # Each construct: a hook's body (the `tfpgo_model` hook of a user's .py file,
@@ -63,6 +64,44 @@ def _function(body: str, inputs: str, setup: str = "") -> str:
 
 
 _FLOATS = "tf.random.stateless_normal((batch_size, 16), (1, 2))"
+_CONV_LSTM_ATTENTION = """
+layers = tf.keras.layers
+signal = tf.keras.Input((64, 8))
+x = layers.Conv1D(32, 5, padding="same", activation="relu", name="conv")(signal)
+x = layers.LSTM(48, return_sequences=True, name="lstm")(x)
+x = layers.GlobalAveragePooling1D()(layers.AdditiveAttention(name="attention")([x, x]))
+model = tf.keras.Model(signal, layers.Dense(6, name="classes")(x))
+return model, (tf.random.stateless_normal((batch_size, 64, 8), (1, 2)),)
+"""
+# A tf.function hook: the step as written, with its own optimizer (AdamW).
+_ADAMW_TRANSFORMER = """
+layers = tf.keras.layers
+x = tokens = tf.keras.Input((32, 48))
+for block in range(2):
+    y = layers.LayerNormalization(name=f"norm_a{block}")(x)
+    x = x + layers.MultiHeadAttention(4, 12, name=f"attention{block}")(y, y)
+    y = layers.LayerNormalization(name=f"norm_b{block}")(x)
+    y = layers.Dense(96, activation="gelu", name=f"mlp_up{block}")(y)
+    x = x + layers.Dense(48, name=f"mlp_down{block}")(y)
+x = layers.GlobalAveragePooling1D()(layers.LayerNormalization(name="norm")(x))
+model = tf.keras.Model(tokens, layers.Dense(10, name="head")(x))
+optimizer = tf.keras.optimizers.AdamW(learning_rate=1e-3)
+optimizer.build(model.trainable_variables)
+labels = tf.random.stateless_uniform((batch_size,), (3, 4), 0, 10, dtype=tf.int32)
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        logits = model(x, training=True)
+        loss = tf.reduce_mean(
+            tf.keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
+        )
+    variables = model.trainable_variables
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    return loss
+
+return train_step, (tf.random.stateless_normal((batch_size, 32, 48), (1, 2)), labels)
+"""
 # Each construct: a hook's body, or a built-in model's name; and the mode.
 CORPUS: dict[str, str | tuple[str, str]] = {
     "LSTM, 2 layers (the issue's)": _keras_text(
@@ -128,7 +167,14 @@ CORPUS: dict[str, str | tuple[str, str]] = {
     "string preprocessing": _function(
         "return tf.strings.to_number(tf.strings.as_string(x))", _FLOATS
     ),
+    "Conv1D + LSTM + additive attention": _CONV_LSTM_ATTENTION,
+    "Conv1D + LSTM + additive attention, training step": (_CONV_LSTM_ATTENTION, "train"),
     "GRU, training step": (_keras_text("x = layers.GRU(64)(x)"), "train"),
+    "LSTM, 2 layers, training step": (
+        _keras_text("x = layers.LSTM(128, return_sequences=True)(x)\nx = layers.LSTM(128)(x)"),
+        "train",
+    ),
+    "GELU + LayerNorm transformer, AdamW training step": (_ADAMW_TRANSFORMER, "train"),
     "transformer (built-in), training step": ("transformer", "train"),
     "cnn (built-in), training step": ("cnn", "train"),
 }
@@ -144,6 +190,7 @@ _IREE_LINE = re.compile(
     r"iree: \d+ dispatches at \d+ sites, ([\d.]+)% of their time on tf ops, "
     r"outputs within (\S+) of TensorFlow's"
 )
+_REACHABLE = re.compile(r"(stablehlo|linalg): \d+ of \d+ ops annotated, ([\d.]+)% of the op time")
 _ROUTE_LINE = re.compile(
     r"stablehlo: lowered by TensorFlow's (tf-stablehlo|XLA bridge|XLA compiler)"
 )
@@ -172,7 +219,8 @@ def _xla(model: str, mode: str) -> str:
 
 def _tfpgo(model: str, mode: str, out: Path) -> tuple[str, str, str]:
     """tfpgo's answer (a fresh `pgo` process): ("yes", route, "share, max |diff|, TF
-    and IREE time a step, conservation") or ("no", "", its error line)."""
+    and IREE time a step, conservation, | reach columns") or ("no", "", its error
+    line)."""
     command = harness.python_command(
         _PGO, "--model", model, "--mode", mode, "--batch-size", 8, "--steps", 3,
         "--warmup", 1, "--lower", "iree", "--output-dir", out, "--formats", "svg",
@@ -187,7 +235,37 @@ def _tfpgo(model: str, mode: str, out: Path) -> tuple[str, str, str]:
         return "no", "", (errors[-1] if errors else done.stderr.strip()[-200:])
     iree, route = _IREE_LINE.search(done.stderr), _ROUTE_LINE.search(done.stderr)
     detail = f"{iree[1]}% on tf ops, outputs within {iree[2]}" if iree else "?"
-    return "yes", route[1] if route else "?", f"{detail}, {_per_step(out)}, {_conserved(out)}"
+    reach = " | ".join(_reach(done.stderr, out))
+    return (
+        "yes",
+        route[1] if route else "?",
+        f"{detail}, {_per_step(out)}, {_conserved(out)} | {reach}",
+    )
+
+
+def _reach(stderr: str, out: Path) -> list[str]:
+    """The reach columns: the op time each of StableHLO and linalg reaches (the
+    run's own lines), the share of IREE's dispatch time its op graph holds, and
+    the op time the linalg level lists, by reason (tfpgo.flow.lost_levels)."""
+    shares = dict(_REACHABLE.findall(stderr))
+    graph = json.loads((out / "op_graph.iree.json").read_text())
+    dispatch_ps = json.loads((out / "iree_profile.json").read_text())["totals"]["dispatch_ps"]
+    unplaced = sum(int(entry["ps"]) for entry in graph.get("unplaced", ()))
+    op_ps = json.loads((out / "op_profile.json").read_text())["totals"]["op_self_ps"]
+    by_kind: dict[str, int] = {}
+    for level, source in lost_by_level(out):
+        if level == "linalg":
+            by_kind[source.kind.name.lower()] = (
+                by_kind.get(source.kind.name.lower(), 0) + source.self_ps
+            )
+    listed = ", ".join(f"{kind} {ps / op_ps:.2%}" for kind, ps in sorted(by_kind.items()))
+    held = 1 - unplaced / dispatch_ps if dispatch_ps else 1.0
+    return [
+        shares.get("stablehlo", "?") + "%",
+        shares.get("linalg", "?") + "%",
+        f"{held:.2%}",
+        listed or "—",
+    ]
 
 
 def _per_step(out: Path) -> str:
@@ -215,8 +293,11 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated substrings of construct names")
     args = parser.parse_args()
     wanted = [n for n in CORPUS if not args.only or any(w in n for w in args.only.split(","))]
-    print("| construct | XLA (jit_compile) | tfpgo --lower iree | route | IREE run / why not |")
-    print("|---|---|---|---|---|")
+    print(
+        "| construct | XLA (jit_compile) | tfpgo --lower iree | route | IREE run / why not "
+        "| StableHLO reach | linalg reach | IREE op graph holds | linalg lists, by reason |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     missing = []
     with tempfile.TemporaryDirectory(prefix="tfpgo-coverage-") as scratch:
         for index, name in enumerate(wanted):
@@ -230,6 +311,8 @@ def main() -> int:
             lowered, route, detail = _tfpgo(model, mode, Path(scratch) / f"out_{index}")
             if xla == "yes" and lowered != "yes":
                 missing.append(name)
+            if lowered != "yes":
+                detail += " | | | |"
             print(f"| {name} | {xla} | {lowered} | {route} | {detail} |", flush=True)
     if missing:
         print(f"XLA compiles what tfpgo does not lower: {', '.join(missing)}")
