@@ -15,12 +15,12 @@
 // CHECK-LABEL: func.func @main
 // CHECK: scf.while
 // CHECK-NOT: profiler_data
-// CHECK: arith.cmpi slt{.*}profiler_data = {{.*}self = 300 : i64, {{.*}source = "while/Less"
+// CHECK: arith.cmpi slt{{.*}}profiler_data = {{{.*}}self = 300 : i64, {{.*}}source = "while/Less"
 // CHECK: scf.condition
-// CHECK: arith.addi{.*}profiler_data = {{.*}self = 100 : i64, {{.*}source = "while/add_1"
-// CHECK: tensor.extract_slice{.*}profiler_data = {{.*}self = 1100 : i64, {{.*}source = "while/TensorListGetItem"
-// CHECK: tensor.insert_slice{.*}profiler_data = {{.*}self = 1200 : i64, {{.*}source = "while/TensorListSetItem"
-// CHECK: "flow.tensor.update"{.*}profiler_data = {{.*}self = 900 : i64, {{.*}source = "while/TensorListSetItem_1"
+// CHECK: arith.addi{{.*}}profiler_data = {{{.*}}self = 100 : i64, {{.*}}source = "while/add_1"
+// CHECK: tensor.extract_slice{{.*}}profiler_data = {{{.*}}self = 1100 : i64, {{.*}}source = "while/TensorListGetItem"
+// CHECK: tensor.insert_slice{{.*}}profiler_data = {{{.*}}self = 1200 : i64, {{.*}}source = "while/TensorListSetItem"
+// CHECK: "flow.tensor.update"{{.*}}profiler_data = {{{.*}}self = 900 : i64, {{.*}}source = "while/TensorListSetItem_1"
 // CHECK: scf.yield
 // CHECK-NOT: profiler_data
 // CHECK: return
