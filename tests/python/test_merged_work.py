@@ -49,9 +49,9 @@ def _linalg_sources(stablehlo_text: str, tmp_path: Path) -> tuple[dict[str, int]
     given = tmp_path / "stablehlo.mlir"
     lowering.write_generic_stablehlo(merged.text, given)
     generic = lowering._stablehlo_to_linalg(given)
-    folded = merged_work.fold_into_constants(merged.text, generic)
+    relocated = merged_work.relocate_after_lowering(merged.text, generic)
     linalg = tmp_path / "linalg.mlir"
-    linalg.write_text(lowering.util_functions_to_func(folded.text))
+    linalg.write_text(lowering.util_functions_to_func(relocated.text))
     summary, annotated = tmp_path / "summary.json", tmp_path / "annotated.mlir"
     materialize = f"--tf-profile-materialize-annotations=summary-output={summary}"
     annotate.run_tfpgo_opt(linalg, annotated, ["--mlir-print-op-generic", materialize])

@@ -284,8 +284,8 @@ def _lower_stablehlo(
     modules = [("stablehlo", stablehlo)]
     if "linalg" in levels:
         linalg = scratch / "linalg.mlir"
-        folded = merged_work.fold_into_constants(merged.text, _stablehlo_to_linalg(to_iree))
-        linalg.write_text(util_functions_to_func(folded.text))
+        relocated = merged_work.relocate_after_lowering(merged.text, _stablehlo_to_linalg(to_iree))
+        linalg.write_text(util_functions_to_func(relocated.text))
         modules.append(("linalg", linalg))
     written: list[LoweredLevel] = []
     earlier: tuple[LostSource, ...] = ()

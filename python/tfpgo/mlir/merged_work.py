@@ -220,46 +220,100 @@ def _location_name(location: Any) -> str:
 
 
 @dataclass(frozen=True)
-class FoldedConstants:
-    """The lowered module with folded constants located, and how many were."""
+class Relocated:
+    """The lowered module with the records its lowering dropped put back: on
+    folded constants, and on the `scf.for` loops that absorbed a counter and
+    its compare; how many of each."""
 
     text: str
-    located: int
+    constants: int
+    loops: int
 
 
-def fold_into_constants(stablehlo_text: str, lowered_text: str) -> FoldedConstants:
-    """`lowered_text` (generic form, IREE's) with each constant that has no
-    location given those of the StableHLO ops (of `stablehlo_text`) that compute
-    nothing and hold its value, a splat: the first such constant of each value
-    (IREE's folder deduplicates them)."""
+def relocate_after_lowering(stablehlo_text: str, lowered_text: str) -> Relocated:
+    """`lowered_text` (generic form, IREE's linalg level of `stablehlo_text`)
+    with each constant that has no location given those of the StableHLO ops
+    that compute nothing and hold its value, a splat (the first such constant of
+    each value: IREE's folder deduplicates them); and each `scf.for` IREE made of
+    a `stablehlo.while` given the records of the loop's control no op kept (its
+    cond's compare, its counter's increment): the loop's bounds and step are
+    what is left of them."""
     from iree.compiler import ir
 
     with ir.Context() as context, ir.Location.unknown():
         context.allow_unregistered_dialects = True
-        sources = _splat_locations(ir.Module.parse(stablehlo_text), ir)
-        if not sources:
-            return FoldedConstants(lowered_text, 0)
+        stablehlo = ir.Module.parse(stablehlo_text)
+        splats = _splat_locations(stablehlo, ir)
+        controls = _loop_controls(stablehlo, ir)
+        if not splats and not controls:
+            return Relocated(lowered_text, 0, 0)
         lowered = ir.Module.parse(lowered_text)
         constants: list[Any] = []
+        loops: list[Any] = []
 
         def collect(op: Any) -> Any:
             if op.name == "arith.constant" and str(op.location) == "loc(unknown)":
                 constants.append(op)
+            elif op.name == "scf.for":
+                loops.append(op)
             return ir.WalkResult.ADVANCE
 
         lowered.operation.walk(collect)
         located = 0
         for constant in constants:
-            held = sources.pop(str(constant.attributes["value"]), None)
+            held = splats.pop(str(constant.attributes["value"]), None)
             if held:
                 constant.location = ir.Location.fused(held)
                 located += 1
-        if not located:
-            return FoldedConstants(lowered_text, 0)
+        absorbed = 0
+        for loop in loops:
+            control = controls.pop(str(loop.location), ())
+            lost = [where for where in control if not _carried(lowered_text, _location_name(where))]
+            if lost:
+                loop.location = ir.Location.fused([loop.location, *lost])
+                absorbed += 1
+        if not located and not absorbed:
+            return Relocated(lowered_text, 0, 0)
         text = lowered.operation.get_asm(
             enable_debug_info=True, print_generic_op_form=True, large_elements_limit=64
         )
-        return FoldedConstants(text, located)
+        return Relocated(text, located, absorbed)
+
+
+def _loop_controls(module: Any, ir: Any) -> dict[str, list[Any]]:
+    """Per `stablehlo.while` (by its printed location, which IREE's loops keep),
+    the locations of its control: the ops of its cond region, and the body ops
+    that make the carried values the cond reads."""
+    loops: list[Any] = []
+
+    def collect(op: Any) -> Any:
+        if op.name == "stablehlo.while":
+            loops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
+    controls: dict[str, list[Any]] = {}
+    for loop in loops:
+        cond, body = (region.blocks[0] for region in loop.regions)
+        read = {
+            operand.arg_number
+            for op in cond.operations
+            for operand in op.operands
+            if isinstance(operand.owner, ir.Block)
+        }
+        made = list(body.operations)[-1].operands  # what the body yields
+        found = [op.location for op in cond.operations if op.name not in _TERMINATORS]
+        found += [
+            made[index].owner.location
+            for index in sorted(read)
+            if isinstance(made[index].owner, ir.Operation | ir.OpView)
+        ]
+        controls[str(loop.location)] = found
+    return controls
+
+
+def _carried(text: str, name: str) -> bool:
+    return f'"{name}"' in text
 
 
 def _splat_locations(module: Any, ir: Any) -> dict[str, list[Any]]:

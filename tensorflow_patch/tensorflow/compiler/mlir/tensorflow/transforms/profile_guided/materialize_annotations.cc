@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/Pass.h"
 #include "tensorflow/compiler/mlir/tensorflow/ir/tf_profiler_annotations.h"
@@ -168,7 +169,8 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
   }
 
   // Gather: the outermost op of each source keeps it; ops nested in an
-  // annotated op (a linalg.generic's body) add their sources to it. Every
+  // annotated op (a linalg.generic's body, not a loop's) add their sources
+  // to it. Every
   // op's kind of work is known before its users are visited.
   llvm::MapVector<Operation *, OpSources> annotated;
   llvm::DenseMap<Operation *, Work> kinds;
@@ -188,7 +190,9 @@ void ProfileMaterializeAnnotationsPass::runOnOperation() {
     for (Operation *parent = op->getParentOp(); parent;
          parent = parent->getParentOp()) {
       auto holder = annotated.find(parent);
-      if (holder == annotated.end())
+      // A loop or a branch carries its own records (an scf.for its counter's
+      // and compare's): its regions' ops do their own work.
+      if (holder == annotated.end() || isa<RegionBranchOpInterface>(parent))
         continue;
       for (auto &[name, data] : found.sources)
         holder->second.Add(name, data);

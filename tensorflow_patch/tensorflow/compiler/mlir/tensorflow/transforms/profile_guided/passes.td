@@ -324,9 +324,11 @@ def ProfileMaterializeAnnotationsPass
     field names the tf op), or else, with `path-to-profile`, the location's
     node name looked up in `op_profile.json` (exact runtime names; control
     flow and call prefixes are resolved only at the tf level; entries of one
-    name are one record, their counts and times summed). Ops nested in
-    an op of the same source (the body of a `linalg.generic`) and
-    terminators are skipped.
+    name are one record, their counts and times summed). Ops nested in an
+    annotated op (the body of a `linalg.generic`) add their sources to it,
+    but not those of a loop's or a branch's regions (RegionBranchOpInterface:
+    an `scf.for` carries its counter's and compare's records, its body ops
+    their own); terminators are skipped.
 
     When one source op became N ops, each carries the source's record with
     `source = "<node>"`, `fanout = N` and `source_self` (the source's whole
