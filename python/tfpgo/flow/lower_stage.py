@@ -91,9 +91,10 @@ def lower(
         loops = "".join(
             f", {loop.op} '{loop.name}' {loop.trip_count:g} trips" for loop in coverage.loops
         )
+        carried = f"; {coverage.carried}" if coverage.carried else ""
         note(
             f"{coverage.level}: {coverage.annotated_ops} of {coverage.ops} ops annotated, "
-            f"{coverage.coverage:.2%} of the op time reachable{loops}"
+            f"{coverage.coverage:.2%} of the op time reachable{loops}{carried}"
         )
     return levels
 

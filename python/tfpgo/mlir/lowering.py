@@ -89,6 +89,9 @@ class LevelCoverage:
     lost: tuple[LostSource, ...]  # hottest first
     route: Route = field(default_factory=lambda: Route(DIRECT_ROUTE))  # how tf became StableHLO
     loops: tuple[Loop, ...] = ()  # with a measured trip count
+    # What the lowering merged or folded that carries its records on (linalg:
+    # tfpgo.mlir.merged_work), as a phrase for the run's line; "" for nothing.
+    carried: str = ""
 
     @property
     def coverage(self) -> float:
@@ -282,11 +285,13 @@ def _lower_stablehlo(
         fused_into = _fused_into(lowered.tf_graph)
         _compile_and_run(to_iree, merged.text, iree_run, tf_sources, fused_into, out)
     modules = [("stablehlo", stablehlo)]
+    carried_on = ""
     if "linalg" in levels:
         linalg = scratch / "linalg.mlir"
         relocated = merged_work.relocate_after_lowering(merged.text, _stablehlo_to_linalg(to_iree))
         linalg.write_text(util_functions_to_func(relocated.text))
         modules.append(("linalg", linalg))
+        carried_on = _carried_phrase(merged, relocated)
     written: list[LoweredLevel] = []
     earlier: tuple[LostSource, ...] = ()
     for level, module in modules:
@@ -295,10 +300,24 @@ def _lower_stablehlo(
         made = _materialize(level, module, into, tf_sources, profile_self_ps, scratch, lowered)
         losses = _Losses(lowered, earlier, to_iree, {m.merged: m.into for m in merged.merges})
         made = replace(made, coverage=losses.explained(made.coverage))
+        if level == "linalg":
+            made = replace(made, coverage=replace(made.coverage, carried=carried_on))
         earlier = made.coverage.lost
         if level in levels:
             written.append(made)
     return written
+
+
+def _carried_phrase(merged: merged_work.MergedWork, relocated: merged_work.Relocated) -> str:
+    """What IREE merged or folded whose records its ops carry on, for the run's line."""
+    counts = [
+        (len(merged.merges), "op CSE merged", "ops CSE merged"),
+        (merged.folded_reshapes, "reshape chain folded away", "reshape chains folded away"),
+        (relocated.constants, "constant folded", "constants folded"),
+        (relocated.loops, "counted loop's control", "counted loops' control"),
+    ]
+    said = [f"{count} {one if count == 1 else many}" for count, one, many in counts if count]
+    return f"records carried on for {', '.join(said)}" if said else ""
 
 
 @dataclass(frozen=True)
