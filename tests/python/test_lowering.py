@@ -229,6 +229,29 @@ def test_a_recurrent_training_step_runs_under_iree(tmp_path, capsys):
     assert "100.00% of their time on tf ops, outputs within" in err
 
 
+def test_a_gelu_gradients_recomputed_exp_is_merged_into_the_forward_op_not_lost(tmp_path, capsys):
+    """A GELU + LayerNorm + AdamW training step: IREE's CSE merges the
+    gradient's exp(-x²) into the forward Erfc's. The op that stays carries both
+    records, so linalg reaches what StableHLO reaches, IREE's op graph holds all
+    its dispatch time, and every file conserves time."""
+    result = _lowered_flow(tmp_path, "gelu_adamw_step.py", mode="train")
+    stablehlo_level, linalg_level = result.levels
+    assert linalg_level.source_self_ps == stablehlo_level.source_self_ps
+    assert {s.name for s in linalg_level.lost} == {s.name for s in stablehlo_level.lost}
+    assert {s.kind for s in linalg_level.lost} <= {Loss.VARIABLE, Loss.FOLDED}
+    graph = json.loads((result.output_dir / "op_graph.linalg.json").read_text())
+    merged = [
+        node["profiler_data"]
+        for node in graph["nodes"]
+        if "Gelu/Exp" in str((node["profiler_data"] or {}).get("fused_sources"))
+    ]
+    assert merged and all("Gelu/Erfc" in record["source"] for record in merged)
+    iree_graph = json.loads((result.output_dir / "op_graph.iree.json").read_text())
+    assert iree_graph.get("unplaced", []) == []
+    assert all(level_sum.holds for level_sum in check_output(result.output_dir))
+    assert "ops CSE merged" in capsys.readouterr().err
+
+
 def test_a_training_step_xla_refuses_as_traced_is_traced_again_under_jit_compile(tmp_path, capsys):
     """A Keras GRU's training step: XLA refuses the profiled trace (its loop
     gradient sizes TensorLists at run time), so the step is traced again under
