@@ -26,7 +26,7 @@ def tfpgo_model(batch_size):
                 tf.keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
             )
         variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
         return loss
 
     return train_step, (inputs, labels)
