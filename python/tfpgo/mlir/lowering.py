@@ -312,7 +312,7 @@ def _carried_phrase(merged: merged_work.MergedWork, relocated: merged_work.Reloc
     """What IREE merged or folded whose records its ops carry on, for the run's line."""
     counts = [
         (len(merged.merges), "op CSE merged", "ops CSE merged"),
-        (merged.folded_reshapes, "reshape chain folded away", "reshape chains folded away"),
+        (merged.folded_reshapes, "reshape chain folded", "reshape chains folded"),
         (relocated.constants, "constant folded", "constants folded"),
         (relocated.loops, "counted loop's control", "counted loops' control"),
     ]

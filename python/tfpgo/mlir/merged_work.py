@@ -70,7 +70,7 @@ class MergedWork:
 
     text: str
     merges: tuple[Merge, ...]
-    folded_reshapes: int  # chains of reshapes fused into the ops that read them
+    folded_reshapes: int  # chains of reshapes fused into their last op or its readers
 
 
 def fuse_equivalent_locations(text: str) -> MergedWork:
@@ -95,9 +95,11 @@ def fuse_equivalent_locations(text: str) -> MergedWork:
 
 def _fold_reshapes_into_readers(module: Any, ir: Any) -> int:
     """Fuses the locations of each chain of reshapes (and identity slices,
-    transposes, converts) IREE's canonicalizer folds away, back to the shape it
-    started from, into the ops that read its end: they then read the start
-    itself, the movement fused into them. Returns how many chains were."""
+    transposes, converts) IREE's canonicalizer folds: one back to the shape it
+    started from into the ops that read its end (they then read the start
+    itself, the movement fused into them); any other into its last op, which
+    the folder keeps as the one reshape the chain composes into. Returns how
+    many chains were."""
     ends: list[Any] = []
 
     def collect(op: Any) -> Any:
@@ -120,12 +122,16 @@ def _fold_reshapes_into_readers(module: Any, ir: Any) -> int:
         ):
             chain.insert(0, start.owner)
             start = start.owner.operands[0]
-        readers = [reader for reader in readers if reader.name not in _TERMINATORS]
-        if start.type != result.type or not readers:
+        if start.type != result.type:
+            # Composed into the chain's last op, which the folder keeps.
+            if len(chain) > 1:
+                end.location = ir.Location.fused([op.location for op in chain])
+                folded += 1
             continue
+        readers = [reader for reader in readers if reader.name not in _TERMINATORS]
         for reader in readers:
             reader.location = ir.Location.fused([reader.location, *(op.location for op in chain)])
-        folded += 1
+        folded += bool(readers)
     return folded
 
 
