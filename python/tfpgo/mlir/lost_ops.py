@@ -127,7 +127,7 @@ def gone_after_tf_passes(
     carried after the last step is absent."""
     import tensorflow as tf
 
-    pending = {name for name in names if _carried(module_text, name)}
+    pending = {name for name in names if carried(module_text, name)}
     gone: dict[str, str] = {}
     for step in steps:
         if not pending:
@@ -136,7 +136,7 @@ def gone_after_tf_passes(
             module_text, step, show_debug_info=True
         )
         for name in sorted(pending):
-            if not _carried(module_text, name):
+            if not carried(module_text, name):
                 gone[name] = step
                 pending.discard(name)
     return gone
@@ -167,11 +167,11 @@ def gone_after_iree_passes(stablehlo: Path, names: Iterable[str]) -> dict[str, s
             stderr_file=dump,
         )
         given = stablehlo_text(stablehlo)
-        pending = {name for name in pending if _carried(given, name)}
+        pending = {name for name in pending if carried(given, name)}
         gone: dict[str, str] = {}
         for pass_name, text in _dumps(dump):
             for name in sorted(pending):
-                if not _carried(text, name):
+                if not carried(text, name):
                     gone[name] = pass_name
                     pending.discard(name)
             if not pending:
@@ -209,7 +209,7 @@ def _dumps(path: Path) -> Iterator[tuple[str, str]]:
         yield name, "".join(lines)
 
 
-def _carried(text: str, name: str) -> bool:
+def carried(text: str, name: str) -> bool:
     """Whether a printed module holds `name` quoted: in its locations, a carried
     record's source or a name location (TensorFlow's XLA compiler's)."""
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"' in text

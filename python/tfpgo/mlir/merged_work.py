@@ -11,17 +11,19 @@ regions whose name says it has no effect, in the scope of the first (ops of
 nested regions see the enclosing blocks' ops, as CSE's scoped table does). The
 first op's location gets the others' fused in, so the op that stays carries
 every record, and the level's rule for fused ops splits its time
-(docs/attribution_rules.md, "Merged work"). A reshape the canonicalizer folds
-away (back to its operand's shape: the one-element list a Keras RNN overwrites
-each step, read back out) is fused into the ops that read it, as a fused
-kernel's movement is. The StableHLO level itself is written from the module
-before this: there the ops are still apart.
+(docs/attribution_rules.md, "Below StableHLO"). A reshape chain the
+canonicalizer folds away (back to its start's shape: the one-element list a
+Keras RNN overwrites each step, read back out) is fused into the ops that read
+it, as a fused kernel's movement is; one it composes into a single reshape,
+into that reshape. The StableHLO level itself is written from the module
+before this: there the ops are still apart (`fuse_equivalent_locations`).
 
-Ops that compute nothing (a `zeros_like`, a list's zero buffer: a broadcast of
-a splat constant) IREE folds into constants, which its folder makes without a
-location. After the lowering, each such constant takes the locations of the
-StableHLO ops that hold its value (`fold_into_constants`): the work became that
-constant, and the report says so where a user looks.
+After the lowering (`relocate_after_lowering`): ops that compute nothing (a
+`zeros_like`, a list's zero buffer: a broadcast of a splat constant) IREE folds
+into constants its folder makes without a location; each such constant takes
+the locations of the StableHLO ops that held its value. And a loop IREE makes
+an `scf.for` of loses its cond's compare and its counter's increment into the
+loop's bounds and step: the `scf.for` takes their records.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from tfpgo.mlir.lost_ops import carried
 
 # Dialects whose ops without regions are pure, but for these.
 _PURE_DIALECTS = ("stablehlo.", "chlo.")
@@ -194,7 +198,7 @@ def _equivalence_key(op: Any, canonical: dict[Any, Any], ir: Any) -> tuple[Any, 
         shaped = ir.ShapedType(op.results[0].type)
         if not shaped.has_static_shape or _elements(shaped.shape) > _COMPARED_ELEMENTS:
             return None
-    attributes = tuple(sorted((name, str(op.attributes[name])) for name in op.attributes))
+    attributes = tuple(sorted((key, str(op.attributes[key])) for key in op.attributes))
     return (
         name,
         tuple(canonical.get(operand, operand) for operand in op.operands),
@@ -274,7 +278,7 @@ def relocate_after_lowering(stablehlo_text: str, lowered_text: str) -> Relocated
         absorbed = 0
         for loop in loops:
             control = controls.pop(str(loop.location), ())
-            lost = [where for where in control if not _carried(lowered_text, _location_name(where))]
+            lost = [where for where in control if not carried(lowered_text, _location_name(where))]
             if lost:
                 loop.location = ir.Location.fused([loop.location, *lost])
                 absorbed += 1
@@ -316,10 +320,6 @@ def _loop_controls(module: Any, ir: Any) -> dict[str, list[Any]]:
         ]
         controls[str(loop.location)] = found
     return controls
-
-
-def _carried(text: str, name: str) -> bool:
-    return f'"{name}"' in text
 
 
 def _splat_locations(module: Any, ir: Any) -> dict[str, list[Any]]:
