@@ -76,6 +76,21 @@ def test_the_compiled_program_runs_and_its_dispatch_time_lands_on_tf_ops(flow):
     assert "hal.executable" in dispatches
 
 
+def test_a_tf_op_no_linalg_op_carries_is_unplaced_with_what_became_of_it(flow, tmp_path):
+    """IREE's op graph lists the dispatch time of a tf op the linalg level lost
+    in `unplaced`, with the linalg level's reason (tfpgo.mlir.lost_ops)."""
+    profile = IreeProfile.read(flow / "iree_profile.json")
+    ghost = dataclasses.replace(profile, op_ps={**profile.op_ps, "ghost/Neg": 7, "other": 5})
+    reason = "folded by canonicalize: into a constant, or into its operand"
+    out = tmp_path / "op_graph.iree.json"
+    iree_run.write_iree_op_graph(flow / "op_graph.linalg.json", ghost, out, {"ghost/Neg": reason})
+    unplaced = json.loads(out.read_text())["unplaced"]
+    assert {(e["source"], e["ps"], e["reason"]) for e in unplaced} == {
+        ("ghost/Neg", 7, reason),
+        ("other", 5, "no op of the linalg module carries it"),
+    }
+
+
 def test_every_level_of_the_run_conserves_time(flow):
     """The law, from documents other than the one checked (tfpgo.attribution.
     conservation): every op graph, the dispatch sources, every Model Explorer

@@ -79,7 +79,13 @@ def lower(
             levels = lowering.lower_compiled_step(step, tf_level, asked, out, total, iree, why)
     if iree is not None:
         profile = IreeProfile.read(out / "iree_profile.json")
-        write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH)
+        lost = {
+            s.name: s.reason
+            for level in levels
+            if level.coverage.level == "linalg"
+            for s in level.coverage.lost
+        }
+        write_iree_op_graph(out / "op_graph.linalg.json", profile, out / IREE_OP_GRAPH, lost)
         note(_iree_line(profile))
         note(_manifest_line(out, case, step, iree, profile.entry))
         if options.tune_budget_s is not None and case is not None:

@@ -22,7 +22,7 @@ fusion's is; a dispatch with no tf node name is listed apart, never dropped.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,13 +51,17 @@ DEVICE = "local-task"
 IREE_OP_GRAPH = "op_graph.iree.json"
 
 
-def write_iree_op_graph(linalg_graph: Path, profile: IreeProfile, path: Path) -> None:
+def write_iree_op_graph(
+    linalg_graph: Path, profile: IreeProfile, path: Path, lost: Mapping[str, str] | None = None
+) -> None:
     """The linalg op graph (`tfpgo.op_graph`) with every record timed by IREE. Each
     tf op's dispatch time (`IreeProfile.op_ps`) is split over the linalg ops that
     carry it in proportion to the parts of its TensorFlow time they are charged
     (`source_parts`), so the ops doing the work carry it there too and the graph
     sums exactly to the dispatch time it holds; a tf op no linalg op carries is
-    listed in `unplaced` with its time. The hottest ops by IREE time are marked."""
+    listed in `unplaced` with its time and what became of it at linalg (`lost`:
+    tf op → its reason, tfpgo.mlir.lost_ops). The hottest ops by IREE time are
+    marked."""
     document = read_json(linalg_graph)
     runs = max(profile.runs, 1)
     carriers: dict[str, list[tuple[dict, int]]] = {}
@@ -88,7 +92,11 @@ def write_iree_op_graph(linalg_graph: Path, profile: IreeProfile, path: Path) ->
     for rank, node in enumerate(timed[:HOT_OPS], start=1):
         node["hot"], node["hot_rank"] = True, rank
     document["unplaced"] = [
-        {"source": source, "ps": ps, "reason": "no op of the linalg module carries it"}
+        {
+            "source": source,
+            "ps": ps,
+            "reason": (lost or {}).get(source, "no op of the linalg module carries it"),
+        }
         for source, ps in profile.op_ps.items()
         if source not in carriers
     ]
