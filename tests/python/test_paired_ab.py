@@ -20,7 +20,8 @@ from tfpgo.iree import alternation
 from tfpgo.iree.alternation import Arm, Request, Rounds
 from tfpgo.proposer import paired
 from tfpgo.proposer.ab import ABResult, Verdict
-from tfpgo.proposer.paired import Estimate, Plan
+from tfpgo.proposer.paired import Plan
+from tfpgo.proposer.trimmed import Estimate, trimmed
 from tfpgo.tune import program_ab
 
 PLAN = Plan(8, 2.5, 2)
@@ -52,7 +53,7 @@ def _decisions(trials: int, ratio: float, between: float = 0.0, seed: int = 1) -
 def test_the_trimmed_mean_ignores_spikes_a_mean_follows():
     draw = random.Random(3)
     logs = paired.pair_logs(_process(draw, 1.0, spikes=0.15, calls=400))
-    estimate = paired.trimmed(logs)
+    estimate = trimmed(logs)
     assert estimate.pairs == 400 and estimate.df == 400 - 2 * 80 - 1
     # The spikes put a fifth of the pairs ±53% out; the trimmed mean stays within
     # 0.3% of the truth with a standard error of the calls' own 1% noise.

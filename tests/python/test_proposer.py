@@ -28,6 +28,7 @@ from tfpgo.proposer import (
     threads,
 )
 from tfpgo.proposer.ab import (
+    STATISTIC,
     ABResult,
     ABSamples,
     Verdict,
@@ -132,8 +133,8 @@ def test_a_gain_between_three_and_five_percent_is_measured_twice_and_the_worse_c
     assert judge_twice(scaled(0.96), None) == (judge(scaled(0.96)), None)  # once: at 5%
 
 
-# A second A/B with a lower ratio than the first, 0.940, but blocks so spread that its
-# 95% interval, [0.813, 1.086], reaches 1: on its own it shows no gain at all.
+# A second A/B with a lower ratio than the first, 0.951, but pairs so spread that its
+# 95% interval, [0.891, 1.014], reaches 1: on its own it shows no gain at all.
 WIDE_LOWER = samples([10.0, 11.0, 9.0, 10.5, 9.5], [8.6, 10.9, 8.4, 10.2, 9.0])
 
 
@@ -144,8 +145,8 @@ def test_a_second_ab_confirms_only_when_it_helps_on_its_own() -> None:
     first = judge(scaled(0.96), 0.03)
     second = judge(WIDE_LOWER, 0.03)
     assert first.verdict is Verdict.HELPS and interval(first)[1] < 1
-    assert second.ratio == pytest.approx(0.9395, abs=1e-4) and second.ratio < first.ratio
-    assert interval(second) == pytest.approx((0.8125, 1.0863), abs=1e-4)
+    assert second.ratio == pytest.approx(0.9506, abs=1e-4) and second.ratio < first.ratio
+    assert interval(second) == pytest.approx((0.8911, 1.0140), abs=1e-4)
     for again in (WIDE_LOWER, scaled(0.96)):  # either order
         original = scaled(0.96) if again is WIDE_LOWER else WIDE_LOWER
         counted, other = judge_twice(original, again)
@@ -205,11 +206,16 @@ def test_stored_verdicts_are_reproduced_from_their_samples(model: str) -> None:
     document = json.loads((DATA / f"{model}_train.optimize.json").read_text())
     result = read(DATA / f"{model}_train.optimize.json")
     assert [trial.rule for trial in result.trials] == [t["rule"] for t in document["trials"]]
+    # Recorded with Welch's t on the log block means: the paired statistic that
+    # replaced it gives each trial the same verdict; its own figures are
+    # reproduced exactly only from a document of the same statistic.
+    same_statistic = document["method"]["statistic"] == STATISTIC
     for trial, stored in zip(result.trials, document["trials"], strict=True):
         assert trial.result is not None, trial.rule
         assert trial.result.verdict.value == stored["result"]["verdict"]
         for key in ("ratio", "low", "high"):
-            assert getattr(trial.result, key) == pytest.approx(stored["result"][key], rel=1e-12)
+            if same_statistic:
+                assert getattr(trial.result, key) == pytest.approx(stored["result"][key], rel=1e-12)
         assert trial.samples is not None
         assert len(trial.samples.baseline_ns) == document["method"]["repetitions"]
         assert trial.samples.order[:2] == ("AB", "BA")

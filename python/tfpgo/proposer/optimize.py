@@ -35,6 +35,7 @@ from tfpgo.documents import expect_format, read_json
 from tfpgo.models import ModelCase
 from tfpgo.proposer import propose
 from tfpgo.proposer.ab import (
+    STATISTIC,
     ABResult,
     ABSamples,
     holm_confidence,
@@ -95,8 +96,7 @@ class OptimizeResult:
                 "multiple_testing": MULTIPLE_TESTING,
                 "time_unchecked": settings.time_unchecked,
                 "budget_s": self.budget_s,
-                "statistic": "ratio of geometric means of block mean step times; Welch t "
-                "interval on log block means, exponentiated",
+                "statistic": STATISTIC,
             },
             "trials": [trial.to_json() for trial in self.trials],
             "best": self.best,

@@ -8,12 +8,9 @@ A pair's log-ratio, log(t_B / t_A) of the blocks' median calls, is the unit:
 the machine's slow phases fall on both blocks of a pair, and a drift cancels
 over the alternating order.
 
-One process: the 20% trimmed mean of its pairs' log-ratios, with the
-Tukey-McLaughlin standard error (the winsorized variance; degrees of freedom
-n - 2g - 1). On this 2-core machine about one call in ten takes up to twice the
-median (a worker thread off its core for the call), so a tenth to a fifth of the
-pairs sit far out on either side; trimming a fifth from each end removes them
-where a mean would follow them.
+One process: the 20% trimmed mean of its pairs' log-ratios, with its
+standard error (tfpgo.proposer.trimmed: robust to the calls a thread off its
+core makes twice as long).
 
 Several processes: memory layout can favour the program loaded first by several
 percent (Mytkowicz et al., ASPLOS 2009), so the processes load them in random
@@ -53,26 +50,15 @@ from functools import lru_cache
 from tfpgo.diff.step_time import t_quantile
 from tfpgo.iree.alternation import Rounds
 from tfpgo.proposer.ab import ABResult, Verdict
+from tfpgo.proposer.trimmed import Estimate, trimmed
 
 ALPHA = 0.05
-TRIM = 0.2
 EQUIVALENT = 0.02
 MIN_GAIN = 0.01
 MIN_PROCESSES = 3
 # Simulated sets of looks to find the boundary from (its Monte Carlo error on
 # the level: about ±0.001).
 BOUNDARY_DRAWS = 40_000
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A log-ratio (candidate over baseline), its standard error and degrees of
-    freedom, from `pairs` pairs."""
-
-    log_ratio: float
-    se: float
-    df: int
-    pairs: int
 
 
 @dataclass(frozen=True)
@@ -89,20 +75,6 @@ class Combined:
 def pair_logs(rounds: Rounds, baseline: int = 0, candidate: int = 1) -> list[float]:
     """Each round's log(t_candidate / t_baseline)."""
     return [math.log(row[candidate] / row[baseline]) for row in rounds.times_ns]
-
-
-def trimmed(values: Sequence[float], trim: float = TRIM) -> Estimate:
-    """The `trim` trimmed mean of `values`, its Tukey-McLaughlin standard error
-    and degrees of freedom."""
-    ordered = sorted(values)
-    n = len(ordered)
-    g = math.floor(trim * n)
-    if n - 2 * g < 2:
-        raise ValueError(f"{n} pairs are too few for a {trim:.0%} trimmed mean")
-    kept = ordered[g : n - g]
-    winsorized = [kept[0]] * g + kept + [kept[-1]] * g
-    se = statistics.stdev(winsorized) / ((1 - 2 * trim) * math.sqrt(n))
-    return Estimate(statistics.fmean(kept), se, n - 2 * g - 1, n)
 
 
 def combine(estimates: Sequence[Estimate]) -> Combined:

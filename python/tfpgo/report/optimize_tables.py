@@ -59,8 +59,9 @@ def method_text(result: OptimizeResult) -> str:
     return (
         f"Baseline `{result.baseline}` against each candidate: {settings.repetitions} blocks of "
         f"{settings.steps} steps an arm, interleaved AB, BA, ... after {settings.warmup} warmup "
-        "steps each. Ratio: candidate / baseline of the geometric mean block step time; "
-        "interval: Welch's t on the log block means; helps / hurts only when the whole "
+        "steps each. Ratio: candidate / baseline, the 20% trimmed mean of each repetition's "
+        "log-ratio of block mean step times; interval: Student's t on it (Tukey-McLaughlin); "
+        "helps / hurts only when the whole "
         f"interval is below / above 1 and the ratio differs from 1 by more than "
         f"{settings.noise:.0%}; a gain between {settings.floor:.0%} and {settings.noise:.0%} "
         "is measured a second time and helps only when both A/Bs help at "

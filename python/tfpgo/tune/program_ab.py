@@ -26,6 +26,7 @@ from tfpgo.iree import alternation
 from tfpgo.iree.alternation import Arm, Request
 from tfpgo.iree.program import Workload
 from tfpgo.proposer import ab, paired
+from tfpgo.proposer.trimmed import trimmed
 
 # An A/B alternates for at most AB_S seconds, in processes of PROCESS_S each (a
 # process also pays about START_S to load both programs and warm them up).
@@ -158,7 +159,7 @@ def generation(
     rounds = alternation.alternate(request, scratch, what)
     found = []
     for index in range(1, 1 + len(variants)):
-        ratio = math.exp(paired.trimmed(paired.pair_logs(rounds, 0, index)).log_ratio)
+        ratio = math.exp(trimmed(paired.pair_logs(rounds, 0, index)).log_ratio)
         ps = statistics.median(row[index] for row in rounds.times_ns) * 1e3
         found.append((ps, ps / ratio))
     return found
