@@ -85,7 +85,8 @@ def main() -> int:
     parser.add_argument("--only", default=",".join(MODELS))
     parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args()
-    print("| model | Welch's t, median ± | paired, median ± | narrower | covers 1 (Welch, paired) |")
+    header = ("model", "Welch's t, median ±", "paired, median ±", "narrower", "covers 1 (W, p)")
+    print("| " + " | ".join(header) + " |")
     print("|---|---|---|---|---|")
     for label in args.only.split(","):
         found = _model(label, args.repeats)
