@@ -354,15 +354,15 @@ def test_the_best_of_the_three_is_advised_whichever_it_is() -> None:
 
 
 def test_a_rival_that_does_not_help_against_the_baseline_is_not_advised_instead() -> None:
-    trial = regions_trial([9.9, 10.1, 10.0, 10.2, 10.0], [10.3, 10.4, 10.2, 10.3, 10.4])
+    trial = regions_trial([10.0, 10.2, 10.0, 10.2, 10.0], [10.3, 10.5, 10.3, 10.5, 10.3])
     assert faster_rival(trial) == trial.rivals[0]  # faster than the regions...
     assert trial.rivals[0].own_result is not None
     assert trial.rivals[0].own_result.verdict is Verdict.NO_EFFECT  # ...not the baseline
     assert not advised(trial) and advised_rival(trial) is None
 
 
-# jit_compile 0.26% faster than the regions by its point estimate: regions / jit
-# 1.0026, interval [0.979, 1.027]; both help against the baseline (~0.79).
+# jit_compile 0.42% faster than the regions by its point estimate: regions / jit
+# 1.0042, interval [0.993, 1.015]; both help against the baseline (~0.79).
 JIT_A_HAIR_FASTER = [7.95, 8.15, 7.85, 8.2, 7.95]
 
 
@@ -377,7 +377,7 @@ def test_a_rival_faster_by_its_point_estimate_alone_does_not_displace_the_candid
     trial = regions_trial(JIT_A_HAIR_FASTER)
     (rival,) = trial.rivals
     assert rival.result is not None and rival.own_result is not None
-    assert rival.result.ratio == pytest.approx(1.0026, abs=1e-4)  # jit ahead by its ratio...
+    assert rival.result.ratio == pytest.approx(1.0042, abs=1e-4)  # jit ahead by its ratio...
     low, high = rival.result.low, rival.result.high
     assert low is not None and high is not None and low < 1 < high  # ...not by its interval
     assert rival.own_result.verdict is Verdict.HELPS  # it would be advisable on its own
@@ -619,9 +619,9 @@ def test_a_losing_set_is_narrowed_to_the_regions_that_won(tmp_path: Path) -> Non
 
 # --- the rounds of one rule: Holm's levels ----------------------------------
 
-# 0.930 against the baseline: its 95% interval [0.868, 0.996] is below 1, Holm's
-# 98.75% interval for the first of four tests, [0.840, 1.029], is not.
-HOLM_EDGE = [9.0, 10.0, 8.8, 9.9, 9.3]
+# 0.928 against the baseline: its 95% interval [0.884, 0.973] is below 1, Holm's
+# 98.75% interval for the first of four tests, up to 1.024, is not.
+HOLM_EDGE = [9.048, 9.893, 8.957, 9.606, 9.37]
 BASE_5 = [10.0, 10.4, 9.8, 10.2, 10.1]
 
 
@@ -649,11 +649,11 @@ def test_each_round_is_judged_at_holms_level_and_readers_recompute_it(tmp_path: 
 
     unadjusted = judge(samples(BASE_5, HOLM_EDGE))
     assert unadjusted.verdict is Verdict.HELPS and unadjusted.high is not None
-    assert unadjusted.high == pytest.approx(0.9963, abs=1e-4)
+    assert unadjusted.high == pytest.approx(0.9734, abs=1e-4)
     assert holm_confidence(4, 0) == pytest.approx(0.9875)
     first = family_trial("xla_regions", HOLM_EDGE, 0)
     assert first.result is not None and first.result.verdict is Verdict.NO_EFFECT
-    assert first.result.high == pytest.approx(1.0294, abs=1e-4) and not advised(first)
+    assert first.result.high == pytest.approx(1.0242, abs=1e-4) and not advised(first)
     # A second set after the first helped (r = 1): α / 3.
     kept = family_trial("xla_regions_kept", HOLM_EDGE, 1)
     result = OptimizeResult("m", ABSettings(repetitions=5, steps=3), (first, kept))
