@@ -9,6 +9,7 @@ import pytest
 
 from tfpgo.errors import UserError
 from tfpgo.flow.conservation import check_output
+from tfpgo.flow.lost_levels import lost_by_level
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.mlir import annotate, lowering, routes
@@ -109,6 +110,12 @@ def test_a_loop_over_tensor_lists_is_lowered_by_the_xla_bridge_route(tmp_path, c
     assert {record["source"], *record["fused_sources"]} == {"while/Less", "while/add_1"}
     matmul = next(node for node in graph["nodes"] if node["op"] == "linalg.matmul")
     assert matmul["profiler_data"]["source"] == "while/MatMul" and matmul["parent"] == loop["id"]
+    # //tools:lost_ops reads the same rows from the output's own files.
+    rows = lost_by_level(result.output_dir)
+    assert [(level, s.name, s.kind, s.reason) for level, s in rows] == [
+        ("stablehlo", stack.name, stack.kind, stack.reason),
+        ("linalg", stack.name, stack.kind, stack.reason),
+    ]
     out = result.output_dir
     stablehlo = (out / "model.stablehlo.mlir").read_text()
     assert '"stablehlo.while"' in stablehlo and "tf." not in stablehlo.split("loc(")[0]
@@ -312,6 +319,30 @@ def test_lowering_an_unfrozen_mlir_file_is_refused_with_what_to_do(tmp_path):
         "or let pgo profile the model, which freezes it"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_lost_ops_refuses_an_output_without_a_compiled_program_in_one_line(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "lost_ops_tool", Path(__file__).resolve().parents[2] / "tools" / "lost_ops.py"
+    )
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    with pytest.raises(UserError) as missing:
+        tool.main(["--output-dir", str(tmp_path / "absent")])
+    assert str(missing.value) == (
+        f"{tmp_path / 'absent'}: no such directory; pass a pgo --lower iree output directory"
+    )
+    for name in ("op_graph.json", "op_graph.stablehlo.json", "op_graph.linalg.json"):
+        (tmp_path / name).write_text("{}")
+    with pytest.raises(UserError) as partial:
+        tool.main(["--output-dir", str(tmp_path)])
+    assert str(partial.value) == (
+        f"{tmp_path}: no model.stablehlo.mlirbc; pass the output directory of a pgo run with "
+        "--lower iree"
+    )
 
 
 def test_util_functions_become_func_functions():
