@@ -159,7 +159,7 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
 """
     given = tmp_path / "stablehlo.mlir"
     lowering.write_generic_stablehlo(module, given)
-    gone = lost_ops.gone_after_iree_passes(given, ["dead", "kept", "never"])
+    gone = lost_ops.gone_after_iree_passes(given, given.read_text(), ["dead", "kept", "never"])
     assert set(gone) == {"dead"} and "canonicalize" in gone["dead"]
     kind, detail = lost_ops.from_pass(gone["dead"])
     assert kind is Loss.FOLDED and detail.startswith(gone["dead"])

@@ -18,7 +18,7 @@ from tfpgo.documents import read_json
 from tfpgo.errors import UserError
 from tfpgo.flow.conservation import graph_sources
 from tfpgo.mlir import lost_ops
-from tfpgo.mlir.lost_ops import Loss, LostSource
+from tfpgo.mlir.lost_ops import LostSource
 from tfpgo.mlir.lowering import annotated_sources
 
 # Where a StableHLO-level loss that no design explains was gone: not findable here.
@@ -46,23 +46,24 @@ def lost_by_level(out: Path) -> list[tuple[str, LostSource]]:
     linalg = graph_sources(read_json(out / needed[2]))
     # TensorFlow's pass routes carry records in the locations; its XLA compiler's
     # StableHLO only names the tf nodes.
-    compiled = 'source = "' not in lost_ops.stablehlo_text(out / "model.stablehlo.mlirbc")
-    rows: list[tuple[str, LostSource]] = []
-    above: dict[str, LostSource] = {}
-    for name in sorted(set(tf) - stablehlo, key=lambda name: -tf[name][1]):
-        op, self_ps = tf[name]
-        kind, detail = lost_ops.by_design(name, op, compiled) or (Loss.UNKNOWN, _TF_ROUTE)
-        above[name] = LostSource(name, op, self_ps, kind, detail)
-        rows.append(("stablehlo", above[name]))
-    lost = sorted(set(tf) - linalg, key=lambda name: -tf[name][1])
-    gone = lost_ops.gone_after_iree_passes(
-        out / "model.stablehlo.mlirbc", [name for name in lost if name not in above]
+    program = out / "model.stablehlo.mlirbc"
+    text = lost_ops.stablehlo_text(program)
+    compiled = 'source = "' not in text
+
+    def lost_from(carriers: set[str]) -> list[LostSource]:
+        return [LostSource(name, op, ps) for name, (op, ps) in tf.items() if name not in carriers]
+
+    above = lost_ops.explain(
+        lost_from(stablehlo), "stablehlo", (), compiled, lambda names: ({}, _TF_ROUTE)
     )
-    for name in lost:
-        op, self_ps = tf[name]
-        if name in above:
-            rows.append(("linalg", above[name]))
-            continue
-        kind, detail = lost_ops.from_pass(gone.get(name, lost_ops.STILL_IN_IREE_INPUT))
-        rows.append(("linalg", LostSource(name, op, self_ps, kind, detail)))
-    return rows
+    below = lost_ops.explain(
+        lost_from(linalg),
+        "linalg",
+        above,
+        compiled,
+        lambda names: (
+            lost_ops.gone_after_iree_passes(program, text, names),
+            lost_ops.STILL_IN_IREE_INPUT,
+        ),
+    )
+    return [("stablehlo", source) for source in above] + [("linalg", s) for s in below]

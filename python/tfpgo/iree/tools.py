@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -129,11 +129,12 @@ def run_command(
         if left is not None and left <= 0:
             break
         try:
-            with (stderr_file or Path(os.devnull)).open("w") as errors:
+            to = stderr_file.open("w") if stderr_file else nullcontext(subprocess.PIPE)
+            with to as errors:
                 done = subprocess.run(
                     command,
                     stdout=subprocess.PIPE,
-                    stderr=errors if stderr_file else subprocess.PIPE,
+                    stderr=errors,
                     text=True,
                     check=False,
                     timeout=limit if left is None else min(limit, left),

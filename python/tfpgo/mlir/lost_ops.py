@@ -20,8 +20,8 @@ from __future__ import annotations
 import enum
 import re
 import tempfile
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tfpgo.iree.tools import run_tool
@@ -119,6 +119,42 @@ def from_pass(pass_name: str, merged_into: str = "") -> tuple[Loss, str]:
     return Loss.UNKNOWN, pass_name
 
 
+def explain(
+    lost: Sequence[LostSource],
+    level: str,
+    above: Sequence[LostSource],
+    compiled: bool,
+    gone_after: Callable[[list[str]], tuple[Mapping[str, str], str]],
+    merged_into: Mapping[str, str] | None = None,
+) -> tuple[LostSource, ...]:
+    """`lost`, a level's lost sources, each with what became of it, hottest
+    first: as the level above (`above`, explained) lost it; by design where it
+    leaves the tf level (at StableHLO: a list op that reached StableHLO is not
+    lost to its decomposition below it); else by the pass after which it was
+    gone, from `gone_after(names)`: the pass of each name, and what to say of a
+    name it has none for. `merged_into` names the op each merged one went to."""
+    known = {source.name: source for source in above}
+    explained, pending = [], []
+    for source in lost:
+        design = by_design(source.name, source.op, compiled) if level == "stablehlo" else None
+        if source.name in known:
+            explained.append(
+                replace(source, kind=known[source.name].kind, detail=known[source.name].detail)
+            )
+        elif design is not None:
+            explained.append(replace(source, kind=design[0], detail=design[1]))
+        else:
+            pending.append(source)
+    if pending:
+        gone, still = gone_after([source.name for source in pending])
+        for source in pending:
+            kind, detail = from_pass(
+                gone.get(source.name, still), (merged_into or {}).get(source.name, "")
+            )
+            explained.append(replace(source, kind=kind, detail=detail))
+    return tuple(sorted(explained, key=lambda source: -source.self_ps))
+
+
 def gone_after_tf_passes(
     module_text: str, steps: Iterable[str], names: Iterable[str]
 ) -> dict[str, str]:
@@ -142,11 +178,14 @@ def gone_after_tf_passes(
     return gone
 
 
-def gone_after_iree_passes(stablehlo: Path, names: Iterable[str]) -> dict[str, str]:
+def gone_after_iree_passes(stablehlo: Path, text: str, names: Iterable[str]) -> dict[str, str]:
     """Each of `names` → the first pass of IREE's input conversion
-    (`--compile-to=input`, the linalg level) of `stablehlo` after which no op
-    carries it; a name carried to the end, or never, is absent."""
-    pending = set(names)
+    (`--compile-to=input`, the linalg level) of `stablehlo` (printed: `text`)
+    after which no op carries it; a name carried to the end, or never, is
+    absent. Nothing is compiled when `text` carries none of them."""
+    pending = {name for name in names if carried(text, name)}
+    if not pending:
+        return {}
     with tempfile.TemporaryDirectory(prefix="tfpgo-passes-") as scratch:
         dump = Path(scratch) / "after_all.mlir"
         run_tool(
@@ -166,8 +205,6 @@ def gone_after_iree_passes(stablehlo: Path, names: Iterable[str]) -> dict[str, s
             "finding the pass that lost a record",
             stderr_file=dump,
         )
-        given = stablehlo_text(stablehlo)
-        pending = {name for name in pending if carried(given, name)}
         gone: dict[str, str] = {}
         for pass_name, text in _dumps(dump):
             for name in sorted(pending):

@@ -322,10 +322,8 @@ def _carried_phrase(merged: merged_work.MergedWork, relocated: merged_work.Reloc
 
 @dataclass(frozen=True)
 class _Losses:
-    """What each level's lost sources became (tfpgo.mlir.lost_ops): as the level
-    above lost them, by design (leaving the tf level), or by the pass after
-    which they were gone (a list op that reached StableHLO is not lost to its
-    decomposition below it)."""
+    """What each level's lost sources became (tfpgo.mlir.lost_ops.explain), with
+    the passes this lowering ran to find where each was gone."""
 
     lowered: _Lowered
     earlier: tuple[LostSource, ...]  # the level above's, explained
@@ -333,34 +331,23 @@ class _Losses:
     merged_into: dict[str, str]  # tfpgo.mlir.merged_work's merges
 
     def explained(self, coverage: LevelCoverage) -> LevelCoverage:
-        above = {source.name: source for source in self.earlier}
         compiled = self.lowered.route.name == COMPILED_ROUTE
-        explained, pending = [], []
-        for source in coverage.lost:
-            if source.name in above:
-                known = above[source.name]
-                explained.append(replace(source, kind=known.kind, detail=known.detail))
-            elif coverage.level == "stablehlo" and (
-                design := lost_ops.by_design(source.name, source.op, compiled)
-            ):
-                explained.append(replace(source, kind=design[0], detail=design[1]))
-            else:
-                pending.append(source)
-        if pending:
-            gone, still = self._gone_after(coverage.level, [source.name for source in pending])
-            for source in pending:
-                kind, detail = lost_ops.from_pass(
-                    gone.get(source.name, still), self.merged_into.get(source.name, "")
-                )
-                explained.append(replace(source, kind=kind, detail=detail))
-        explained.sort(key=lambda source: -source.self_ps)
-        return replace(coverage, lost=tuple(explained))
+        lost = lost_ops.explain(
+            coverage.lost,
+            coverage.level,
+            self.earlier,
+            compiled,
+            lambda names: self._gone_after(coverage.level, names),
+            self.merged_into,
+        )
+        return replace(coverage, lost=lost)
 
     def _gone_after(self, level: str, names: list[str]) -> tuple[dict[str, str], str]:
         """The pass after which each name was gone, and what to say of one still
         in the module's locations after the last (on no op the level counts)."""
         if level == "linalg":
-            gone = lost_ops.gone_after_iree_passes(self.to_iree, names)
+            text = self.to_iree.read_text()
+            gone = lost_ops.gone_after_iree_passes(self.to_iree, text, names)
             return gone, lost_ops.STILL_IN_IREE_INPUT
         if not self.lowered.carried:
             return {}, lost_ops.TF2XLA

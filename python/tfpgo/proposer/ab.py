@@ -17,9 +17,10 @@ interval Student's t with the trimmed mean's standard error
 (tfpgo.proposer.trimmed). A slow phase of the machine falls on both blocks of
 a pair, and a block a thread off its core makes twice as long is trimmed where
 a mean of the blocks would follow it: on TensorFlow A/As of the zoo models
-(10 blocks of 10 steps), the median half-width was 1.3-2.1x narrower than
-Welch's t on the log block means, and covered 1 in 19 of 20
-(docs/benchmarks.md, "The Proposer's A/B").
+(10 blocks of 10 steps, two runs of 20 each), the median half-width was
+narrower than Welch's t on the log block means in 9 of 10 (1.5x at the median),
+covering 1 in 15-19 of 20 where Welch's covered it in 17-20 (docs/benchmarks.md,
+"The Proposer's A/B").
 
 Verdict: `helps` when the whole interval lies below 1 and the ratio is below
 1 − `noise`; `hurts` when the whole interval lies above 1 and the ratio is
