@@ -76,11 +76,11 @@ def _workload(out: Path) -> iree_program.Workload:
 
 
 def _iteration_times(
-    vmfb: Path, workload: iree_program.Workload, iterations: int
+    vmfb: Path, workload: iree_program.Workload, iterations: int, driver: str = iree_run.DEVICE
 ) -> tuple[int, ...]:
     """The old method's block: `iterations` calls in one process of IREE's
-    benchmark tool after its warm-up, each call's wall time (ns)."""
-    args = [f"--module={vmfb}", f"--device={iree_run.DEVICE}", f"--function={workload.entry}"]
+    benchmark tool on `driver` after its warm-up, each call's wall time (ns)."""
+    args = [f"--module={vmfb}", f"--device={driver}", f"--function={workload.entry}"]
     args += [f"--input=@{path}" for path in workload.inputs]
     args += ["--benchmark_min_time=1x", f"--benchmark_repetitions={iterations}"]
     args += ["--benchmark_min_warmup_time=0.05", "--benchmark_format=json"]

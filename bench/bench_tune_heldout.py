@@ -27,6 +27,7 @@ from bench_ab_noise import _iteration_times, _workload
 from bench_step_wallclock import UNSEEN, _lower
 
 from tfpgo.proposer import ab
+from tfpgo.runtime.manifest import TUNED, ProgramManifest
 from tfpgo.tune.document import TuneDocument
 
 OUTSIDE_S = 30.0
@@ -38,13 +39,14 @@ def _outside(out: Path) -> ab.ABResult | None:
     if not tuned.is_file():
         return None
     workload = _workload(out)
+    driver = ProgramManifest.read(out).drivers[TUNED]
     profile = json.loads((out / "iree_profile.json").read_text())
     run_s = profile["totals"]["dispatch_ps"] / max(profile["runs"], 1) / 1e12
     iterations = min(max(math.ceil(0.5 / run_s), 3), 1000)
     repetitions = max(5, math.ceil(OUTSIDE_S / (2 * (iterations * run_s + 0.2))))
     samples = ab.interleave(
         lambda n: _iteration_times(out / "model.iree.vmfb", workload, n),
-        lambda n: _iteration_times(tuned, workload, n),
+        lambda n: _iteration_times(tuned, workload, n, driver),
         repetitions,
         iterations,
     )

@@ -175,6 +175,24 @@ def test_an_alternation_process_times_every_arm_in_turn(vmfb, tmp_path):
     assert all(len(row) == 2 and min(row) > 0 for row in done.times_ns)
 
 
+def test_arms_run_each_on_its_own_driver(vmfb, tmp_path):
+    """One arm on local-task's pinned worker, the other on local-sync (the
+    calling thread): both are timed in the one process, in turn."""
+    program, inputs = vmfb
+    arms = (
+        Arm(str(program), "main", (str(inputs),)),
+        Arm(str(program), "main", (str(inputs),), (), "local-sync"),
+    )
+    request = Request(arms, 0.2, 1, (0,), (0, 1), min_rounds=6)
+    done = alternation.alternate(request, tmp_path, "test")
+    assert len(done.times_ns) >= 6 and all(min(row) > 0 for row in done.times_ns)
+    assert Request.from_json(request.to_json()) == request
+    unknown = (arms[0], Arm(str(program), "main", (str(inputs),), (), "cuda"))
+    with pytest.raises(UserError) as error:
+        alternation.alternate(Request(unknown, 0.1, 1, (0,), (0, 1)), tmp_path, "test")
+    assert "IREE could not load or call a program of the A/B" in str(error.value)
+
+
 def test_a_program_the_process_cannot_load_is_one_line(vmfb, tmp_path):
     program, inputs = vmfb
     broken = tmp_path / "broken.vmfb"

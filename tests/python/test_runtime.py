@@ -22,7 +22,7 @@ from tfpgo.errors import UserError
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.iree import target
 from tfpgo.iree.tools import runtime_tool
-from tfpgo.report.run_it import iree_command, python_snippet
+from tfpgo.report.run_it import iree_command, python_snippet, run_it_text
 from tfpgo.runtime import load, run_program
 from tfpgo.runtime import step as runtime_step
 from tfpgo.runtime.manifest import ProgramManifest, Role, iree_run_module_args
@@ -219,6 +219,35 @@ def test_a_missing_corrupt_or_foreign_program_is_one_line(infer_out, tmp_path, m
     assert f"compiled for another CPU ({real.cpu}, using {real.cpu_features[0]}" in _error(
         lambda: load(infer_out)
     )
+
+
+def test_each_program_runs_on_the_driver_its_manifest_names(infer_out, tmp_path):
+    """program.json's drivers (local-sync where --tune kept it) are what `load`,
+    IREE's command and the report use; a manifest from before them runs on
+    local-task, and a driver IREE has not is one line."""
+    copy = tmp_path / "copy"
+    shutil.copytree(infer_out, copy)
+    document = json.loads((infer_out / "program.json").read_text())
+    assert document["drivers"] == {"default": "local-task"}
+    document["drivers"] = {"default": "local-sync"}
+    (copy / "program.json").write_text(json.dumps(document))
+    manifest = ProgramManifest.read(copy)
+    step = load(copy)
+    assert step.device == "local-sync" and load(copy, device="local-task").device == "local-task"
+    image, options = _hook("runtime_infer").example(BATCH)
+    np.testing.assert_array_equal(
+        step(image, options)["logits"], load(infer_out)(image, options)["logits"]
+    )
+    assert "--device=local-sync" in iree_run_module_args(manifest, "default")
+    assert "each dispatch on the calling thread (IREE's local-sync driver" in run_it_text(
+        manifest, copy
+    )
+    del document["drivers"]
+    (copy / "program.json").write_text(json.dumps(document))
+    assert ProgramManifest.read(copy).drivers == {"default": "local-task"}
+    document["drivers"] = {"default": "cuda"}
+    (copy / "program.json").write_text(json.dumps(document))
+    assert "driver 'cuda' is no CPU driver of IREE's" in _error(lambda: load(copy))
 
 
 def test_run_program_runs_the_step_and_saves_outputs_and_variables(train_out, tmp_path, capsys):

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import ab_samples
 import numpy as np
 import pytest
 from ab_samples import injected_abs
@@ -906,3 +907,61 @@ def test_a_record_for_other_weights_gives_its_flags_not_its_program(tmp_path):
     assert records.variant_of(rewritten, old, tmp_path) is not None
     records.db.close()
     renewed.db.close()
+
+
+def test_local_sync_is_decided_from_the_host_share_and_recorded(program, tmp_path, monkeypatch):
+    """The driver candidate proposes local-sync only when the profiled dispatches
+    fill less than half of the measured call (constructed here: 4% and 90%). The
+    loop times it with each arm on its driver (the A/Bs injected), profiles the
+    kept program on local-sync, writes the driver into tune.json and the record,
+    and a build from the record runs on it again."""
+    original, workload, baseline = program
+    stablehlo = _own_copy(original, tmp_path)
+    sync = BY_NAME["local-sync"]
+    dispatch_s = baseline.profile.dispatch_ps / baseline.profile.runs / 1e12
+    evidence = Evidence(
+        tmp_path / "iree_profile.json", baseline.profile, workload, time.monotonic() + 60, 60,
+        call_s=lambda: dispatch_s / 0.9,
+    )  # fmt: skip
+    filled = sync.propose(Variant(stablehlo), evidence, tmp_path)
+    assert isinstance(filled, str) and filled.startswith("its dispatches fill 90% of a call")
+    untimed = sync.propose(Variant(stablehlo), replace(evidence, call_s=None), tmp_path)
+    assert untimed == "the program's call was not timed, so its host share is not known"
+    host = replace(evidence, call_s=lambda: dispatch_s / 0.04)
+    proposal = sync.propose(Variant(stablehlo), host, tmp_path)
+    assert isinstance(proposal, Proposal) and "(its dispatches fill 4% of a call" in proposal.change
+    assert proposal.variant == Variant(stablehlo, driver="local-sync")
+    again = sync.propose(proposal.variant, host, tmp_path)
+    assert again == "the current program runs on local-sync already"
+
+    asked: list[tuple[str, str]] = []
+    results = [ab_samples.result(0.6), ab_samples.result(0.6)]
+
+    def injected(*args: Any) -> ABResult:
+        asked.append(args[-1])
+        return results.pop(0)
+
+    monkeypatch.setattr(loop, "_ab", injected)
+    monkeypatch.setattr(program_ab.ProgramAB, "call_s", lambda self: dispatch_s / 0.04)
+    records = _records(tmp_path / "tuning.db", stablehlo)
+    first = tmp_path / "first"
+    first.mkdir()
+    document = tune(stablehlo, workload, baseline, first, Tuning(600, 3), candidates=(sync,),
+                    records=records)  # fmt: skip
+    # The candidate's A/B and the final one: the original on local-task each time.
+    assert asked == [("local-task", "local-sync")] * 2
+    assert document.kept == ("local-sync",) and document.flags == ()
+    assert document.tuned is not None and document.tuned.driver == "local-sync"
+    assert TuneDocument.read(first / "tune.json") == document
+    tuned_profile = json.loads((first / TUNED_PROFILE).read_text())
+    assert tuned_profile["totals"]["dispatch_ps"] > 0  # profiled on local-sync
+    (run,) = records.db.runs(records.target, records.original)
+    assert run.driver == "local-sync" and run.kept_something and run.flags == ()
+    # Built again from the record with --tune-budget 0: the same driver, no A/B.
+    built = tmp_path / "built"
+    built.mkdir()
+    rebuilt = tune(stablehlo, workload, baseline, built, Tuning(0), candidates=(sync,),
+                   records=records)  # fmt: skip
+    assert rebuilt.tuned is not None and rebuilt.tuned.driver == "local-sync"
+    assert rebuilt.trials[0].change == "IREE's local-sync driver" and not asked[2:]
+    records.db.close()

@@ -19,6 +19,7 @@ from typing import Any
 
 from tfpgo.iree.executable_sources import DISPATCHES_MODULE
 from tfpgo.iree.output_check import ATOL, RTOL
+from tfpgo.iree.run import DEVICE
 from tfpgo.iree.target import read_target
 from tfpgo.mlir.compiled_step import CompiledStep
 from tfpgo.mlir.lowering import IreeRun
@@ -35,6 +36,7 @@ from tfpgo.runtime.manifest import (
 )
 from tfpgo.runtime.structure import leaf_paths, tree_of
 from tfpgo.runtime.variables import bare_name
+from tfpgo.tune.document import TUNE_DOCUMENT, TuneDocument
 from tfpgo.tune.tuned_output import TUNED_VMFB
 
 DEFAULT_VMFB = "model.iree.vmfb"
@@ -75,9 +77,11 @@ def write_program_manifest(
             index = len(outputs) + j
             variable = parameters[parameter].name
             results.append(_tensor(index, Role.VARIABLE, variable, expected[index], parameter))
-    programs = {DEFAULT: DEFAULT_VMFB}
+    programs, drivers = {DEFAULT: DEFAULT_VMFB}, {DEFAULT: DEVICE}
     if (out / TUNED_VMFB).is_file():
+        tuned = TuneDocument.read(out / TUNE_DOCUMENT).tuned
         programs[TUNED] = TUNED_VMFB
+        drivers[TUNED] = DEVICE if tuned is None else tuned.driver
     manifest = ProgramManifest(
         case.mode.value,
         entry,
@@ -89,6 +93,7 @@ def write_program_manifest(
         ATOL,
         read_target(out / DISPATCHES_MODULE),
         programs,
+        drivers,
     )
     (out / VALUES).mkdir(exist_ok=True)
     for tensor, value in zip(manifest.parameters, values, strict=True):

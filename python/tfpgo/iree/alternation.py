@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 import statistics
 import sys
 import time
@@ -41,7 +42,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tfpgo.iree.run import DEVICE
+from tfpgo.iree.run import DEVICE, SYNC
 from tfpgo.iree.tools import run_command
 from tfpgo.toolpaths import python_env
 
@@ -61,13 +62,15 @@ _INITIALIZERS = frozenset({"__init", "__deinit"})
 @dataclass(frozen=True)
 class Arm:
     """A program to time: a vmfb, the function it calls ("": its one function,
-    as a dispatch benchmark has), and its arguments: .npy files, or integers (a
-    dispatch benchmark's invocation count)."""
+    as a dispatch benchmark has), its arguments: .npy files, or integers (a
+    dispatch benchmark's invocation count), and IREE's CPU driver it runs on
+    (local-sync: on the calling thread)."""
 
     vmfb: str
     function: str
     inputs: tuple[str, ...] = ()
     integers: tuple[int, ...] = ()
+    driver: str = DEVICE
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ class Request:
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> Request:
         arms = tuple(
-            Arm(a["vmfb"], a["function"], tuple(a["inputs"]), tuple(a["integers"]))
+            Arm(a["vmfb"], a["function"], tuple(a["inputs"]), tuple(a["integers"]), a["driver"])
             for a in document["arms"]
         )
         return cls(
@@ -172,12 +175,19 @@ def _run(request: Request) -> Rounds:
         rt.flags.parse_flags(f"--task_topology_cpu_ids={','.join(map(str, request.cpus))}")
     else:
         rt.flags.parse_flags(f"--task_topology_group_count={request.threads}")
-    device = rt.get_driver(DEVICE).create_default_device()
-    config = rt.Config(device=device)
+    if request.cpus and any(arm.driver == SYNC for arm in request.arms):
+        os.sched_setaffinity(0, request.cpus)  # a local-sync arm runs on this thread
+    # One device a driver, shared by the arms on it.
+    configs = {
+        driver: rt.Config(device=rt.get_driver(driver).create_default_device())
+        for driver in sorted({arm.driver for arm in request.arms})
+    }
     calls: dict[int, Any] = {}
     keep = []  # every context and module outlives the calls
     for index in request.load_order:
         arm = request.arms[index]
+        config = configs[arm.driver]
+        device = config.device
         context = rt.SystemContext(config=config)
         memory = _memory_of(Path(arm.vmfb))
         module = rt.VmModule.wrap_buffer(config.vm_instance, memory)

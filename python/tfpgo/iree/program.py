@@ -66,13 +66,18 @@ class ProfiledProgram:
 
 
 def profile_program(
-    stablehlo: Path, flags: Sequence[str], directory: Path, workload: Workload, name: str
+    stablehlo: Path,
+    flags: Sequence[str],
+    directory: Path,
+    workload: Workload,
+    name: str,
+    driver: str = iree_run.DEVICE,
 ) -> ProfiledProgram:
     """Compiles `stablehlo` with `flags` into `directory`, checks its outputs against
     the expected ones (one UserError line if they differ; where the workload says
     why TensorFlow's may differ, the profile says so instead), and profiles its
-    dispatches; the profile names the program `name` (the vmfb's file name in the
-    output)."""
+    dispatches on IREE's `driver`; the profile names the program `name` (the
+    vmfb's file name in the output)."""
     directory.mkdir(parents=True, exist_ok=True)
     vmfb = directory / "model.iree.vmfb"
     sources = directory / "executable_sources.mlir"
@@ -95,7 +100,7 @@ def profile_program(
         unchecked = workload.may_differ
     sites = compile_sites(stablehlo, (*iree_run.IREE_FLAGS, *flags), directory, SITES_TIMEOUT_S)
     timings = iree_run.profile_dispatches(
-        vmfb, workload.entry, workload.inputs, workload.runs, directory, workload.warmup
+        vmfb, workload.entry, workload.inputs, workload.runs, directory, workload.warmup, driver
     )
     parsed = executable_sources.parse_sources(sources)
     profile = iree_run.build_profile(

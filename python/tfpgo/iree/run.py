@@ -46,6 +46,8 @@ IREE_FLAGS = (
     "--iree-llvmcpu-target-cpu=host",
 )
 DEVICE = "local-task"
+# IREE's other CPU driver: every dispatch on the calling thread, in order.
+SYNC = "local-sync"
 
 
 IREE_OP_GRAPH = "op_graph.iree.json"
@@ -184,7 +186,13 @@ class DispatchTiming:
 
 
 def profile_dispatches(
-    vmfb: Path, entry: str, inputs: Sequence[Path], runs: int, scratch: Path, warmup: int = 0
+    vmfb: Path,
+    entry: str,
+    inputs: Sequence[Path],
+    runs: int,
+    scratch: Path,
+    warmup: int = 0,
+    driver: str = DEVICE,
 ) -> dict[str, DispatchTiming]:
     """Per dispatch function, its invocations over `runs` runs of `entry`, after
     `warmup` runs that are profiled too and then dropped: each run is the same
@@ -192,7 +200,7 @@ def profile_dispatches(
     the invocations are in the order they were recorded (command buffer, command
     index), so the k-th of a function is its k-th site (`tfpgo.iree.sites`)."""
     bundle = scratch / "run.ireeprof"
-    args = [f"--module={vmfb}", f"--device={DEVICE}", f"--function={entry}"]
+    args = [f"--module={vmfb}", f"--device={driver}", f"--function={entry}"]
     args += [f"--input=@{path}" for path in inputs]
     args += [f"--benchmark_min_time={warmup + runs}x", "--benchmark_repetitions=1"]
     args += ["--device_profiling_mode=host-execution,executable-metadata"]

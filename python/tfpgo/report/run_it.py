@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from tfpgo.iree.run import SYNC
 from tfpgo.runtime.manifest import (
     DEFAULT,
     TUNED,
@@ -31,8 +32,16 @@ def run_it_text(manifest: ProgramManifest, directory: Path) -> str:
         if carried
         else ""
     )
+    driver = manifest.drivers[which]
+    where = (
+        "each dispatch on the calling thread (IREE's local-sync driver, which --tune measured "
+        "faster for it)"
+        if driver == SYNC
+        else "on IREE's local-task worker threads"
+    )
     return (
-        f"`tfpgo.runtime.load` runs {manifest.programs[which]} ({which}) with the step's own "
+        f"`tfpgo.runtime.load` runs {manifest.programs[which]} ({which}), {where}, with the "
+        "step's own "
         f"arguments and returns its own outputs, checked here against TensorFlow's within "
         f"{manifest.rtol:g} relative + {manifest.atol:g}.{state} The program is compiled for "
         f"{manifest.target.cpu} by iree-compile {manifest.target.iree_compile}."

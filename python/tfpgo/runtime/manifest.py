@@ -6,8 +6,9 @@ IREE's entry function takes and returns flat lists of tensors (`%input0 …
 `model.variables`; the result that updates it), or a value the step captured
 (a constant); how the step's outputs nest; the tolerance the program was checked
 with against TensorFlow; the target it was compiled for; and the programs,
-default and tuned. `program/parameter_<i>.npy` beside it holds each parameter's
-value in the profiled step: the example inputs, the variables' starting values.
+default and tuned, with IREE's CPU driver each runs on.
+`program/parameter_<i>.npy` beside it holds each parameter's value in the
+profiled step: the example inputs, the variables' starting values.
 Format: docs/formats.md (`tfpgo.program`, version 1).
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from tfpgo.documents import new_header, read_document, write_compact_json
 from tfpgo.errors import UserError
+from tfpgo.iree.run import DEVICE, SYNC
 from tfpgo.iree.target import CompileTarget
 from tfpgo.runtime.structure import Tree, check_tree
 
@@ -130,6 +132,8 @@ class ProgramManifest:
     atol: float
     target: CompileTarget
     programs: dict[str, str]  # DEFAULT (and TUNED when --tune kept one): vmfb file names
+    # IREE's CPU driver each program runs on ("local-sync" when --tune chose it).
+    drivers: dict[str, str]
 
     def variables(self) -> tuple[Tensor, ...]:
         """The parameters that are variables the step carries, in order."""
@@ -147,6 +151,7 @@ class ProgramManifest:
             "tolerance": {"rtol": self.rtol, "atol": self.atol},
             "target": self.target.to_json(),
             "programs": self.programs,
+            "drivers": self.drivers,
             "values": VALUES,
         }
 
@@ -184,6 +189,12 @@ def _from_json(document: dict[str, Any]) -> ProgramManifest:
     programs = {str(k): str(v) for k, v in document["programs"].items()}
     if DEFAULT not in programs:
         raise ValueError("no default program")
+    # A manifest written before --tune chose drivers: every program on local-task.
+    named = {str(k): str(v) for k, v in document.get("drivers", {}).items()}
+    drivers = {name: named.get(name, DEVICE) for name in programs}
+    unknown = sorted(set(drivers.values()) - {DEVICE, SYNC})
+    if unknown:
+        raise ValueError(f"driver {unknown[0]!r} is no CPU driver of IREE's")
     return ProgramManifest(
         str(document["mode"]),
         str(document["entry"]),
@@ -195,6 +206,7 @@ def _from_json(document: dict[str, Any]) -> ProgramManifest:
         float(tolerance["atol"]),
         CompileTarget.from_json(document["target"]),
         programs,
+        drivers,
     )
 
 
@@ -204,11 +216,11 @@ def values_path(directory: Path, parameter: Tensor) -> Path:
 
 
 def iree_run_module_args(manifest: ProgramManifest, program: str) -> list[str]:
-    """IREE's own command for one step of `program` on the profiled values, run
-    from the output directory (`program/parameter_<i>.npy` in parameter order)."""
-    from tfpgo.iree.run import DEVICE
-
-    args = ["iree-run-module", f"--module={manifest.programs[program]}", f"--device={DEVICE}"]
+    """IREE's own command for one step of `program` on the profiled values, on its
+    driver, run from the output directory (`program/parameter_<i>.npy` in
+    parameter order)."""
+    args = ["iree-run-module", f"--module={manifest.programs[program]}"]
+    args.append(f"--device={manifest.drivers[program]}")
     args.append(f"--function={manifest.entry}")
     args += [f"--input=@{VALUES}/parameter_{p.index}.npy" for p in manifest.parameters]
     return args

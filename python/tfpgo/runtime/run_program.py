@@ -45,8 +45,8 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument(
         "--device",
         choices=DEVICES,
-        default=DEVICES[0],
-        help="IREE's CPU driver: worker threads (local-task, default) or the calling thread",
+        help="IREE's CPU driver: worker threads (local-task) or the calling thread "
+        "(local-sync); default: the one program.json names for the program",
     )
     parser.add_argument(
         "--save", help="an .npz for the last step's outputs and a training step's variables"

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.errors import UserError
-from tfpgo.iree.run import DEVICE
+from tfpgo.iree.run import DEVICE, SYNC
 from tfpgo.iree.target import host_features, refusal
 from tfpgo.runtime import variables as step_variables
 from tfpgo.runtime.manifest import DEFAULT, TUNED, ProgramManifest, Role, Tensor, values_path
 from tfpgo.runtime.structure import flatten, unflatten
 
 # IREE's CPU drivers: worker threads, or the calling thread alone.
-DEVICES = (DEVICE, "local-sync")
+DEVICES = (DEVICE, SYNC)
 # IREE's local-task driver builds its worker pool once a process, when it is
 # first made; every device after shares it (iree.runtime caches the driver).
 _process_threads: int | None = None
@@ -37,7 +37,7 @@ def load(
     program: str | None = None,
     threads: int | None = None,
     variables: Any = None,
-    device: str = DEVICE,
+    device: str | None = None,
 ) -> Step:
     """The step of a `pgo --lower iree` output directory, ready to call.
 
@@ -50,8 +50,9 @@ def load(
     step was profiled from. `device`: IREE's CPU driver, "local-task" (a pool of
     worker threads) or "local-sync" (every dispatch on the calling thread: one
     core, but no thread wake-up, which a loop in the program pays at every
-    trip). Every problem is one UserError line."""
-    if device not in DEVICES:
+    trip); by default the one program.json names for the program (local-sync
+    where --tune measured it faster). Every problem is one UserError line."""
+    if device is not None and device not in DEVICES:
         raise UserError(
             f"device: {device!r} is no CPU driver of IREE's; use {' or '.join(DEVICES)}"
         )
@@ -70,7 +71,8 @@ def load(
     why = refusal(manifest.target, vmfb, host_features())
     if why is not None:
         raise UserError(why)
-    step = Step(manifest, directory, vmfb, _threads(threads), device)
+    driver = manifest.drivers[chosen] if device is None else device
+    step = Step(manifest, directory, vmfb, _threads(threads), driver)
     if variables is not None:
         step.start_from(variables)
     return step

@@ -1,8 +1,14 @@
 """What `--tune` tries, each decided from the profile or settled only by measuring.
 
-A candidate turns the current program (`Variant`: StableHLO and compiler flags)
-into another, or says why it has nothing to try:
+A candidate turns the current program (`Variant`: StableHLO, compiler flags and
+IREE's driver) into another, or says why it has nothing to try:
 
+- `local-sync`: IREE's driver that runs every dispatch on the calling thread,
+  for a program whose dispatches fill less than half of its measured call (a
+  GRU training step: 0.67 ms of dispatches in a 15.6 ms call on local-task's
+  workers, 10.1 ms synchronous). The rest of a call is the host's, mostly
+  waking the workers at each dispatch and barrier. It is kept in
+  program.json, and `tfpgo.runtime.load` runs the tuned program on it.
 - `conv-to-dot`: tfpgo-opt's `tf-profile-guided-conv-to-dot` reads each
   convolution's TensorFlow profile and the dispatch profile of the current
   program and rewrites the hot 1x1 convolutions IREE runs far slower than
@@ -57,21 +63,24 @@ REWRITES_FORMAT = "tfpgo.rewrites"
 REWRITES = {"1x1": "rewrites.json", "kxk": "rewrites.kxk.json"}
 FORMS = "conv_forms.json"
 MIN_SLOWDOWN = {"1x1": 2.0, "kxk": 1.5}
+# local-sync is tried when the dispatches fill less than this share of a call.
+SYNC_SHARE = 0.5
 EVIDENCE = (*REWRITES.values(), FORMS, dispatch_tiles.SEARCH)
 
 
 @dataclass(frozen=True)
 class Variant:
-    """A program to compile: its StableHLO (generic form, profile in the
-    locations, weights included) and the flags iree-compile adds for it. When
-    the flags name a tuning spec, `tiles` are its root configs, and `searched`
-    the dispatches whose tiles were searched already (a later round of
-    dispatch-tiles tunes others)."""
+    """A program to compile and run: its StableHLO (generic form, profile in the
+    locations, weights included), the flags iree-compile adds for it, and IREE's
+    CPU driver it runs on. When the flags name a tuning spec, `tiles` are its
+    root configs, and `searched` the dispatches whose tiles were searched
+    already (a later round of dispatch-tiles tunes others)."""
 
     stablehlo: Path
     flags: tuple[str, ...] = ()
     tiles: tuple[tile_configs.RootConfig, ...] = ()
     searched: frozenset[str] = frozenset()
+    driver: str = iree_run.DEVICE
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,9 @@ class Evidence:
     compile_timeout_s: float
     limit: MachineLimit | None = None
     tile_records: TileRecords | None = None  # the tuning database's, with one
+    # The original program's median call (s) as the A/Bs run it, measured when
+    # first asked for (tfpgo.tune.program_ab); None where nothing times it.
+    call_s: Callable[[], float] | None = None
 
 
 @dataclass(frozen=True)
@@ -334,6 +346,31 @@ def _whence(found: dispatch_tiles.Search, name: str) -> str:
     return found.reused.get(name) or found.seeded.get(name) or "searched"
 
 
+def _synchronous(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
+    """IREE's local-sync driver when the program's dispatches fill less than
+    SYNC_SHARE of a call: the rest is the host's, mostly local-task's workers
+    woken and waited for at every dispatch and barrier (a loop's trips pay it
+    each time), which local-sync, running each dispatch on the calling thread,
+    does not pay; it gives up the other cores, so a program whose dispatches
+    fill the call loses (MobileNetV2: 7.6 ms a call on two workers, 11.6 ms
+    synchronous)."""
+    if current.driver == iree_run.SYNC:
+        return "the current program runs on local-sync already"
+    if evidence.call_s is None:
+        return "the program's call was not timed, so its host share is not known"
+    call_s = evidence.call_s()
+    dispatch_s = evidence.profile.dispatch_ps / max(evidence.profile.runs, 1) / 1e12
+    share = dispatch_s / call_s
+    filled = (
+        f"its dispatches fill {share:.0%} of a call ({dispatch_s * 1e3:.2f} of "
+        f"{call_s * 1e3:.2f} ms on local-task's workers)"
+    )
+    if share >= SYNC_SHARE:
+        return f"{filled}: the workers' parallelism is worth more than what waking them costs"
+    change = f"run on IREE's {iree_run.SYNC} driver ({filled}, the rest the host's)"
+    return Proposal(change, replace(current, driver=iree_run.SYNC))
+
+
 def _compiler_flags(
     *flags: str, drops_spec: bool = False
 ) -> Callable[[Variant, Evidence, Path], Proposal | str]:
@@ -356,9 +393,11 @@ def _compiler_flags(
     return propose
 
 
-# In the order they are tried: the profile-guided rewrite first, whose effect
-# the whole-program switch then has to beat.
+# In the order they are tried: the driver first, so that every later candidate
+# is measured as the program will run; then the profile-guided rewrites, whose
+# effect the whole-program switches then have to beat.
 CANDIDATES = (
+    Candidate(iree_run.SYNC, _synchronous),
     Candidate("conv-to-dot", _conv_to_dot("1x1")),
     Candidate("conv-to-shifted-dots", _conv_to_dot("kxk")),
     Candidate("dispatch-tiles", _dispatch_tiles, repeats=True),

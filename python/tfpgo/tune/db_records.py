@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.remote_compile import HostTarget, host_target
+from tfpgo.iree.run import DEVICE
 from tfpgo.iree.tools import run_tool
 from tfpgo.tune import tile_climb, tile_configs
 from tfpgo.tune.dispatch_tiles import Search
@@ -300,11 +301,12 @@ _LOCATION = re.compile(rb" ?loc\((?:#loc\d*|unknown)\)|^#loc\d* = .*(?:\n|$)", r
 _VALUES = re.compile(rb'"0x[0-9A-Fa-f]*"|(?<=dense<)[^<>]*(?=>)')
 
 
-def program_key(stablehlo: Path, flags: Sequence[str]) -> str:
+def program_key(stablehlo: Path, flags: Sequence[str], driver: str = DEVICE) -> str:
     """A program's digest: its StableHLO's structure (the text without the profile it
-    carries and without its weights' values: `program_values` covers those) and
-    its iree-compile flags, a flag naming a file (a tuning spec) by the file's
-    bytes, not its path."""
+    carries and without its weights' values: `program_values` covers those), its
+    iree-compile flags, a flag naming a file (a tuning spec) by the file's bytes,
+    not its path, and IREE's driver when it is not the default (so a program's key
+    is the one it had before the driver was tuned)."""
     text = _LOCATION.sub(b"", _PROFILE_ATTRIBUTE.sub(b"", stablehlo.read_bytes()))
     parts: list[str] = [hashlib.sha256(_VALUES.sub(b"", text)).hexdigest()]
     for flag in flags:
@@ -314,6 +316,8 @@ def program_key(stablehlo: Path, flags: Sequence[str]) -> str:
             parts.append(f"{option}=<{hashlib.sha256(named.read_bytes()).hexdigest()}>")
         else:
             parts.append(flag)
+    if driver != DEVICE:
+        parts.append(f"driver={driver}")
     return digest(parts)
 
 
@@ -493,8 +497,9 @@ class ProgramRun:
     # The original's `program_values`: the stored program holds those weights.
     values: str = ""
     rewritten: bool = False  # a pass rewrote the program (not only flags, spec, tiles)
+    driver: str = DEVICE  # IREE's CPU driver the program runs on
 
     @property
     def kept_something(self) -> bool:
         """Whether the run ended with a program other than the original."""
-        return bool(self.flags or self.tiles or self.stablehlo)
+        return bool(self.flags or self.tiles or self.stablehlo or self.driver != DEVICE)

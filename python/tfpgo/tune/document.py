@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
+from tfpgo.iree.run import DEVICE
 from tfpgo.proposer.ab import ABResult
 
 FORMAT = "tfpgo.tune"
@@ -111,11 +112,13 @@ class OpChange:
 
 @dataclass(frozen=True)
 class Tuned:
-    """The kept program, its profile, and per tf op its time before and after."""
+    """The kept program, its profile, per tf op its time before and after, and
+    IREE's CPU driver it runs on."""
 
     vmfb: str
     profile: str
     ops: tuple[OpChange, ...]  # largest saving first
+    driver: str = DEVICE  # "local-task" in documents before the driver was tuned
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,7 @@ class TuneDocument:
             else {
                 "vmfb": tuned.vmfb,
                 "profile": tuned.profile,
+                "driver": tuned.driver,
                 "ops": [vars(op) for op in tuned.ops],
             },
             "end_to_end": vars(self.end_to_end) if self.end_to_end else None,
@@ -207,6 +211,7 @@ class TuneDocument:
                 tuned["vmfb"],
                 tuned["profile"],
                 tuple(OpChange(**op) for op in tuned["ops"]),
+                str(tuned.get("driver", DEVICE)),
             ),
             EndToEnd(**document["end_to_end"]) if document["end_to_end"] else None,
             document.get("unconfirmed", ""),

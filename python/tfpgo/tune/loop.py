@@ -140,8 +140,8 @@ def _tune(
     last = records.last_run() if records is not None else None
     if last is not None and records is not None and (last.finished or tuning.budget_s == 0):
 
-        def confirm(original: Path, tuned: Path) -> tuple[ab.ABResult | None, str]:
-            return _confirmed(original, tuned, workload, tuning)
+        def confirm(original: Path, tuned: Path, driver: str) -> tuple[ab.ABResult | None, str]:
+            return _confirmed(original, tuned, workload, tuning, driver)
 
         rebuilt = resume.rebuilt(
             last, records, stablehlo, workload, baseline, out, tuning.budget_s, note,
@@ -169,8 +169,9 @@ def _tune(
             at_limit=hot, limit_fraction=whole,
         )  # fmt: skip
     evidence = Evidence(
-        out / "iree_profile.json", baseline.profile, workload, deadline, timeout_s, limit, records
-    )
+        out / "iree_profile.json", baseline.profile, workload, deadline, timeout_s, limit, records,
+        None if tuning.ab is None else tuning.ab.call_s,
+    )  # fmt: skip
     trials: list[Trial] = []
     # Each decision, the flags its change added (a tuning spec aside) and the tiles.
     decisions: list[tuple[Decision, frozenset[str], frozenset[RootConfig]]] = []
@@ -224,6 +225,7 @@ def _tune(
             proposal,
             timeout_s,
             program.vmfb,
+            current.driver,
             workload,
             directory,
             tuning,
@@ -259,7 +261,9 @@ def _tune(
     if kept:
         # Each change won against the program before it; the whole must win against
         # the original too, or the original stays (never a slower program).
-        overall, unconfirmed = _confirmed(baseline.vmfb, program.vmfb, workload, tuning)
+        overall, unconfirmed = _confirmed(
+            baseline.vmfb, program.vmfb, workload, tuning, current.driver
+        )
         if overall is not None:
             end_to_end = EndToEnd.of(overall, program.profile.outputs_max_abs)
         if overall is not None and overall.verdict is ab.Verdict.HELPS:
@@ -370,7 +374,12 @@ def _profiled_if_kept(
         return trial, None
     try:
         profiled = profile_program(
-            variant.stablehlo, variant.flags, directory / "kept", workload, tuned_output.TUNED_VMFB
+            variant.stablehlo,
+            variant.flags,
+            directory / "kept",
+            workload,
+            tuned_output.TUNED_VMFB,
+            variant.driver,
         )
     except UserError as error:
         reason = f"{trial.reason}; but its program could not be profiled again: {error}"
@@ -379,12 +388,13 @@ def _profiled_if_kept(
 
 
 def _confirmed(
-    baseline: Path, tuned: Path, workload: Workload, tuning: Tuning
+    baseline: Path, tuned: Path, workload: Workload, tuning: Tuning, driver: str
 ) -> tuple[ab.ABResult | None, str]:
-    """The final A/B of the tuned program against the original, or why it could
-    not be run (an IREE tool killed: a hang, or the stage's deadline)."""
+    """The final A/B of the tuned program (on `driver`) against the original (on
+    local-task), or why it could not be run (an IREE tool killed: a hang, or the
+    stage's deadline)."""
     try:
-        overall = _ab(baseline, tuned, workload, tuning)
+        overall = _ab(baseline, tuned, workload, tuning, (iree_run.DEVICE, driver))
     except ToolTimeout as error:
         return None, str(error)
     return overall, ""
@@ -424,13 +434,14 @@ def _measure(
     proposal: Proposal,
     compile_timeout_s: float,
     current_vmfb: Path,
+    current_driver: str,
     workload: Workload,
     directory: Path,
     tuning: Tuning,
     compile_vmfb: CompileVmfb,
 ) -> Trial:
     """Compiles the proposal, checks its outputs, and times it against the current
-    best: kept only if it helps."""
+    best, each on its driver: kept only if it helps."""
     vmfb = directory / "model.iree.vmfb"
     variant = proposal.variant
     try:  # a program IREE cannot compile (or hangs on), or one that computes otherwise
@@ -441,7 +452,7 @@ def _measure(
     except UserError as error:
         return Trial(name, proposal.change, "rejected", str(error))
     try:
-        result = _ab(current_vmfb, vmfb, workload, tuning)
+        result = _ab(current_vmfb, vmfb, workload, tuning, (current_driver, variant.driver))
     except ToolTimeout as error:  # an A/B process hung, or the deadline passed
         return Trial(name, proposal.change, "rejected", str(error), None, max_abs)
     outcome = "kept" if result.verdict is ab.Verdict.HELPS else "rejected"
@@ -449,6 +460,8 @@ def _measure(
     return Trial(name, proposal.change, outcome, reason, result, max_abs)
 
 
-def _ab(baseline: Path, candidate: Path, workload: Workload, tuning: Tuning) -> ab.ABResult:
+def _ab(
+    baseline: Path, candidate: Path, workload: Workload, tuning: Tuning, drivers: tuple[str, str]
+) -> ab.ABResult:
     assert tuning.ab is not None, "tune plans the A/Bs before it measures"
-    return tuning.ab.measure(baseline, candidate)
+    return tuning.ab.measure(baseline, candidate, drivers)

@@ -25,6 +25,7 @@ from pathlib import Path
 from tfpgo.iree import alternation
 from tfpgo.iree.alternation import Arm, Request
 from tfpgo.iree.program import Workload
+from tfpgo.iree.run import DEVICE
 from tfpgo.proposer import ab, paired
 from tfpgo.proposer.trimmed import trimmed
 
@@ -119,15 +120,29 @@ class ProgramAB:
         sized = plan(self.run_s, Threads(1, (0,), {1: self.run_s * 1e3}), self.seconds)
         return sized.processes * (sized.process_s + START_S)
 
-    def measure(self, baseline: Path, candidate: Path) -> ab.ABResult:
-        """The sequential paired A/B of `candidate` against `baseline` (module
-        docstring)."""
+    def measured_threads(self) -> Threads:
+        """The threads the A/Bs run with, measured at the first call."""
         if self.threads is None:
             self.scratch.mkdir(parents=True, exist_ok=True)
             self.threads = choose_threads(self.original, self.workload, self.scratch, self.run_s)
             self.note(f"tune: A/Bs run {self.threads.text()}")
-        ab_plan = plan(self.threads.call_s, self.threads, self.seconds)
-        arms = (_arm(baseline, self.workload), _arm(candidate, self.workload))
+        return self.threads
+
+    def call_s(self) -> float:
+        """The original program's median call with the A/Bs' threads (s)."""
+        return self.measured_threads().call_s
+
+    def measure(
+        self, baseline: Path, candidate: Path, drivers: tuple[str, str] = (DEVICE, DEVICE)
+    ) -> ab.ABResult:
+        """The sequential paired A/B of `candidate` against `baseline`, each on its
+        IREE driver (module docstring)."""
+        threads = self.measured_threads()
+        ab_plan = plan(threads.call_s, threads, self.seconds)
+        arms = (
+            _arm(baseline, self.workload, drivers[0]),
+            _arm(candidate, self.workload, drivers[1]),
+        )
 
         def process(order: tuple[int, int]) -> alternation.Rounds:
             request = Request(
@@ -173,5 +188,5 @@ def result_text(result: ab.ABResult) -> str:
     )
 
 
-def _arm(vmfb: Path, workload: Workload) -> Arm:
-    return Arm(str(vmfb), workload.entry, tuple(str(path) for path in workload.inputs))
+def _arm(vmfb: Path, workload: Workload, driver: str = DEVICE) -> Arm:
+    return Arm(str(vmfb), workload.entry, tuple(str(path) for path in workload.inputs), (), driver)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from tfpgo.atomic import atomic_output_file
 from tfpgo.errors import UserError
+from tfpgo.iree.run import DEVICE
 from tfpgo.tune.candidates import Variant
 from tfpgo.tune.db import TuningDb, open_or_none
 from tfpgo.tune.db_records import (
@@ -68,7 +69,7 @@ class Records:
     # Each program's key once a run: reading a large program (ResNet50's weights)
     # for every candidate it meets would cost seconds each time. A run's program
     # files are written once, before they are keyed.
-    _keys: dict[tuple[Path, tuple[str, ...]], str] = field(
+    _keys: dict[tuple[Path, tuple[str, ...], str], str] = field(
         default_factory=dict, compare=False, repr=False
     )
     # The dispatches whose climb the budget cut short this run: the run is then not
@@ -194,7 +195,7 @@ class Records:
         with `--retune`)."""
         if self.retune:
             return {}
-        key = self._key(variant.stablehlo, variant.flags)
+        key = self._key(variant.stablehlo, variant.flags, variant.driver)
         return {d.name: d for d in self.db.decisions(self.target, key)}
 
     def record(
@@ -209,9 +210,11 @@ class Records:
         `run` says so (every candidate tried) and no climb was cut short."""
         now = time.time()
         for trial, on, added, kept in measured:
-            key = self._key(on.stablehlo, on.flags)
+            key = self._key(on.stablehlo, on.flags, on.driver)
             self.db.add_decision(self.target, Decision.of_trial(trial, key, added, kept, now))
-        kept = bool(final.flags or final.tiles or final.stablehlo != original)
+        kept = bool(
+            final.flags or final.tiles or final.stablehlo != original or final.driver != DEVICE
+        )
         stored = self._store(final.stablehlo) if kept else ""
         spec = next((f for f in final.flags if f.startswith(SPEC_FLAG)), "")
         self.db.add_run(
@@ -221,7 +224,7 @@ class Records:
                 tuple(f"{SPEC_FLAG}{SPEC}" if f == spec else f for f in final.flags),
                 Path(spec.removeprefix(SPEC_FLAG)).read_text() if spec else "",
                 final.tiles, run.ratio, run.tune_s, run.untried, (), now, stored,
-                self.values, final.stablehlo != original,
+                self.values, final.stablehlo != original, final.driver,
             ),
         )  # fmt: skip
 
@@ -242,13 +245,13 @@ class Records:
             spec = directory / SPEC
             spec.write_text(run.spec)
             flags = (*flags, f"{SPEC_FLAG}{spec}")
-        return Variant(stablehlo, tuple(flags), run.tiles)
+        return Variant(stablehlo, tuple(flags), run.tiles, driver=run.driver)
 
-    def _key(self, stablehlo: Path, flags: tuple[str, ...]) -> str:
-        """`program_key`, computed once a program and flags this run."""
-        if (stablehlo, flags) not in self._keys:
-            self._keys[stablehlo, flags] = program_key(stablehlo, flags)
-        return self._keys[stablehlo, flags]
+    def _key(self, stablehlo: Path, flags: tuple[str, ...], driver: str = DEVICE) -> str:
+        """`program_key`, computed once a program, flags and driver this run."""
+        if (stablehlo, flags, driver) not in self._keys:
+            self._keys[stablehlo, flags, driver] = program_key(stablehlo, flags, driver)
+        return self._keys[stablehlo, flags, driver]
 
     def _store(self, stablehlo: Path) -> str:
         """Keeps a program beside the database, by the digest of its bytes."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tfpgo.errors import UserError
 from tfpgo.iree.program import ProfiledProgram, Workload, check_outputs, profile_program
+from tfpgo.iree.run import DEVICE
 from tfpgo.proposer import ab
 from tfpgo.tune import program_ab, tuned_output
 from tfpgo.tune.candidates import Variant
@@ -25,7 +26,8 @@ from tfpgo.tune.tile_configs import SPEC, without_spec
 CompileVmfb = Callable[[Path, Path, Sequence[str], float | None], None]
 # The final A/B of a program (second) against the original (first): its result,
 # or None and why it could not be run.
-Confirm = Callable[[Path, Path], tuple[ab.ABResult | None, str]]
+# The final A/B: the original against a program on its driver.
+Confirm = Callable[[Path, Path, str], tuple[ab.ABResult | None, str]]
 
 
 def resumed(
@@ -81,7 +83,12 @@ def _profiled_record(
     what the loop does `then`, when it cannot be built again."""
     try:
         return profile_program(
-            variant.stablehlo, variant.flags, directory, workload, tuned_output.TUNED_VMFB
+            variant.stablehlo,
+            variant.flags,
+            directory,
+            workload,
+            tuned_output.TUNED_VMFB,
+            variant.driver,
         )
     except UserError as error:
         note(f"tune: the recorded program could not be built again ({error}); {then}")
@@ -90,6 +97,8 @@ def _profiled_record(
 
 def _change_of(run: ProgramRun) -> str:
     parts = [*(flag for flag in without_spec(run.flags)), *(["a tuning spec"] if run.spec else [])]
+    if run.driver != DEVICE:
+        parts.append(f"IREE's {run.driver} driver")
     return ", ".join(parts + (["a rewritten program"] if run.rewritten else [])) or "nothing"
 
 
@@ -141,14 +150,14 @@ def rebuilt(
         reason = f"built from the run of {when}{then}, not timed (--tune-budget 0)"
         trial = Trial("tuning record", change, "kept", reason, None, max_abs)
         note(f"tune: {reason}: {tuned_output.TUNED_VMFB}")
-        built = Tuned(tuned_output.TUNED_VMFB, "", ())
+        built = Tuned(tuned_output.TUNED_VMFB, "", (), last.driver)
         document = TuneDocument(0, runs, (trial,), (), last.flags, built, None)
         return document
     program = _profiled_record(variant, directory, workload, note, "tuning again")
     if program is None:
         return None
     # One sequential A/B: a settled gain stops it at its first look.
-    overall, unconfirmed = confirm(baseline.vmfb, program.vmfb)
+    overall, unconfirmed = confirm(baseline.vmfb, program.vmfb, variant.driver)
     reason = f"built from the run of {when}{then}"
     trial = Trial("tuning record", change, "kept", reason, None, program.profile.outputs_max_abs)
     end_to_end = None if overall is None else EndToEnd.of(overall, program.profile.outputs_max_abs)

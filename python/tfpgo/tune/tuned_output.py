@@ -65,7 +65,7 @@ def keep(
                 "--tf-profile-materialize-annotations",
             ],
         )
-    return Tuned(TUNED_VMFB, TUNED_PROFILE, op_changes(default, tuned.profile))
+    return Tuned(TUNED_VMFB, TUNED_PROFILE, op_changes(default, tuned.profile), variant.driver)
 
 
 def op_changes(
