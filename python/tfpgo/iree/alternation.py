@@ -21,7 +21,8 @@ right after a switch measures the switch, not the program as a loop runs it.
 Where the process runs is chosen from outside (`Request`): its worker threads,
 pinned to the CPUs it names (IREE's `--task_topology_cpu_ids`) or left to the
 scheduler (`--task_topology_group_count`), every process of a comparison the
-same way, and the order the arms are loaded in (memory
+same way (an arm on local-sync runs on the process's own thread, then pinned to
+those CPUs too), and the order the arms are loaded in (memory
 layout can favour whichever comes first: the caller randomizes it over
 several processes, see tfpgo.proposer.paired).
 

@@ -10,7 +10,9 @@ Threads: the program runs as fast as it can with some count of IREE's worker
 threads, each pinned to a CPU of this process's set. `choose_threads` measures
 the original program at every count (one short process each, the median call)
 and the A/Bs of the run use the fastest, on the same CPUs in every process, so
-both arms run alike and as the user's program would.
+both arms run alike and as the user's program would. An arm on IREE's
+local-sync driver (`--tune`'s `local-sync` candidate) runs on the process's own
+thread, pinned to the same CPUs.
 """
 
 from __future__ import annotations
