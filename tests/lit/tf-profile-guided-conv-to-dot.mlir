@@ -195,7 +195,7 @@ func.func @spatial(%x: tensor<1x4x4x2xf32>, %w3: tensor<3x3x2x3xf32>, %w: tensor
 // KXK-REPORT-NEXT: "slowdown": 1.3
 
 //--- bad_kernels.mlir
-// expected-error@+1 {{tf-profile-guided-conv-to-dot: kernels='3x3' is neither 1x1 nor kxk; pass kernels=1x1 (the default) or kernels=kxk}}
+// expected-error@+1 {{tf-profile-guided-conv-to-dot: kernels='3x3' is none of 1x1, kxk, tiles; pass kernels=1x1 (the default), kernels=kxk or kernels=tiles}}
 module {}
 
 //--- no_profile.mlir

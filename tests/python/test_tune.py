@@ -480,6 +480,89 @@ def test_each_rewrite_computes_what_tensorflow_computes(
     assert check_outputs(vmfb, workload, tmp_path) < 1e-3
 
 
+# A ViT's 4x4 patch embedding (stride 4) and its filter gradient as TensorFlow's
+# bridge writes it (the image with its batch as features, the output gradient as
+# the kernel, dilated 4), both hot and far slower compiled than under TensorFlow.
+PATCHES = """
+func.func @main(%x: tensor<2x8x8x3xf32>, %w: tensor<4x4x3x16xf32>, %dy: tensor<2x2x2x16xf32>)
+    -> (tensor<2x2x2x16xf32>, tensor<4x4x3x16xf32>) {
+  %0 = "stablehlo.convolution"(%x, %w) <{batch_group_count = 1 : i64,
+      dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>,
+      feature_group_count = 1 : i64, window_strides = array<i64: 4, 4>,
+      window_reversal = array<i1: false, false>}>
+      : (tensor<2x8x8x3xf32>, tensor<4x4x3x16xf32>) -> tensor<2x2x2x16xf32> loc(#patches)
+  %1 = "stablehlo.convolution"(%x, %dy) <{batch_group_count = 1 : i64,
+      dimension_numbers = #stablehlo.conv<[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]>,
+      feature_group_count = 1 : i64, padding = dense<0> : tensor<2x2xi64>,
+      rhs_dilation = array<i64: 4, 4>, window_strides = array<i64: 1, 1>}>
+      : (tensor<2x8x8x3xf32>, tensor<2x2x2x16xf32>) -> tensor<4x4x3x16xf32> loc(#gradient)
+  return %0, %1 : tensor<2x2x2x16xf32>, tensor<4x4x3x16xf32>
+}
+#patches = loc(fused<{profiler_data = {count = 1 : i64, dur = 45 : i64, max = 45 : i64,
+    min = 45 : i64, p50 = 45 : i64, p95 = 45 : i64, self = 45 : i64, share = 0.45 : f64,
+    source = "vit/patches/Conv2D", total = 45 : i64, ts = 0 : i64}}>["patches"])
+#gradient = loc(fused<{profiler_data = {count = 1 : i64, dur = 45 : i64, max = 45 : i64,
+    min = 45 : i64, p50 = 45 : i64, p95 = 45 : i64, self = 45 : i64, share = 0.45 : f64,
+    source = "gradient_tape/vit/patches/Conv2DBackpropFilter", total = 45 : i64,
+    ts = 0 : i64}}>["gradient"])
+"""
+
+
+def test_window_tiling_convolutions_compute_what_tensorflow_computes(tmp_path):
+    """conv-to-tiled-dot rewrites a patch embedding and its filter gradient as one
+    matrix product each; IREE's program of the rewrite gives TensorFlow's conv2d
+    and conv2d_backprop_filter within --lower iree's tolerance."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(11)
+    arrays = {
+        "x": rng.standard_normal((2, 8, 8, 3), dtype=np.float32),
+        "w": rng.standard_normal((4, 4, 3, 16), dtype=np.float32),
+        "dy": rng.standard_normal((2, 2, 2, 16), dtype=np.float32),
+    }
+    for name, array in arrays.items():
+        np.save(tmp_path / f"{name}.npy", array)
+    expected = (
+        tf.nn.conv2d(arrays["x"], arrays["w"], 4, "VALID").numpy(),
+        tf.compat.v1.nn.conv2d_backprop_filter(
+            arrays["x"], [4, 4, 3, 16], arrays["dy"], [1, 4, 4, 1], "VALID"
+        ).numpy(),
+    )
+    inputs = tuple(tmp_path / f"{name}.npy" for name in arrays)
+    workload = Workload("main", inputs, expected, 1, 0, {}, {})
+    stablehlo = tmp_path / "patches.mlir"
+    stablehlo.write_text(PATCHES)
+    sources = ["vit/patches/Conv2D", "gradient_tape/vit/patches/Conv2DBackpropFilter"]
+    profile = _write_iree_profile(
+        tmp_path / "iree_profile.json",
+        [_dispatch(f"main_dispatch_{i}_conv", s, 3000, 100) for i, s in enumerate(sources)],
+    )
+    evidence = Evidence(profile, IreeProfile.read(profile), workload, time.monotonic() + 60, 600)
+    (tmp_path / "scratch").mkdir()
+    proposal = BY_NAME["conv-to-tiled-dot"].propose(
+        Variant(stablehlo), evidence, tmp_path / "scratch"
+    )
+    assert isinstance(proposal, Proposal)
+    assert proposal.change.startswith("2 hot window-tiling convolutions as dot_generals: ")
+    assert [(d.tf_ops, d.change.split(" (")[0]) for d in proposal.decisions] == [
+        ((source,), "reshape + dot_general") for source in sources
+    ]
+    rewritten = proposal.variant.stablehlo.read_text()
+    assert '"stablehlo.convolution"' not in rewritten and "#loc" in rewritten
+    vmfb = tmp_path / "rewritten.vmfb"
+    iree_run.compile_vmfb(proposal.variant.stablehlo, vmfb)
+    assert check_outputs(vmfb, workload, tmp_path) < 1e-3
+    # conv-to-shifted-dots leaves both to it: neither is a kxk rewrite.
+    (tmp_path / "kxk").mkdir()
+    left = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), evidence, tmp_path / "kxk")
+    assert isinstance(left, str) and "found no hot non-1x1 convolution" in left
+    declined = json.loads((tmp_path / "kxk" / "rewrites.kxk.json").read_text())["declined"]
+    assert {d["reason"] for d in declined} == {
+        "windows tile the input (kernels=tiles rewrites it)",
+        "layout is not NHWC/HWIO",
+    }
+
+
 def _time_forms(monkeypatch, convolution_ms: float, rewritten_ms: float) -> list[Path]:
     """Replaces the timing of a form's two programs (both still compiled by IREE)
     by fixed times; returns the modules timed."""

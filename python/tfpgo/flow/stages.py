@@ -85,6 +85,8 @@ OUTPUT_FILES = {
     "was kept, and the tf ops the kept changes sped up (docs/formats.md)",
     "rewrites.json": "--tune: what tf-profile-guided-conv-to-dot rewrote and declined, and "
     "why (share, TensorFlow and IREE time)",
+    "rewrites.tiles.json": "--tune: the same for its kernels=tiles run (convolutions whose "
+    "windows tile the input, as reshape + dot_general)",
     "rewrites.kxk.json": "--tune: the same for its kernels=kxk run (the 3x3 and other "
     "windows, as shifted dot_generals)",
     "conv_forms.json": "--tune: each form of convolution the kxk run selected, timed alone "

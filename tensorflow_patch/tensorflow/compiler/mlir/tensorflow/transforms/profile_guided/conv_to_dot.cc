@@ -9,8 +9,10 @@
 // TensorFlow profile on each op (`profiler_data`) and the compiled program's
 // dispatch profile (`iree_profile.json`), and rewrites only the convolutions
 // that are both hot and far slower compiled than under TensorFlow: 1x1 ones
-// as one (slice +) dot_general, and with `kernels=kxk` the others as a sum of
-// one dot_general per kernel tap over a shifted slice of the padded input.
+// as one (slice +) dot_general, with `kernels=kxk` the others as a sum of
+// one dot_general per kernel tap over a shifted slice of the padded input,
+// and with `kernels=tiles` those whose windows tile the input (a patch
+// embedding, its filter gradient) as one reshape + dot_general.
 //
 // The ops are matched by name and read through their properties, so the pass
 // works on StableHLO parsed as unregistered ops (tfpgo-opt, which has no
@@ -20,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -140,12 +143,16 @@ Attribute Inherent(Operation *op, llvm::StringRef name) {
   return op->getAttr(name);
 }
 
-/// The integers of an integer, `array<i64: ...>` or dense integer attribute.
+/// The integers of an integer, `array<i64: ...>`, `array<i1: ...>` (a
+/// convolution's window_reversal) or dense integer attribute.
 std::optional<llvm::SmallVector<int64_t>> Integers(Attribute attr) {
   if (auto integer = dyn_cast_or_null<IntegerAttr>(attr))
     return llvm::SmallVector<int64_t>{integer.getInt()};
   if (auto array = dyn_cast_or_null<DenseI64ArrayAttr>(attr))
     return llvm::SmallVector<int64_t>(array.asArrayRef());
+  if (auto flags = dyn_cast_or_null<DenseBoolArrayAttr>(attr))
+    return llvm::to_vector(llvm::map_range(
+        flags.asArrayRef(), [](bool flag) { return int64_t(flag); }));
   if (auto dense = dyn_cast_or_null<DenseIntElementsAttr>(attr))
     return llvm::to_vector(llvm::map_range(
         dense.getValues<APInt>(), [](APInt v) { return v.getSExtValue(); }));
@@ -177,13 +184,27 @@ std::string Shape(Type type) {
   return text;
 }
 
-/// A convolution the pass can write as dot_generals: 1x1, or with
-/// `kernels=kxk` any other window.
+/// How the window of a convolution that tiles its input reads one spatial
+/// dimension of size O*K (O outputs, K taps): input position K*o + k (a
+/// patch: stride K), or o + O*k (the taps O apart: kernel dilation O, as a
+/// patch embedding's filter gradient has).
+enum class Tiling { kPatch, kDilated };
+
+/// The dimension labels of a 2-D convolution's input, kernel and output
+/// (`b`, `f`, `i`, `o`, `0`, `1`), in the order of their dimensions.
+using Layouts = std::array<std::string, 3>;
+
+/// A convolution the pass can write as dot_generals: 1x1, with
+/// `kernels=kxk` any other window, with `kernels=tiles` one whose windows
+/// tile the input (then `tiling` is set, and `layouts`, any layout).
 struct Geometry {
   RankedTensorType input, kernel, result;
   int64_t stride_h = 1, stride_w = 1;
   /// Zero padding of the rows and columns: low and high of each.
   int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  std::optional<std::array<Tiling, 2>> tiling;
+  Layouts layouts;
 
   bool IsUnit() const {
     return kernel.getDimSize(0) == 1 && kernel.getDimSize(1) == 1;
@@ -193,7 +214,26 @@ struct Geometry {
     return pad_top || pad_bottom || pad_left || pad_right;
   }
   bool IsStrided() const { return stride_h > 1 || stride_w > 1; }
+  /// The permutation from the tiled rewrite's dot_general result (the
+  /// input's batch and spatial dims in its order, then the kernel's output
+  /// features) to the output layout; empty when they agree.
+  llvm::SmallVector<int64_t> OutputPermutation() const {
+    std::string produced;
+    for (char label : layouts[0])
+      if (label != 'f')
+        produced.push_back(label);
+    produced.push_back('f');
+    llvm::SmallVector<int64_t> permutation;
+    for (char label : layouts[2])
+      permutation.push_back(produced.find(label));
+    if (llvm::equal(permutation, llvm::seq<int64_t>(0, 4)))
+      permutation.clear();
+    return permutation;
+  }
   std::string Form() const {
+    if (tiling)
+      return std::string("reshape + dot_general") +
+             (OutputPermutation().empty() ? "" : " + transpose");
     if (IsUnit())
       return IsStrided() ? "slice + dot_general" : "dot_general";
     return (IsPadded() ? "pad + " : "") + std::to_string(Taps()) +
@@ -202,7 +242,108 @@ struct Geometry {
 };
 
 /// Which kernels a run of the pass rewrites (its `kernels` option).
-enum class Kernels { kUnit, kSpatial };
+enum class Kernels { kUnit, kSpatial, kTiles };
+
+/// The labels of `numbers` (`#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b,
+/// 0, 1, f]>`), or none when it is not a 2-D convolution's.
+std::optional<Layouts> ReadLayouts(llvm::StringRef numbers) {
+  Layouts layouts;
+  size_t at = 0;
+  for (std::string &layout : layouts) {
+    size_t open = numbers.find('[', at);
+    size_t close = numbers.find(']', open);
+    if (open == llvm::StringRef::npos || close == llvm::StringRef::npos)
+      return std::nullopt;
+    for (char c : numbers.slice(open + 1, close))
+      if (c != ',' && c != ' ')
+        layout.push_back(c);
+    at = close + 1;
+  }
+  auto has = [](std::string layout, llvm::StringRef labels) {
+    std::sort(layout.begin(), layout.end());
+    return layout == labels;
+  };
+  if (!has(layouts[0], "01bf") || !has(layouts[1], "01io") ||
+      !has(layouts[2], "01bf"))
+    return std::nullopt;
+  return layouts;
+}
+
+/// How a window of `taps` taps, `stride` and `dilation` apart, producing
+/// `outputs` positions, tiles an input dimension of `size`: each position
+/// read by exactly one tap of one output; none when it does not.
+std::optional<Tiling> Tiles(int64_t size, int64_t taps, int64_t outputs,
+                            int64_t stride, int64_t dilation) {
+  if (size != taps * outputs)
+    return std::nullopt;
+  if ((dilation == 1 || taps == 1) && (stride == taps || outputs == 1))
+    return Tiling::kPatch;
+  if ((stride == 1 || outputs == 1) && (dilation == outputs || taps == 1))
+    return Tiling::kDilated;
+  return std::nullopt;
+}
+
+/// The geometry of `op` if its windows tile its input (any layout, no
+/// padding, input dilation, reversal or groups), else why not.
+std::variant<Geometry, std::string> MatchTiles(Operation *op) {
+  auto input = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto kernel = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+  auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  Attribute numbers = Inherent(op, "dimension_numbers");
+  std::optional<Layouts> layouts =
+      numbers ? ReadLayouts(Printed(numbers)) : std::nullopt;
+  if (!layouts)
+    return std::string("unreadable dimension numbers");
+  if (!AllEqual(Inherent(op, "feature_group_count"), 1) ||
+      !AllEqual(Inherent(op, "batch_group_count"), 1))
+    return std::string("grouped (depthwise) convolution");
+  if (!AllEqual(Inherent(op, "lhs_dilation"), 1))
+    return std::string("input dilation (a transposed convolution)");
+  if (!AllEqual(Inherent(op, "window_reversal"), 0))
+    return std::string("reversed window");
+  if (Attribute padding = Inherent(op, "padding");
+      padding && !AllEqual(padding, 0))
+    return std::string("padded");
+  auto pair = [&](llvm::StringRef name) -> std::optional<std::array<int64_t, 2>> {
+    Attribute attr = Inherent(op, name);
+    if (!attr)
+      return std::array<int64_t, 2>{1, 1};
+    std::optional<llvm::SmallVector<int64_t>> values = Integers(attr);
+    if (!values || values->size() != 2 || (*values)[0] < 1 || (*values)[1] < 1)
+      return std::nullopt;
+    return std::array<int64_t, 2>{(*values)[0], (*values)[1]};
+  };
+  std::optional<std::array<int64_t, 2>> strides = pair("window_strides");
+  std::optional<std::array<int64_t, 2>> dilations = pair("rhs_dilation");
+  if (!strides || !dilations)
+    return std::string("unreadable window_strides or rhs_dilation");
+  auto dim = [&](RankedTensorType type, size_t side, char label) {
+    return type.getDimSize((*layouts)[side].find(label));
+  };
+  if (dim(input, 0, 'f') != dim(kernel, 1, 'i') ||
+      dim(input, 0, 'b') != dim(result, 2, 'b') ||
+      dim(kernel, 1, 'o') != dim(result, 2, 'f'))
+    return std::string("result shape does not follow from the operands");
+  Geometry geometry{input, kernel, result, (*strides)[0], (*strides)[1]};
+  geometry.dilation_h = (*dilations)[0];
+  geometry.dilation_w = (*dilations)[1];
+  geometry.layouts = *layouts;
+  std::array<Tiling, 2> tiling;
+  for (int spatial = 0; spatial < 2; ++spatial) {
+    char label = '0' + spatial;
+    std::optional<Tiling> tiles =
+        Tiles(dim(input, 0, label), dim(kernel, 1, label),
+              dim(result, 2, label), (*strides)[spatial],
+              (*dilations)[spatial]);
+    if (!tiles)
+      return std::string("windows overlap or leave input out");
+    tiling[spatial] = *tiles;
+  }
+  if (dim(kernel, 1, '0') == 1 && dim(kernel, 1, '1') == 1)
+    return std::string("kernel is 1x1 (kernels=1x1 rewrites it)");
+  geometry.tiling = tiling;
+  return geometry;
+}
 
 /// The geometry of `op` if it is an NHWC/HWIO convolution of the `kernels`
 /// kind without dilation, reversal or groups (1x1 ones also unpadded); else
@@ -217,6 +358,9 @@ std::variant<Geometry, std::string> Match(Operation *op, Kernels kernels) {
       !kernel.hasStaticShape() || !result.hasStaticShape() ||
       input.getRank() != 4 || kernel.getRank() != 4)
     return std::string("not a static 2-D convolution");
+  std::variant<Geometry, std::string> tiles = MatchTiles(op);
+  if (kernels == Kernels::kTiles)
+    return tiles;
   Attribute numbers = Inherent(op, "dimension_numbers");
   if (!numbers || Printed(numbers) != kNhwcHwio)
     return std::string("layout is not NHWC/HWIO");
@@ -225,6 +369,8 @@ std::variant<Geometry, std::string> Match(Operation *op, Kernels kernels) {
     return std::string("kernel is not 1x1 (kernels=kxk rewrites it)");
   if (kernels == Kernels::kSpatial && unit)
     return std::string("kernel is 1x1 (kernels=1x1 rewrites it)");
+  if (kernels == Kernels::kSpatial && std::holds_alternative<Geometry>(tiles))
+    return std::string("windows tile the input (kernels=tiles rewrites it)");
   if (!AllEqual(Inherent(op, "feature_group_count"), 1) ||
       !AllEqual(Inherent(op, "batch_group_count"), 1))
     return std::string("grouped (depthwise) convolution");
@@ -355,11 +501,11 @@ public:
       module.emitError(llvm::toString(target.takeError()));
       return signalPassFailure();
     }
-    if (kernels != "1x1" && kernels != "kxk") {
+    if (kernels != "1x1" && kernels != "kxk" && kernels != "tiles") {
       module.emitError("tf-profile-guided-conv-to-dot: kernels='")
           << kernels.getValue()
-          << "' is neither 1x1 nor kxk; pass kernels=1x1 (the default) or "
-             "kernels=kxk";
+          << "' is none of 1x1, kxk, tiles; pass kernels=1x1 (the default), "
+             "kernels=kxk or kernels=tiles";
       return signalPassFailure();
     }
     Attribute contraction =
@@ -440,8 +586,10 @@ private:
       decision.reason = "within min-slowdown of TensorFlow's time";
       ++numNearBound;
     } else {
-      std::variant<Geometry, std::string> match =
-          Match(op, kernels == "kxk" ? Kernels::kSpatial : Kernels::kUnit);
+      Kernels kind = kernels == "kxk"     ? Kernels::kSpatial
+                     : kernels == "tiles" ? Kernels::kTiles
+                                          : Kernels::kUnit;
+      std::variant<Geometry, std::string> match = Match(op, kind);
       auto *geometry = std::get_if<Geometry>(&match);
       if (!geometry) {
         decision.reason = std::get<std::string>(match);
@@ -464,9 +612,9 @@ private:
     Operation *conv = decision.op;
     const Geometry &g = *decision.geometry;
     OpBuilder builder(conv);
-    Operation *product = g.IsUnit()
-                             ? RewriteUnit(builder, conv, g, contraction)
-                             : RewriteSpatial(builder, conv, g, contraction);
+    Operation *product = g.tiling   ? RewriteTiles(builder, conv, g)
+                         : g.IsUnit() ? RewriteUnit(builder, conv, g, contraction)
+                                      : RewriteSpatial(builder, conv, g, contraction);
     for (llvm::StringRef name : {kProfilerDataAttrName, kProfilerHotAttrName})
       if (Attribute attr = conv->getAttr(name))
         product->setAttr(name, attr);
@@ -532,6 +680,73 @@ private:
         RankedTensorType::get({g.kernel.getDimSize(2), g.kernel.getDimSize(3)},
                               g.kernel.getElementType()));
     return Dot(builder, conv, input, matrix, g.result, contraction);
+  }
+
+  /// A convolution whose windows tile its input: the input reshaped so that
+  /// each spatial dimension is two, outputs and taps (in the order the
+  /// tiling reads them), then one dot_general contracting its channels and
+  /// both tap dimensions with the kernel's, and a transpose into the output
+  /// layout where the product's order (the input's batch and spatial dims,
+  /// then the kernel's output features) is not it.
+  static Operation *RewriteTiles(OpBuilder &builder, Operation *conv,
+                                 const Geometry &g) {
+    Location loc = conv->getLoc();
+    const std::string &in = g.layouts[0], &weights = g.layouts[1];
+    llvm::SmallVector<int64_t> shape;
+    llvm::SmallVector<int64_t> lhs_contracting(3), rhs_contracting(3);
+    llvm::SmallVector<int64_t> product_shape;
+    for (char label : in) {
+      int64_t size = g.input.getDimSize(in.find(label));
+      if (label == 'b') {
+        product_shape.push_back(size);
+        shape.push_back(size);
+        continue;
+      }
+      if (label == 'f') {
+        lhs_contracting[0] = shape.size();
+        shape.push_back(size);
+        continue;
+      }
+      int spatial = label - '0';
+      int64_t taps = g.kernel.getDimSize(weights.find(label));
+      int64_t outputs = size / taps;
+      product_shape.push_back(outputs);
+      bool patch = (*g.tiling)[spatial] == Tiling::kPatch;
+      if (patch)
+        shape.push_back(outputs);
+      lhs_contracting[1 + spatial] = shape.size();
+      shape.push_back(taps);
+      if (!patch)
+        shape.push_back(outputs);
+    }
+    rhs_contracting = {int64_t(weights.find('i')), int64_t(weights.find('0')),
+                       int64_t(weights.find('1'))};
+    product_shape.push_back(g.kernel.getDimSize(weights.find('o')));
+    Value input = Reshape(builder, loc, conv->getOperand(0),
+                          RankedTensorType::get(shape, g.input.getElementType()));
+    std::string numbers;
+    llvm::raw_string_ostream os(numbers);
+    os << "#stablehlo.dot<lhs_contracting_dimensions = [";
+    llvm::interleaveComma(lhs_contracting, os);
+    os << "], rhs_contracting_dimensions = [";
+    llvm::interleaveComma(rhs_contracting, os);
+    os << "]>";
+    Attribute contraction = parseAttribute(numbers, conv->getContext());
+    llvm::SmallVector<int64_t> permutation = g.OutputPermutation();
+    auto product_type =
+        permutation.empty()
+            ? g.result
+            : RankedTensorType::get(product_shape, g.result.getElementType());
+    Operation *product = Dot(builder, conv, input, conv->getOperand(1),
+                             product_type, contraction);
+    if (permutation.empty())
+      return product;
+    OperationState transpose(loc, "stablehlo.transpose");
+    transpose.addOperands(product->getResult(0));
+    transpose.addTypes(g.result);
+    transpose.propertiesAttr = builder.getDictionaryAttr({builder.getNamedAttr(
+        "permutation", builder.getDenseI64ArrayAttr(permutation))});
+    return builder.create(transpose);
   }
 
   /// A KhxKw convolution as the sum over its taps (i, j) of the 1x1
@@ -661,6 +876,11 @@ private:
                               d.geometry->pad_left, d.geometry->pad_right})
             json.value(pad);
         });
+        if (d.geometry->tiling)
+          json.attributeArray("kernel_dilation", [&] {
+            json.value(d.geometry->dilation_h);
+            json.value(d.geometry->dilation_w);
+          });
       });
     };
     json.object([&] {
