@@ -443,19 +443,11 @@ def test_each_rewrite_computes_what_tensorflow_computes(
 
     _time_forms(monkeypatch, convolution_ms=2.0, rewritten_ms=1.0)
 
-    rng = np.random.default_rng(7)
-    arrays = {
-        "x": rng.standard_normal((2, 9, 8, 5), dtype=np.float32),
-        "w": rng.standard_normal((1, 1, 5, 6), dtype=np.float32),
-        "v": rng.standard_normal((3, 3, 5, 7), dtype=np.float32),
-    }
-    for name, array in arrays.items():
-        np.save(tmp_path / f"{name}.npy", array)
+    arrays, inputs = _random_inputs(tmp_path, 7, x=(2, 9, 8, 5), w=(1, 1, 5, 6), v=(3, 3, 5, 7))
     expected = (
         tf.nn.conv2d(arrays["x"], arrays["w"], 2, "VALID").numpy(),
         tf.nn.conv2d(arrays["x"], arrays["v"], 2, [[0, 0], [1, 1], [0, 1], [0, 0]]).numpy(),
     )
-    inputs = tuple(tmp_path / f"{name}.npy" for name in arrays)
     workload = Workload("main", inputs, expected, 1, 0, {}, {})
     stablehlo = tmp_path / "convs.mlir"
     stablehlo.write_text(CONVS)
@@ -514,21 +506,13 @@ def test_window_tiling_convolutions_compute_what_tensorflow_computes(tmp_path):
     and conv2d_backprop_filter within --lower iree's tolerance."""
     import tensorflow as tf
 
-    rng = np.random.default_rng(11)
-    arrays = {
-        "x": rng.standard_normal((2, 8, 8, 3), dtype=np.float32),
-        "w": rng.standard_normal((4, 4, 3, 16), dtype=np.float32),
-        "dy": rng.standard_normal((2, 2, 2, 16), dtype=np.float32),
-    }
-    for name, array in arrays.items():
-        np.save(tmp_path / f"{name}.npy", array)
+    arrays, inputs = _random_inputs(tmp_path, 11, x=(2, 8, 8, 3), w=(4, 4, 3, 16), dy=(2, 2, 2, 16))
     expected = (
         tf.nn.conv2d(arrays["x"], arrays["w"], 4, "VALID").numpy(),
         tf.compat.v1.nn.conv2d_backprop_filter(
             arrays["x"], [4, 4, 3, 16], arrays["dy"], [1, 4, 4, 1], "VALID"
         ).numpy(),
     )
-    inputs = tuple(tmp_path / f"{name}.npy" for name in arrays)
     workload = Workload("main", inputs, expected, 1, 0, {}, {})
     stablehlo = tmp_path / "patches.mlir"
     stablehlo.write_text(PATCHES)
@@ -561,6 +545,18 @@ def test_window_tiling_convolutions_compute_what_tensorflow_computes(tmp_path):
         "windows tile the input (kernels=tiles rewrites it)",
         "layout is not NHWC/HWIO",
     }
+
+
+def _random_inputs(
+    tmp_path: Path, seed: int, **shapes: tuple[int, ...]
+) -> tuple[dict[str, np.ndarray], tuple[Path, ...]]:
+    """Standard normal float32 arrays of these shapes, each saved as <name>.npy:
+    the arrays and their files, in order."""
+    rng = np.random.default_rng(seed)
+    arrays = {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in shapes.items()}
+    for name, array in arrays.items():
+        np.save(tmp_path / f"{name}.npy", array)
+    return arrays, tuple(tmp_path / f"{name}.npy" for name in arrays)
 
 
 def _time_forms(monkeypatch, convolution_ms: float, rewritten_ms: float) -> list[Path]:

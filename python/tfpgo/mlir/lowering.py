@@ -283,7 +283,10 @@ def _lower_stablehlo(
         write_generic_stablehlo(merged.text, to_iree)
     if "iree" in levels and iree_run is not None:
         fused_into = _fused_into(lowered.tf_graph)
-        _compile_and_run(to_iree, merged.text, iree_run, tf_sources, fused_into, out)
+        tuned_from = to_iree
+        if iree_run.then is not None and lowered.by_name is not None:
+            tuned_from = _with_records(to_iree, lowered.by_name, scratch)
+        _compile_and_run(to_iree, merged.text, iree_run, tf_sources, fused_into, out, tuned_from)
     modules = [("stablehlo", stablehlo)]
     carried_on = ""
     if "linalg" in levels:
@@ -363,10 +366,12 @@ def _compile_and_run(
     tf_sources: dict[str, tuple[str, int]],
     fused_into: dict[str, str],
     out: Path,
+    tuned_from: Path,
 ) -> None:
     """`--lower iree`: compile, run and compare, profile the dispatches, and write
     `model.iree.vmfb` and `iree_profile.json` (tfpgo.iree.run); then
-    `run.then` (--tune) with the profiled program."""
+    `run.then` (--tune) with the profiled program and `tuned_from`, the same
+    program with each op's records where the profile-guided passes read them."""
     import numpy as np
 
     entry = routes.ENTRY_FUNCTION.search(stablehlo_text)
@@ -398,7 +403,24 @@ def _compile_and_run(
     for written in (program.vmfb, program.bytecode):  # the runnable program, weights and all
         (out / written.name).write_bytes(written.read_bytes())
     if run.then is not None:
-        run.then(stablehlo, workload, program)
+        run.then(tuned_from, workload, program)
+
+
+def _with_records(stablehlo: Path, by_name: Path, scratch: Path) -> Path:
+    """A program XLA's compiler made carries only its ops' names: the same
+    program with each op's records as `profiler_data` (attached by name, as
+    its levels are), so that --tune's profile-guided rewrites see what each
+    op took under TensorFlow. Weights kept: --tune compiles it."""
+    annotated = scratch / "stablehlo.records.mlir"
+    annotate.run_tfpgo_opt(
+        stablehlo,
+        annotated,
+        [
+            "--mlir-print-op-generic",
+            f"--tf-profile-materialize-annotations=path-to-profile={by_name}",
+        ],
+    )
+    return annotated
 
 
 def is_stablehlo(module_text: str) -> bool:
