@@ -218,6 +218,40 @@ def test_a_training_step_runs_under_iree_with_its_variables_as_parameters(tmp_pa
     assert 'source = "gradient_tape/convnet_1/conv_1/convolution/Conv2DBackpropFilter"' in linalg
 
 
+def test_tune_gets_a_compiled_steps_program_with_each_ops_records(tmp_path, monkeypatch):
+    """A step XLA's compiler made names its ops only; the program --tune starts
+    from carries each op's records as profiler_data, attached by name as the
+    levels are, so its profile-guided rewrites can decide (the convolution's
+    filter gradient among them). Its weights are kept: --tune compiles it."""
+    from tfpgo.tune import loop
+
+    handed: list[str] = []
+
+    def capture(stablehlo: Path, *args, **kwargs) -> None:
+        handed.append(stablehlo.read_text())
+
+    monkeypatch.setattr(loop, "tune", capture)
+    run_flow(
+        FlowOptions(
+            model=str(MODELS / "small_convnet.py"),
+            mode="train",
+            steps=3,
+            warmup=1,
+            batch_size=4,
+            output_dir=tmp_path / "out",
+            formats=("svg",),
+            lower=lowering.LEVELS,
+            tune_budget_s=1.0,
+            tuning_db=None,
+        )
+    )
+    (text,) = handed
+    gradient = re.search(r'"stablehlo.convolution".*Conv2DBackpropFilter.*', text)
+    assert gradient is not None and "profiler_data = {" in gradient[0]
+    assert "dense_resource" in text or "dense<" in text  # weights, not elided
+    assert "__elided__" not in text
+
+
 def test_a_recurrent_training_step_runs_under_iree(tmp_path, capsys):
     """The built-in rnn's training step: a GRU loop and its gradient loop, which
     carries a value IREE 3.13 folds out of its results (tfpgo.mlir.iree_loops);

@@ -1003,12 +1003,12 @@ def test_local_sync_is_decided_from_the_host_share_and_recorded(program, tmp_pat
         call_s=lambda: dispatch_s / 0.9,
     )  # fmt: skip
     filled = sync.propose(Variant(stablehlo), evidence, tmp_path)
-    assert isinstance(filled, str) and filled.startswith("its dispatches fill 90% of a call")
+    assert isinstance(filled, str) and filled.startswith("its dispatches add up to 90% of a call")
     untimed = sync.propose(Variant(stablehlo), replace(evidence, call_s=None), tmp_path)
     assert untimed == "the program's call was not timed, so its host share is not known"
     host = replace(evidence, call_s=lambda: dispatch_s / 0.04)
     proposal = sync.propose(Variant(stablehlo), host, tmp_path)
-    assert isinstance(proposal, Proposal) and "(its dispatches fill 4% of a call" in proposal.change
+    assert isinstance(proposal, Proposal) and "(its dispatches add up to 4% of a call" in proposal.change
     assert proposal.variant == Variant(stablehlo, driver="local-sync")
     again = sync.propose(proposal.variant, host, tmp_path)
     assert again == "the current program runs on local-sync already"

@@ -370,13 +370,15 @@ def _synchronous(current: Variant, evidence: Evidence, scratch: Path) -> Proposa
     call_s = evidence.call_s()
     dispatch_s = evidence.profile.dispatch_ps / max(evidence.profile.runs, 1) / 1e12
     share = dispatch_s / call_s
+    # Dispatches a submission runs side by side on the workers each count: a
+    # program that keeps both cores busy adds up to more than its call.
     filled = (
-        f"its dispatches fill {share:.0%} of a call ({dispatch_s * 1e3:.2f} of "
+        f"its dispatches add up to {share:.0%} of a call ({dispatch_s * 1e3:.2f} ms against "
         f"{call_s * 1e3:.2f} ms on local-task's workers)"
     )
     if share >= SYNC_SHARE:
         return f"{filled}: the workers' parallelism is worth more than what waking them costs"
-    change = f"run on IREE's {iree_run.SYNC} driver ({filled}, the rest the host's)"
+    change = f"run on IREE's {iree_run.SYNC} driver ({filled}: the rest is the host's)"
     return Proposal(change, replace(current, driver=iree_run.SYNC))
 
 
