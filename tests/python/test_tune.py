@@ -1008,7 +1008,8 @@ def test_local_sync_is_decided_from_the_host_share_and_recorded(program, tmp_pat
     assert untimed == "the program's call was not timed, so its host share is not known"
     host = replace(evidence, call_s=lambda: dispatch_s / 0.04)
     proposal = sync.propose(Variant(stablehlo), host, tmp_path)
-    assert isinstance(proposal, Proposal) and "(its dispatches add up to 4% of a call" in proposal.change
+    assert isinstance(proposal, Proposal)
+    assert "(its dispatches add up to 4% of a call" in proposal.change
     assert proposal.variant == Variant(stablehlo, driver="local-sync")
     again = sync.propose(proposal.variant, host, tmp_path)
     assert again == "the current program runs on local-sync already"
