@@ -304,7 +304,8 @@ std::variant<Geometry, std::string> MatchTiles(Operation *op) {
   if (Attribute padding = Inherent(op, "padding");
       padding && !AllEqual(padding, 0))
     return std::string("padded");
-  auto pair = [&](llvm::StringRef name) -> std::optional<std::array<int64_t, 2>> {
+  auto pair =
+      [&](llvm::StringRef name) -> std::optional<std::array<int64_t, 2>> {
     Attribute attr = Inherent(op, name);
     if (!attr)
       return std::array<int64_t, 2>{1, 1};
@@ -331,10 +332,9 @@ std::variant<Geometry, std::string> MatchTiles(Operation *op) {
   std::array<Tiling, 2> tiling;
   for (int spatial = 0; spatial < 2; ++spatial) {
     char label = '0' + spatial;
-    std::optional<Tiling> tiles =
-        Tiles(dim(input, 0, label), dim(kernel, 1, label),
-              dim(result, 2, label), (*strides)[spatial],
-              (*dilations)[spatial]);
+    std::optional<Tiling> tiles = Tiles(
+        dim(input, 0, label), dim(kernel, 1, label), dim(result, 2, label),
+        (*strides)[spatial], (*dilations)[spatial]);
     if (!tiles)
       return std::string("windows overlap or leave input out");
     tiling[spatial] = *tiles;
@@ -612,9 +612,10 @@ private:
     Operation *conv = decision.op;
     const Geometry &g = *decision.geometry;
     OpBuilder builder(conv);
-    Operation *product = g.tiling   ? RewriteTiles(builder, conv, g)
-                         : g.IsUnit() ? RewriteUnit(builder, conv, g, contraction)
-                                      : RewriteSpatial(builder, conv, g, contraction);
+    Operation *product = g.tiling ? RewriteTiles(builder, conv, g)
+                         : g.IsUnit()
+                             ? RewriteUnit(builder, conv, g, contraction)
+                             : RewriteSpatial(builder, conv, g, contraction);
     for (llvm::StringRef name : {kProfilerDataAttrName, kProfilerHotAttrName})
       if (Attribute attr = conv->getAttr(name))
         product->setAttr(name, attr);
@@ -722,8 +723,9 @@ private:
     rhs_contracting = {int64_t(weights.find('i')), int64_t(weights.find('0')),
                        int64_t(weights.find('1'))};
     product_shape.push_back(g.kernel.getDimSize(weights.find('o')));
-    Value input = Reshape(builder, loc, conv->getOperand(0),
-                          RankedTensorType::get(shape, g.input.getElementType()));
+    Value input =
+        Reshape(builder, loc, conv->getOperand(0),
+                RankedTensorType::get(shape, g.input.getElementType()));
     std::string numbers;
     llvm::raw_string_ostream os(numbers);
     os << "#stablehlo.dot<lhs_contracting_dimensions = [";
