@@ -92,8 +92,12 @@ raise SystemExit(run_main(main, prog="pgo"))
 ARMS = ("tf.function", "jit_compile=True", "IREE default", "IREE tuned", "IREE local-sync")
 
 
-def model_arg(label: str, root: Path) -> str:
-    source = MODELS[label][0]
+# A model: its zoo name or hook body, the flow's --mode, and its batch.
+Model = tuple[str, str, int]
+
+
+def model_arg(label: str, root: Path, models: dict[str, Model] = MODELS) -> str:
+    source = models[label][0]
     if "\n" not in source:
         return source
     hook = root / "hooks" / f"{label.replace('-', '_')}.py"
@@ -103,15 +107,15 @@ def model_arg(label: str, root: Path) -> str:
     return str(hook)
 
 
-def _lower(label: str, root: Path, tune_budget: float) -> Path:
+def _lower(label: str, root: Path, tune_budget: float, models: dict[str, Model] = MODELS) -> Path:
     """`pgo --lower iree --tune` in a fresh process (kept: an output with a
     program.json is not made again)."""
     out = root / label
     if (out / "program.json").is_file():
         return out
-    _, mode, batch = MODELS[label]
+    _, mode, batch = models[label]
     command = harness.python_command(
-        _PGO, "--model", model_arg(label, root), "--mode", mode, "--batch-size", batch,
+        _PGO, "--model", model_arg(label, root, models), "--mode", mode, "--batch-size", batch,
         "--steps", 3, "--warmup", 1, "--lower", "iree", "--output-dir", out, "--formats", "svg",
     )  # fmt: skip
     if tune_budget > 0 and label != "trivial":
