@@ -259,7 +259,8 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
 ):
     """Round 2 leaves out a dispatch searched in round 1 and one the kept tiles
     already match (same loop ranges), searches the rest with the kept tiles as its
-    base, and proposes a program with all of them."""
+    base, and proposes a program with all of them, on the driver the current one
+    runs on."""
     profile = _write_iree_profile(
         tmp_path / "iree_profile.json",
         [
@@ -283,7 +284,7 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
     monkeypatch.setattr(dispatch_tiles, "search", search)
     spec = f"{tile_configs.SPEC_FLAG}/earlier/tuning_spec.mlir"
     current = Variant(tmp_path / "m.mlir", ("--keep", spec), (TILE,),
-                      frozenset({"m_dispatch_1_matmul_16x8x8_f32"}))  # fmt: skip
+                      frozenset({"m_dispatch_1_matmul_16x8x8_f32"}), "local-sync")  # fmt: skip
     proposal = BY_NAME["dispatch-tiles"].propose(current, _evidence(profile), tmp_path)
     assert isinstance(proposal, Proposal)
     assert asked == {"targets": ["m_dispatch_2_matmul_32x8x8_f32"], "flags": ("--keep",),
@@ -294,6 +295,7 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
         ("--keep", new_spec),
         (TILE, wanted),
         frozenset({"m_dispatch_1_matmul_16x8x8_f32", "m_dispatch_2_matmul_32x8x8_f32"}),
+        "local-sync",
     )
     # The spec holds the kept tiles and the new ones, per their dispatches' loop ranges
     # (8x8x8, 32x8x8), as IREE's parser reads it.
@@ -635,14 +637,14 @@ def test_o2_is_proposed_once(tmp_path):
     assert again == "the current program is compiled with it already"
     # Data tiling makes matmuls mmt4d: a tuning spec for the old root ops is dropped.
     spec = "--iree-codegen-tuning-spec-path=/s/tuning_spec.mlir"
-    tuned = Variant(Path("m.mlir"), (spec,), (TILE,), frozenset({"d_dispatch_0_matmul_8x8x8_f32"}))
+    searched = frozenset({"d_dispatch_0_matmul_8x8x8_f32"})
+    tuned = Variant(Path("m.mlir"), (spec,), (TILE,), searched, "local-sync")
     tiled = BY_NAME["iree-data-tiling"].propose(tuned, evidence, tmp_path)
     assert isinstance(tiled, Proposal) and tiled.change.endswith(
         "(without the tuning spec, whose tiles are for other root ops)"
     )
-    assert tiled.variant == Variant(
-        Path("m.mlir"), ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
-    )
+    data_tiling = ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
+    assert tiled.variant == Variant(Path("m.mlir"), data_tiling, driver="local-sync")
     o2 = BY_NAME["iree-O2"].propose(tuned, evidence, tmp_path)
     assert isinstance(o2, Proposal)  # O2 keeps the spec, its tiles and what was searched
     assert o2.variant == replace(tuned, flags=(spec, "--iree-opt-level=O2"))

@@ -339,11 +339,11 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
     searched = frozenset(name for name, tried in found.tried.items() if tried) | set(found.reused)
     return Proposal(
         f"tuning spec for {len(found.chosen)} dispatches ({changes})",
-        Variant(
-            current.stablehlo,
-            (*flags, spec),
-            (*current.tiles, *(best.config for best in found.chosen.values())),
-            current.searched | searched,
+        replace(
+            current,
+            flags=(*flags, spec),
+            tiles=(*current.tiles, *(best.config for best in found.chosen.values())),
+            searched=current.searched | searched,
         ),
         tuple(decisions),
     )
@@ -398,7 +398,9 @@ def _compiler_flags(
         change = f"iree-compile {' '.join(flags)}"
         if len(kept) < len(current.flags):
             change += " (without the tuning spec, whose tiles are for other root ops)"
-            return Proposal(change, Variant(current.stablehlo, (*kept, *added)))
+            return Proposal(
+                change, replace(current, flags=(*kept, *added), tiles=(), searched=frozenset())
+            )
         return Proposal(change, replace(current, flags=(*kept, *added)))
 
     return propose
