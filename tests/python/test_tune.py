@@ -1035,6 +1035,8 @@ def test_local_sync_is_decided_from_the_host_share_and_recorded(program, tmp_pat
     assert document.kept == ("local-sync",) and document.flags == ()
     assert document.tuned is not None and document.tuned.driver == "local-sync"
     assert TuneDocument.read(first / "tune.json") == document
+    summary = tune_summary(document)
+    assert "The tuned program (model.tuned.vmfb, on IREE's local-sync driver) takes " in summary
     tuned_profile = json.loads((first / TUNED_PROFILE).read_text())
     assert tuned_profile["totals"]["dispatch_ps"] > 0  # profiled on local-sync
     (run,) = records.db.runs(records.target, records.original)

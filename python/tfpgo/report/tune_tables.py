@@ -4,6 +4,7 @@ tf ops and times, and the TensorFlow ops the kept changes sped up."""
 
 from __future__ import annotations
 
+from tfpgo.iree.run import DEVICE
 from tfpgo.proposer.ab import bounds_text, ratio_text
 from tfpgo.render.metrics import format_ps
 from tfpgo.tune.document import TuneDocument
@@ -72,8 +73,9 @@ def tune_summary(document: TuneDocument) -> str:
         )
     interval = bounds_text(whole.ci_low, whole.ci_high)
     interval = f" {interval}" if interval else ""
+    on = f", on IREE's {tuned.driver} driver" if tuned.driver != DEVICE else ""
     return (
-        f"{budget}: kept {', '.join(document.kept)}. The tuned program ({tuned.vmfb}) takes "
+        f"{budget}: kept {', '.join(document.kept)}. The tuned program ({tuned.vmfb}{on}) takes "
         f"{format_ps(whole.tuned_ps)} a run against {format_ps(whole.baseline_ps)}, ratio "
         f"{whole.ratio:.3f}{interval}, timed in the same run; outputs within "
         f"{whole.max_abs:.3g} of TensorFlow's; its profile is {tuned.profile}, diffed against "
