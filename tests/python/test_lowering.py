@@ -4,6 +4,7 @@ records carried in locations through TensorFlow's own passes."""
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ def _folded(level: lowering.LevelCoverage) -> set[str]:
     return {source.op for source in level.lost if source.kind not in BY_DESIGN}
 
 
-def _lowered_flow(tmp_path: Path, model: str, mode: str = "infer"):
+def _lowered_flow(tmp_path: Path, model: str, mode: str = "infer", **options: Any):
     return run_flow(
         FlowOptions(
             model=str(MODELS / model) if model.endswith(".py") else model,
@@ -41,6 +42,7 @@ def _lowered_flow(tmp_path: Path, model: str, mode: str = "infer"):
             output_dir=tmp_path / "out",
             formats=("svg",),
             lower=lowering.LEVELS,
+            **options,
         )
     )
 
@@ -231,20 +233,7 @@ def test_tune_gets_a_compiled_steps_program_with_each_ops_records(tmp_path, monk
         handed.append(stablehlo.read_text())
 
     monkeypatch.setattr(loop, "tune", capture)
-    run_flow(
-        FlowOptions(
-            model=str(MODELS / "small_convnet.py"),
-            mode="train",
-            steps=3,
-            warmup=1,
-            batch_size=4,
-            output_dir=tmp_path / "out",
-            formats=("svg",),
-            lower=lowering.LEVELS,
-            tune_budget_s=1.0,
-            tuning_db=None,
-        )
-    )
+    _lowered_flow(tmp_path, "small_convnet.py", mode="train", tune_budget_s=1.0)
     (text,) = handed
     gradient = re.search(r'"stablehlo.convolution".*Conv2DBackpropFilter.*', text)
     assert gradient is not None and "profiler_data = {" in gradient[0]
