@@ -86,6 +86,12 @@ class IreeProfile:
     def dispatch_ps(self) -> int:
         return sum(d.total_ps for d in self.dispatches)
 
+    @property
+    def run_dispatch_s(self) -> float:
+        """The dispatches' time a run (s): a lower bound on a call, which also
+        holds the host's share."""
+        return self.dispatch_ps / max(self.runs, 1) / 1e12
+
     def outputs_text(self) -> str:
         """How IREE's outputs compare with TensorFlow's, for a line of the run or
         the report."""

@@ -368,7 +368,7 @@ def _synchronous(current: Variant, evidence: Evidence, scratch: Path) -> Proposa
     if evidence.call_s is None:
         return "the program's call was not timed, so its host share is not known"
     call_s = evidence.call_s()
-    dispatch_s = evidence.profile.dispatch_ps / max(evidence.profile.runs, 1) / 1e12
+    dispatch_s = evidence.profile.run_dispatch_s
     share = dispatch_s / call_s
     # Dispatches a submission runs side by side on the workers each count: a
     # program that keeps both cores busy adds up to more than its call.

@@ -102,9 +102,10 @@ def tune(
     started_s = time.monotonic()
     deadline = started_s + tuning.budget_s
     timeout_s = max(MIN_COMPILE_TIMEOUT_S, COMPILE_TIMEOUT_FACTOR * baseline.compile_s)
-    run_s = baseline.profile.dispatch_ps / max(baseline.profile.runs, 1) / 1e12
     scratch = stablehlo.parent / "tune" / "threads"
-    runs = program_ab.ProgramAB(baseline.vmfb, run_s, workload, scratch, tuning.ab_s, note)
+    runs = program_ab.ProgramAB(
+        baseline.vmfb, baseline.profile.run_dispatch_s, workload, scratch, tuning.ab_s, note
+    )
     tuning = replace(tuning, ab=runs)
     overrun_s = tool_timeout_s(timeout_s) + OVERRUN_ABS * runs.longest_s()
     what = (

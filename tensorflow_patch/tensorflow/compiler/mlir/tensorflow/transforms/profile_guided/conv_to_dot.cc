@@ -358,9 +358,8 @@ std::variant<Geometry, std::string> Match(Operation *op, Kernels kernels) {
       !kernel.hasStaticShape() || !result.hasStaticShape() ||
       input.getRank() != 4 || kernel.getRank() != 4)
     return std::string("not a static 2-D convolution");
-  std::variant<Geometry, std::string> tiles = MatchTiles(op);
   if (kernels == Kernels::kTiles)
-    return tiles;
+    return MatchTiles(op);
   Attribute numbers = Inherent(op, "dimension_numbers");
   if (!numbers || Printed(numbers) != kNhwcHwio)
     return std::string("layout is not NHWC/HWIO");
@@ -369,7 +368,8 @@ std::variant<Geometry, std::string> Match(Operation *op, Kernels kernels) {
     return std::string("kernel is not 1x1 (kernels=kxk rewrites it)");
   if (kernels == Kernels::kSpatial && unit)
     return std::string("kernel is 1x1 (kernels=1x1 rewrites it)");
-  if (kernels == Kernels::kSpatial && std::holds_alternative<Geometry>(tiles))
+  if (kernels == Kernels::kSpatial &&
+      std::holds_alternative<Geometry>(MatchTiles(op)))
     return std::string("windows tile the input (kernels=tiles rewrites it)");
   if (!AllEqual(Inherent(op, "feature_group_count"), 1) ||
       !AllEqual(Inherent(op, "batch_group_count"), 1))
