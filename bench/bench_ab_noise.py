@@ -41,7 +41,7 @@ from bench_step_wallclock import MODELS, UNSEEN, _lower
 
 from tfpgo.iree import program as iree_program
 from tfpgo.iree import run as iree_run
-from tfpgo.iree.alternation import Arm, Request, alternate
+from tfpgo.iree.alternation import Arm, alternate
 from tfpgo.proposer import ab, paired
 from tfpgo.runtime.manifest import ProgramManifest, values_path
 from tfpgo.tune import program_ab
@@ -119,10 +119,7 @@ def _new(
     started = time.monotonic()
     for _ in range(ab_plan.processes):
         order = (0, 1) if draw.random() < 0.5 else (1, 0)
-        request = Request(
-            arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order, ab_plan.calls
-        )
-        processes.append(alternate(request, scratch, "A/A"))
+        processes.append(alternate(program_ab.ab_request(arms, ab_plan, order), scratch, "A/A"))
     found = paired.interval(processes, 0.95)
     decided = paired.replay(processes, ab_plan)
     return {

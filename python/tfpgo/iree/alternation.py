@@ -22,9 +22,14 @@ Where the process runs is chosen from outside (`Request`): its worker threads,
 pinned to the CPUs it names (IREE's `--task_topology_cpu_ids`) or left to the
 scheduler (`--task_topology_group_count`), every process of a comparison the
 same way (an arm on local-sync runs on the process's own thread, then pinned to
-those CPUs too), and the order the arms are loaded in (memory
-layout can favour whichever comes first: the caller randomizes it over
-several processes, see tfpgo.proposer.paired).
+those CPUs too), and the order the arms are loaded in. Memory layout
+can favour one copy of a program over another: on mlp (16 MB of weights a
+copy) the program loaded first ran 3% slower, over 32 processes. So a process
+may load each arm `placements` times, each copy in its own memory, the load
+order reversed from one copy to the next, and move to the next copies every
+two rounds: within one process each arm runs from copies loaded first and
+loaded second alike. The caller still randomizes the first order over several
+processes (tfpgo.proposer.paired).
 
 `alternate` starts one such process under IREE's tool timeouts and the stage's
 deadline (tfpgo.iree.tools); `python -m tfpgo.iree.alternation REQUEST.json`
@@ -83,6 +88,9 @@ class Request:
     load_order: tuple[int, ...]  # arm indices, in the order they are loaded
     calls: int = 1  # timed calls of each arm in a round (its median is kept)
     min_rounds: int = 4
+    # Copies of every arm in memory, each loaded in its own order (module
+    # docstring); every two rounds move to the next copy.
+    placements: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,6 +109,7 @@ class Request:
             tuple(document["load_order"]),
             int(document["calls"]),
             int(document["min_rounds"]),
+            int(document["placements"]),
         )
 
 
@@ -183,22 +192,23 @@ def _run(request: Request) -> Rounds:
         driver: rt.Config(device=rt.get_driver(driver).create_default_device())
         for driver in sorted({arm.driver for arm in request.arms})
     }
-    calls: dict[int, Any] = {}
+    calls: dict[tuple[int, int], Any] = {}
     keep = []  # every context and module outlives the calls
-    for index in request.load_order:
-        arm = request.arms[index]
-        config = configs[arm.driver]
-        device = config.device
-        context = rt.SystemContext(config=config)
-        memory = _memory_of(Path(arm.vmfb))
-        module = rt.VmModule.wrap_buffer(config.vm_instance, memory)
-        context.add_vm_module(module)
-        function = context.modules[module.name][arm.function or _only_function(module)]
-        arguments = _arguments(arm, device)
-        keep.append((context, module, arguments, memory))
-        calls[index] = (function, arguments)
-    for index in request.load_order:
-        function, arguments = calls[index]
+    for placement in range(request.placements):
+        order = request.load_order[:: 1 if placement % 2 == 0 else -1]
+        for index in order:
+            arm = request.arms[index]
+            config = configs[arm.driver]
+            device = config.device
+            context = rt.SystemContext(config=config)
+            memory = _memory_of(Path(arm.vmfb))
+            module = rt.VmModule.wrap_buffer(config.vm_instance, memory)
+            context.add_vm_module(module)
+            function = context.modules[module.name][arm.function or _only_function(module)]
+            arguments = _arguments(arm, device)
+            keep.append((context, module, arguments, memory))
+            calls[index, placement] = (function, arguments)
+    for function, arguments in calls.values():
         for _ in range(WARMUP_CALLS):
             function(*arguments)
     forward = list(range(len(request.arms)))
@@ -206,8 +216,9 @@ def _run(request: Request) -> Rounds:
     ends = time.monotonic() + request.seconds
     while len(rows) < request.min_rounds or time.monotonic() < ends:
         row = [0] * len(forward)
+        placement = (len(rows) // 2) % request.placements
         for index in forward if len(rows) % 2 == 0 else forward[::-1]:
-            function, arguments = calls[index]
+            function, arguments = calls[index, placement]
             for _ in range(SWITCH_CALLS):
                 function(*arguments)
             timed = []

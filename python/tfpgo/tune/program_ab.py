@@ -40,6 +40,9 @@ MIN_ROUNDS = 8
 # program's data after a switch) and up to CALLS timed ones, as many as fit in
 # BLOCK_S: their median is the round's time (tfpgo.iree.alternation).
 CALLS, BLOCK_S = 5, 0.025
+# Copies of each program an A/B process loads, in both orders (on mlp the
+# program loaded first ran 3% slower: tfpgo.iree.alternation).
+PLACEMENTS = 2
 # Each thread count is measured for THREADS_S seconds of calls.
 THREADS_S = 1.0
 # A generation of dispatch benchmarks alternates GENERATION_S an arm.
@@ -147,12 +150,19 @@ class ProgramAB:
         )
 
         def process(order: tuple[int, int]) -> alternation.Rounds:
-            request = Request(
-                arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order, ab_plan.calls
-            )
+            request = ab_request(arms, ab_plan, order)
             return alternation.alternate(request, candidate.parent / "ab", "--tune (A/B)")
 
         return paired.run(process, ab_plan)
+
+
+def ab_request(arms: tuple[Arm, Arm], ab_plan: paired.Plan, order: tuple[int, int]) -> Request:
+    """One process of an A/B of two programs: `PLACEMENTS` copies of each, the
+    first loaded in `order` (tfpgo.iree.alternation)."""
+    return Request(
+        arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order, ab_plan.calls,
+        placements=PLACEMENTS,
+    )  # fmt: skip
 
 
 def benchmark_arm(vmfb: Path) -> Arm:
