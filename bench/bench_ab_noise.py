@@ -111,9 +111,8 @@ def _old(vmfb: Path, twin: Path, workload: iree_program.Workload, run_s: float) 
 def _new(
     vmfb: Path, twin: Path, workload: iree_program.Workload, ab_plan: paired.Plan, scratch: Path
 ) -> dict[str, Any]:
-    arms = tuple(
-        Arm(str(p), workload.entry, tuple(map(str, workload.inputs))) for p in (vmfb, twin)
-    )
+    inputs = tuple(map(str, workload.inputs))
+    arms = (Arm(str(vmfb), workload.entry, inputs), Arm(str(twin), workload.entry, inputs))
     draw = random.Random()
     processes = []
     started = time.monotonic()

@@ -178,6 +178,18 @@ def _arguments(arm: Arm, device: Any) -> list[Any]:
     ]
 
 
+def load_orders(request: Request) -> list[tuple[int, ...]]:
+    """The order each copy of the arms is loaded in: the request's, reversed
+    for every other copy (module docstring)."""
+    return [request.load_order[:: 1 if copy % 2 == 0 else -1] for copy in range(request.placements)]
+
+
+def placement_of(round_index: int, placements: int) -> int:
+    """The copy a round runs: a forward round and the reversed one after it run
+    the same copies, and the next two the next."""
+    return (round_index // 2) % placements
+
+
 def _run(request: Request) -> Rounds:
     import iree.runtime as rt
 
@@ -194,8 +206,7 @@ def _run(request: Request) -> Rounds:
     }
     calls: dict[tuple[int, int], Any] = {}
     keep = []  # every context and module outlives the calls
-    for placement in range(request.placements):
-        order = request.load_order[:: 1 if placement % 2 == 0 else -1]
+    for placement, order in enumerate(load_orders(request)):
         for index in order:
             arm = request.arms[index]
             config = configs[arm.driver]
@@ -216,7 +227,7 @@ def _run(request: Request) -> Rounds:
     ends = time.monotonic() + request.seconds
     while len(rows) < request.min_rounds or time.monotonic() < ends:
         row = [0] * len(forward)
-        placement = (len(rows) // 2) % request.placements
+        placement = placement_of(len(rows), request.placements)
         for index in forward if len(rows) % 2 == 0 else forward[::-1]:
             function, arguments = calls[index, placement]
             for _ in range(SWITCH_CALLS):
