@@ -275,7 +275,7 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
     def search(stablehlo, flags, targets, *rest, recorded=None):
         assert recorded is None  # no tuning database in this test
         asked.update(targets=[t.name for t in targets], flags=flags, base=rest[-1])
-        trial = tile_climb.Trial(wanted, 1.0, 2.0)
+        trial = tile_climb.TileTrial(wanted, 1.0, 2.0)
         names = {t.name: wanted for t in targets}
         return dispatch_tiles.Search(
             names, {n: [trial] for n in names}, {n: trial for n in names}, {}

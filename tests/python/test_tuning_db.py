@@ -29,7 +29,7 @@ from tfpgo.proposer.ab import ABResult, Verdict
 from tfpgo.tune import db, dispatch_tiles, tile_climb, tile_configs
 from tfpgo.tune import document as tune_document
 from tfpgo.tune.db_records import (
-    Decision,
+    CandidateRecord,
     ProgramRun,
     RootOp,
     Target,
@@ -84,8 +84,8 @@ def _record(
     )
 
 
-def _decision(name: str, when: float = 1.0, program: str = "p" * 16) -> Decision:
-    return Decision(
+def _decision(name: str, when: float = 1.0, program: str = "p" * 16) -> CandidateRecord:
+    return CandidateRecord(
         program,
         name,
         "O2",
@@ -175,8 +175,8 @@ def test_records_round_trip(tmp_path):
 
 
 def test_records_of_the_loop(tmp_path):
-    """TileRecord.of_search and Decision.of_trial: what the loop has, as records."""
-    trial = tile_climb.Trial
+    """TileRecord.of_search and CandidateRecord.of_trial: what the loop has, as records."""
+    trial = tile_climb.TileTrial
     found = dispatch_tiles.Search(
         {"d": IREE_TILES},
         {"d": [trial(WIDER, 80.0, 100.0), trial(WIDER, 86.0, 100.0)]},
@@ -197,7 +197,7 @@ def test_records_of_the_loop(tmp_path):
     )
     result = ABResult(0.9, 0.85, 0.95, Verdict.HELPS, 10.0, 9.0, 5, 0.95, 0.05)
     loop_trial = tune_document.Trial("iree-O2", "O2", "kept", "helps: ...", result, 1e-9)
-    decision = Decision.of_trial(loop_trial, "p" * 16, ("--iree-opt-level=O2",), True, 1.0)
+    decision = CandidateRecord.of_trial(loop_trial, "p" * 16, ("--iree-opt-level=O2",), True, 1.0)
     assert decision == _decision("iree-O2")
 
 
@@ -267,7 +267,7 @@ _WRITER = """
 import sys, time
 from pathlib import Path
 from tfpgo.tune import db
-from tfpgo.tune.db_records import Decision, Target
+from tfpgo.tune.db_records import CandidateRecord, Target
 path, tag, other, barrier = Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
 target = Target.of("znver4", "+avx512f", "3.13.0 @ 89ece87b", ())
 
@@ -281,7 +281,8 @@ def meet(step):
 
 def write(database, indices):
     for index in indices:
-        decision = Decision("p", f"{tag}-{index}", "", (), 1.0, None, None, "helps", False, "", 1.0)
+        name = f"{tag}-{index}"
+        decision = CandidateRecord("p", name, "", (), 1.0, None, None, "helps", False, "", 1.0)
         assert database.add_decision(target, decision)
 
 

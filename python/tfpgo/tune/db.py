@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 from tfpgo.errors import UserError
 from tfpgo.tune.db_records import (
-    Decision,
+    CandidateRecord,
     ProgramRun,
     RootOp,
     Target,
@@ -168,7 +168,7 @@ class TuningDb:
         values = (*columns, record.winner is not None, record.when)
         return self._add("tiles", target, values, to_json(record))
 
-    def add_decision(self, target: Target, decision: Decision) -> bool:
+    def add_decision(self, target: Target, decision: CandidateRecord) -> bool:
         """Stores a candidate's decision; False if it was there already."""
         values = (decision.program, decision.name, decision.when)
         return self._add("decisions", target, values, to_json(decision))
@@ -233,16 +233,16 @@ class TuningDb:
         )
         return [self._tile(row[0]) for row in rows]
 
-    def decisions(self, target: Target, program: str) -> list[Decision]:
+    def decisions(self, target: Target, program: str) -> list[CandidateRecord]:
         """The decisions measured on `program` on `target`: per candidate name the
         newest, in the order first measured."""
         rows = self._rows(
             "SELECT record FROM decisions WHERE target = ? AND program = ? ORDER BY when_s, id",
             (target.key, program),
         )
-        newest: dict[str, Decision] = {}
+        newest: dict[str, CandidateRecord] = {}
         for row in rows:
-            decision = self._record(Decision, row[0], "decisions")
+            decision = self._record(CandidateRecord, row[0], "decisions")
             newest[decision.name] = decision
         return list(newest.values())
 

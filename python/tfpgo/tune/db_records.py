@@ -14,7 +14,7 @@ JSON of the `record` column (docs/formats.md, `tuning.db`).
   ranges out: a record of the same form at other sizes seeds a search.
 - `TileRecord`: one dispatch searched (`dispatch_tiles.search`): every variant
   tried with its timings alone and in place, and the winner.
-- `Decision`: one candidate of the loop measured on one program.
+- `CandidateRecord`: one candidate of the loop measured on one program.
 - `ProgramRun`: one `--tune` run of a program: finished or cut short, what it
   kept and what it left untried.
 """
@@ -333,7 +333,7 @@ def program_values(stablehlo: Path) -> str:
 @dataclass(frozen=True)
 class TileTiming:
     """A dispatch's mean time an invocation (ps) under a variant, and under IREE's
-    choice at the same place (`tile_climb.Trial`)."""
+    choice at the same place (`tile_climb.TileTrial`)."""
 
     ps: float
     iree_ps: float
@@ -421,7 +421,7 @@ class TileRecord:
         return root_config(self.iree, self.root.loops, self.pipeline, self.root.op)
 
 
-def _by_config(trials: Sequence[tile_climb.Trial]) -> dict[str, list[TileTiming]]:
+def _by_config(trials: Sequence[tile_climb.TileTrial]) -> dict[str, list[TileTiming]]:
     """The timings of each variant (`RootConfig.text()`), in the order first tried."""
     found: dict[str, list[TileTiming]] = {}
     for trial in trials:
@@ -430,7 +430,7 @@ def _by_config(trials: Sequence[tile_climb.Trial]) -> dict[str, list[TileTiming]
 
 
 @dataclass(frozen=True)
-class Decision:
+class CandidateRecord:
     """One candidate measured on one program (`program_key`): its name, what it
     changes, the flags it adds (a tuning spec aside), its A/B against the program
     before it (ratio and interval; None when it was rejected before one), the
@@ -452,7 +452,7 @@ class Decision:
     @classmethod
     def of_trial(
         cls, trial: Trial, program: str, flags: Sequence[str], kept: bool, when: float
-    ) -> Decision:
+    ) -> CandidateRecord:
         """The decision of one of the loop's trials (`tune.document.Trial`)."""
         result = trial.result
         return cls(

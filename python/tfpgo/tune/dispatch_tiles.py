@@ -51,7 +51,7 @@ from tfpgo.iree import run as iree_run
 from tfpgo.proposer.ab import NOISE
 from tfpgo.tune.dispatch_names import dispatch_flops
 from tfpgo.tune.roofline import MachineLimit, at_limit, dispatch_bound_ps
-from tfpgo.tune.tile_climb import Climb, Prior, Recorded, TimeGeneration, Trial
+from tfpgo.tune.tile_climb import Climb, Prior, Recorded, TileTrial, TimeGeneration
 from tfpgo.tune.tile_configs import SPEC, SPEC_FLAG, RootConfig, root_configs, spec_text
 
 MIN_SHARE = 0.03
@@ -78,11 +78,11 @@ class Search:
     against it, and the winner, if any."""
 
     dispatches: dict[str, RootConfig]
-    tried: dict[str, list[Trial]]  # on the dispatch's own benchmark
-    chosen: dict[str, Trial]  # the winning variant of each dispatch that has one
+    tried: dict[str, list[TileTrial]]  # on the dispatch's own benchmark
+    chosen: dict[str, TileTrial]  # the winning variant of each dispatch that has one
     failed: dict[str, str]  # "dispatch config" IREE could not compile, and its error
     # The benchmark's best variants timed again in the whole program, round by round.
-    in_place: dict[str, list[Trial]] = field(default_factory=dict)
+    in_place: dict[str, list[TileTrial]] = field(default_factory=dict)
     # Per dispatch whose tiles came from the tuning database with no search: whence
     # (chosen holds the recorded winner; none when the record kept IREE's tiles).
     reused: dict[str, str] = field(default_factory=dict)
@@ -294,7 +294,7 @@ def _confirm_in_place(
     replaces `found.chosen` for every dispatch a round timed."""
     ranked = {}
     for name, trials in found.tried.items():
-        best: list[Trial] = []
+        best: list[TileTrial] = []
         for trial in sorted(trials, key=lambda t: t.ratio):
             if trial.ratio < 1 and all(t.config != trial.config for t in best):
                 best.append(trial)
@@ -318,7 +318,7 @@ def _confirm_in_place(
         timed, after = time_in_place(vmfb), time_in_place(default)
         for name, config in variant.items():
             if name in timed and name in before and name in after:
-                trial = Trial(config, timed[name], (before[name] + after[name]) / 2)
+                trial = TileTrial(config, timed[name], (before[name] + after[name]) / 2)
                 found.in_place.setdefault(name, []).append(trial)
         before = after
     for name, trials in found.in_place.items():

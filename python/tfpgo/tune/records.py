@@ -2,7 +2,7 @@
 
 Tune once, build many (LLVM's `-fprofile-use`, MIOpen's databases). A run
 records, per program (its structure: `db_records.program_key`) and target:
-every candidate it measured (a `Decision`, keyed by the program it was
+every candidate it measured (a `CandidateRecord`, keyed by the program it was
 measured on); what it ended with (a `ProgramRun`: the final flags, the tuning
 spec's text, the tiles, and the program it compiled, stored by digest beside
 the database under `<db>.programs/`); each dispatch its tile search climbed on
@@ -35,7 +35,7 @@ from tfpgo.iree.run import DEVICE
 from tfpgo.tune.candidates import Variant
 from tfpgo.tune.db import TuningDb, open_or_none
 from tfpgo.tune.db_records import (
-    Decision,
+    CandidateRecord,
     ProgramRun,
     RootOp,
     Target,
@@ -47,8 +47,7 @@ from tfpgo.tune.db_records import (
 from tfpgo.tune.dispatch_tiles import Search
 from tfpgo.tune.document import Trial
 from tfpgo.tune.roofline import MachineLimit, measure
-from tfpgo.tune.tile_climb import Prior
-from tfpgo.tune.tile_climb import Trial as TileTrial
+from tfpgo.tune.tile_climb import Prior, TileTrial
 from tfpgo.tune.tile_configs import SPEC, SPEC_FLAG, without_spec
 
 PROGRAMS = ".programs"  # suffix of the directory beside the database: the programs kept
@@ -190,7 +189,7 @@ class Records:
                 )
                 self.db.add_tiles(Target.host(flags), record)
 
-    def decided(self, variant: Variant) -> dict[str, Decision]:
+    def decided(self, variant: Variant) -> dict[str, CandidateRecord]:
         """Per candidate name, what was recorded of it on this exact program ({}
         with `--retune`)."""
         if self.retune:
@@ -211,7 +210,9 @@ class Records:
         now = time.time()
         for trial, on, added, kept in measured:
             key = self._key(on.stablehlo, on.flags, on.driver)
-            self.db.add_decision(self.target, Decision.of_trial(trial, key, added, kept, now))
+            self.db.add_decision(
+                self.target, CandidateRecord.of_trial(trial, key, added, kept, now)
+            )
         kept = bool(
             final.flags or final.tiles or final.stablehlo != original or final.driver != DEVICE
         )
@@ -279,7 +280,7 @@ class RunSummary:
     untried: tuple[str, ...]
 
 
-def from_record(decision: Decision) -> str:
+def from_record(decision: CandidateRecord) -> str:
     """A trial's reason when its outcome was taken from the database."""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(decision.when))
     return f"as recorded on {when} for this program (--retune measures again): {decision.reason}"

@@ -30,7 +30,7 @@ Recorded = Callable[[str, Path, tuple[str, ...]], "Prior | None"]
 
 
 @dataclass(frozen=True)
-class Trial:
+class TileTrial:
     """One variant of one dispatch, timed beside IREE's choice in the same round:
     the dispatch's mean time an invocation (ps) under each."""
 
@@ -64,7 +64,7 @@ class Prior:
 
     whence: str
     final: bool = False
-    winner: Trial | None = None
+    winner: TileTrial | None = None
     seen: frozenset[str] = frozenset()
     seeds: tuple[tuple[RootConfig, RootConfig], ...] = ()
 
@@ -86,9 +86,9 @@ class Climb:
     time_generation: TimeGeneration
     timeout_s: float
     prior: Prior | None = None
-    tried: list[Trial] = field(default_factory=list)
+    tried: list[TileTrial] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-    best: Trial | None = None
+    best: TileTrial | None = None
     ended: bool = False  # by its own rule (no neighbour left, or none better), not by time
 
     def run(self, unconfigured: Path, directory: Path, until: float) -> None:
@@ -138,7 +138,7 @@ class Climb:
                 self.failed.update({config.text(): str(error) for config, _ in compiled})
                 return
             trials = [
-                Trial(config, ps, iree_ps)
+                TileTrial(config, ps, iree_ps)
                 for (config, _), (ps, iree_ps) in zip(compiled, timed, strict=True)
             ]
             self.tried.extend(trials)
@@ -157,7 +157,7 @@ class Climb:
             except UserError as error:
                 self.failed[leader.config.text()] = str(error)
                 return
-            again = Trial(leader.config, ps, iree_ps)
+            again = TileTrial(leader.config, ps, iree_ps)
             self.tried.append(again)
             leader = max(leader, again, key=lambda trial: trial.ratio)
             if not self._beats(leader):
@@ -167,6 +167,6 @@ class Climb:
                 return
             self.best, current = leader, leader.config
 
-    def _beats(self, trial: Trial) -> bool:
+    def _beats(self, trial: TileTrial) -> bool:
         """Beats the best so far (IREE's choice at first) by more than the noise floor."""
         return trial.ratio < (1.0 if self.best is None else self.best.ratio) * (1 - NOISE)
