@@ -41,7 +41,7 @@ from bench_step_wallclock import MODELS, UNSEEN, _lower
 
 from tfpgo.iree import program as iree_program
 from tfpgo.iree import run as iree_run
-from tfpgo.iree.alternation import Arm, alternate
+from tfpgo.iree.alternation import alternate
 from tfpgo.proposer import ab, paired
 from tfpgo.runtime.manifest import ProgramManifest, values_path
 from tfpgo.tune import program_ab
@@ -111,8 +111,7 @@ def _old(vmfb: Path, twin: Path, workload: iree_program.Workload, run_s: float) 
 def _new(
     vmfb: Path, twin: Path, workload: iree_program.Workload, ab_plan: paired.Plan, scratch: Path
 ) -> dict[str, Any]:
-    inputs = tuple(map(str, workload.inputs))
-    arms = (Arm(str(vmfb), workload.entry, inputs), Arm(str(twin), workload.entry, inputs))
+    arms = (program_ab.program_arm(vmfb, workload), program_ab.program_arm(twin, workload))
     draw = random.Random()
     processes = []
     started = time.monotonic()

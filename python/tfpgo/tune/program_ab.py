@@ -82,7 +82,11 @@ def choose_threads(vmfb: Path, workload: Workload, scratch: Path, run_s: float) 
     medians = {}
     for count in range(1, len(cpus) + 1):
         request = Request(
-            (_arm(vmfb, workload),), max(THREADS_S, MIN_ROUNDS * run_s), count, cpus[:count], (0,)
+            (program_arm(vmfb, workload),),
+            max(THREADS_S, MIN_ROUNDS * run_s),
+            count,
+            cpus[:count],
+            (0,),
         )
         rounds = alternation.alternate(request, scratch, "--tune (threads)")
         medians[count] = statistics.median(row[0] for row in rounds.times_ns) / 1e6
@@ -145,8 +149,8 @@ class ProgramAB:
         threads = self.measured_threads()
         ab_plan = plan(threads.call_s, threads, self.seconds)
         arms = (
-            _arm(baseline, self.workload, drivers[0]),
-            _arm(candidate, self.workload, drivers[1]),
+            program_arm(baseline, self.workload, drivers[0]),
+            program_arm(candidate, self.workload, drivers[1]),
         )
 
         def process(order: tuple[int, int]) -> alternation.Rounds:
@@ -200,5 +204,6 @@ def result_text(result: ab.ABResult) -> str:
     )
 
 
-def _arm(vmfb: Path, workload: Workload, driver: str = DEVICE) -> Arm:
+def program_arm(vmfb: Path, workload: Workload, driver: str = DEVICE) -> Arm:
+    """A whole program: its workload's entry and inputs, on `driver`."""
     return Arm(str(vmfb), workload.entry, tuple(str(path) for path in workload.inputs), (), driver)
