@@ -151,16 +151,23 @@ def _model(label: str, root: Path, repeats: int, short: int) -> dict[str, Any]:
     return result
 
 
+def _median_text(half_widths: list[float], digits: int) -> str:
+    """`±1.23%`, or `–` where `--short 0` measured none."""
+    if not half_widths:
+        return "–"
+    return f"±{statistics.median(half_widths) * 100:.{digits}f}%"
+
+
 def _row(result: dict[str, Any]) -> list[str]:
     final = result["new_20s"]["runs"]
     cells = [
         f"{result['label']}{' (not in the zoo)' if result['label'] in UNSEEN else ''}",
         f"{result['run_ms']:.2f}",
-        f"±{statistics.median(result['old_20s']) * 100:.1f}%",
+        _median_text(result["old_20s"], 1),
     ]
     for seconds in LENGTHS_S:
         runs = result[f"new_{seconds:.0f}s"]["runs"]
-        cells.append(f"±{statistics.median(r['half_width'] for r in runs) * 100:.2f}%")
+        cells.append(_median_text([r["half_width"] for r in runs], 2))
     cells.append(f"{sum(r['covers'] for r in final)}/{len(final)}")
     cells.append(f"{statistics.median(r['between'] for r in final) * 100:.2f}%")
     verdicts = [r["verdict"] for r in final]
@@ -176,7 +183,9 @@ def main() -> int:
     parser.add_argument("--root", type=Path, default=Path("/tmp/tfpgo_step_wallclock"))
     parser.add_argument("--only", default=",".join((*ZOO, *UNSEEN)))
     parser.add_argument("--repeats", type=int, default=20, help="20 s A/As a model")
-    parser.add_argument("--short", type=int, default=3, help="5 s, 10 s and old-method A/As")
+    parser.add_argument(
+        "--short", type=int, default=3, help="5 s, 10 s and old-method A/As (0: none)"
+    )
     parser.add_argument("--json", default="ab_noise.json", help="written under --root")
     args = parser.parse_args()
     os.environ.setdefault("TFPGO_OPT", str(harness.tfpgo_opt()))

@@ -18,6 +18,7 @@ from ab_samples import rounds
 from tfpgo.errors import UserError
 from tfpgo.iree import alternation
 from tfpgo.iree.alternation import Arm, Request, Rounds
+from tfpgo.iree.program import Workload
 from tfpgo.proposer import paired
 from tfpgo.proposer.ab import ABResult, Verdict
 from tfpgo.proposer.paired import Plan
@@ -127,6 +128,7 @@ def test_what_an_interval_says():
 def test_the_result_says_how_it_was_measured():
     result = paired.run(lambda order: rounds(0.8, order=order), PLAN, random.Random(0))
     assert (result.processes, result.threads, result.blocks) == (3, 2, 72)
+    assert not result.pinned  # PLAN leaves its threads to the scheduler
     assert result.confidence == pytest.approx(
         2 * statistics.NormalDist().cdf(paired.boundary(PLAN.looks())) - 1
     )
@@ -176,18 +178,38 @@ def test_an_alternation_process_times_every_arm_in_turn(vmfb, tmp_path):
 
 
 def test_a_process_loads_copies_of_each_arm_in_both_orders(vmfb, tmp_path):
-    """Copies loaded first and second alike, every copy run by a forward round
-    and the reversed one after it (on mlp the program loaded first ran 3% slower)."""
+    """Copies loaded first and second alike, every copy run by two rounds (on
+    mlp the program loaded first ran 3% slower), and each arm as often the first
+    to run from the next copies (when A always was, its twin ran 0.2-0.6%
+    faster)."""
     program, inputs = vmfb
     arm = Arm(str(program), "main", (str(inputs),))
     request = Request((arm, arm), 0.2, 1, (0,), (1, 0), min_rounds=8, placements=3)
     assert alternation.load_orders(request) == [(1, 0), (0, 1), (1, 0)]
     assert [alternation.placement_of(r, 2) for r in range(8)] == [0, 0, 1, 1, 0, 0, 1, 1]
+    assert _what_each_block_follows(0) == _what_each_block_follows(1)
     assert Request.from_json(request.to_json()) == request
     done = alternation.alternate(request, tmp_path, "test")
     assert len(done.times_ns) >= 8 and all(min(row) > 0 for row in done.times_ns)
     planned = program_ab.ab_request((arm, arm), PLAN, (0, 1))
     assert planned.placements == program_ab.PLACEMENTS == 2
+
+
+def _what_each_block_follows(arm: int) -> list[tuple[bool, bool]]:
+    """For each block of `arm` over a cycle of two copies (rounds 8-15, after
+    the first cycle): whether the block before it was the same arm, and the
+    same copy; sorted, as the arms' counts are compared."""
+    blocks = [
+        (index, alternation.placement_of(r, 2))
+        for r in range(16)
+        for index in alternation.round_order(r, 2)
+    ]
+    follows = [
+        (blocks[at - 1][0] == index, blocks[at - 1][1] == copy)
+        for at, (index, copy) in enumerate(blocks)
+        if at >= 16 and index == arm
+    ]
+    return sorted(follows)
 
 
 def test_arms_run_each_on_its_own_driver(vmfb, tmp_path):
@@ -228,8 +250,24 @@ def test_replay_decides_as_the_run_did():
     assert paired.replay(measured, PLAN) == live
 
 
+def test_the_threads_are_the_way_the_program_runs_fastest(vmfb, tmp_path, monkeypatch):
+    """Every count of workers, pinned and unpinned, timed; the least mean call
+    chosen, its CPUs those it is pinned to (none unpinned)."""
+    program, inputs = vmfb
+    monkeypatch.setattr(program_ab, "THREADS_S", 0.1)
+    workload = Workload("main", (inputs,), (), 1, 1, {}, {})
+    threads = program_ab.choose_threads(program, workload, tmp_path, 0.0)
+    cpus = program_ab.cpus_of_process()
+    ways = {program_ab.Way(n, pinned) for n in range(1, len(cpus) + 1) for pinned in (True, False)}
+    assert set(threads.mean_ms) == ways
+    assert threads.mean_ms[threads.way] == min(threads.mean_ms.values())
+    assert threads.cpus == (cpus[: threads.count] if threads.way.pinned else ())
+    assert threads.call_s == threads.mean_ms[threads.way] / 1e3
+
+
 def test_an_a_b_is_planned_from_the_programs_run_time():
-    threads = program_ab.Threads(2, (0, 1), {1: 10.0, 2: 6.0})
+    one, unpinned, both = program_ab.Way(1, True), program_ab.Way(2, False), program_ab.Way(2, True)
+    threads = program_ab.Threads(both, (0, 1), {one: 10.0, unpinned: 7.0, both: 6.0})
     fast = program_ab.plan(0.002, threads)  # 2 ms a run: 5 timed calls a block
     assert (fast.processes, fast.process_s, fast.calls) == (8, 2.5, 5)
     assert (fast.threads, fast.cpus) == (2, (0, 1))
@@ -238,10 +276,13 @@ def test_an_a_b_is_planned_from_the_programs_run_time():
     assert slow.process_s == pytest.approx(8 * 2 * 2 * 0.2)
     short = program_ab.plan(0.002, threads, seconds=3.0)  # a test's A/B: three of 1 s
     assert (short.processes, short.process_s) == (3, 1.0)
-    assert (
-        threads.text()
-        == "2 threads pinned to CPUs 0,1 (a call, by threads: 1: 10.000 ms, 2: 6.000 ms)"
+    assert threads.text() == (
+        "2 threads pinned to CPUs 0,1 (a mean call, by threads: "
+        "1 pinned: 10.000 ms, 2 unpinned: 7.000 ms, 2 pinned: 6.000 ms)"
     )
+    left = program_ab.Threads(unpinned, (), threads.mean_ms)
+    assert program_ab.plan(0.002, left).cpus == ()
+    assert left.text().startswith("2 threads unpinned (a mean call")
 
 
 def test_a_dispatch_benchmark_calls_its_one_function_whatever_its_name():

@@ -7,8 +7,10 @@ whatever the machine did in between. Timed so, one program against itself
 in one process it gave ±0.9% (issue 48). This module is that process: it loads
 every arm (a vmfb and a function in it) into one IREE runtime, puts each arm's
 inputs on the device once, calls each arm `WARMUP_CALLS` times, then runs them
-in rounds, forward (A B C) and reversed (C B A) in turn, so that A B B A holds
-for every two arms and a drift of the machine falls on both of a pair alike.
+in rounds, forward (A B C) or reversed (C B A), four rounds to a cycle: forward,
+reversed, reversed, forward (`forward`). So A B B A B A A B holds for every two
+arms: a drift of the machine, linear or curved, falls on both of a pair alike,
+and each arm follows the other as often as itself.
 
 In a round each arm runs a block: `SWITCH_CALLS` calls untimed, then `calls`
 calls each timed alone (`time.perf_counter_ns` around the invocation, which
@@ -28,8 +30,13 @@ copy) the program loaded first ran 3% slower, over 32 processes. So a process
 may load each arm `placements` times, each copy in its own memory, the load
 order reversed from one copy to the next, and move to the next copies every
 two rounds: within one process each arm runs from copies loaded first and
-loaded second alike. The caller still randomizes the first order over several
-processes (tfpgo.proposer.paired).
+loaded second alike. The move falls between the two reversed rounds and
+between the two forward ones of a cycle (A0 B0 B0 A0 B1 A1 A1 B1), where the
+arm changes too, so each arm is the one to run first from new copies equally
+often. (Moving between a reversed and a forward round, A0 B0 B0 A0 A1 B1 B1 A1,
+made A always the first: the twin of identical bytes then ran 0.2-0.6% faster
+over 20 A/As of the GRU and 6 of cnn.) The caller still randomizes the first
+order over several processes (tfpgo.proposer.paired).
 
 `alternate` starts one such process under IREE's tool timeouts and the stage's
 deadline (tfpgo.iree.tools); `python -m tfpgo.iree.alternation REQUEST.json`
@@ -116,7 +123,7 @@ class Request:
 @dataclass(frozen=True)
 class Rounds:
     """One process's calls: per round, each arm's median timed call (ns, by arm
-    index); round r ran the arms forward when r is even, reversed when odd."""
+    index); round r ran the arms forward when `forward(r)`, else reversed."""
 
     times_ns: tuple[tuple[int, ...], ...]
     load_order: tuple[int, ...]
@@ -185,9 +192,20 @@ def load_orders(request: Request) -> list[tuple[int, ...]]:
 
 
 def placement_of(round_index: int, placements: int) -> int:
-    """The copy a round runs: a forward round and the reversed one after it run
-    the same copies, and the next two the next."""
+    """The copy a round runs: two rounds each copy, the next two the next."""
     return (round_index // 2) % placements
+
+
+def forward(round_index: int) -> bool:
+    """Whether a round runs the arms forward: forward, reversed, reversed,
+    forward, and again (module docstring)."""
+    return round_index % 4 in (0, 3)
+
+
+def round_order(round_index: int, arms: int) -> list[int]:
+    """The arms' indices in the order a round runs them."""
+    order = list(range(arms))
+    return order if forward(round_index) else order[::-1]
 
 
 def _run(request: Request) -> Rounds:
@@ -222,13 +240,12 @@ def _run(request: Request) -> Rounds:
     for function, arguments in calls.values():
         for _ in range(WARMUP_CALLS):
             function(*arguments)
-    forward = list(range(len(request.arms)))
     rows: list[tuple[int, ...]] = []
     ends = time.monotonic() + request.seconds
     while len(rows) < request.min_rounds or time.monotonic() < ends:
-        row = [0] * len(forward)
+        row = [0] * len(request.arms)
         placement = placement_of(len(rows), request.placements)
-        for index in forward if len(rows) % 2 == 0 else forward[::-1]:
+        for index in round_order(len(rows), len(request.arms)):
             function, arguments = calls[index, placement]
             for _ in range(SWITCH_CALLS):
                 function(*arguments)

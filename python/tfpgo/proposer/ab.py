@@ -111,6 +111,7 @@ class ABResult:
     noise: float
     processes: int = 0  # the paired A/B's processes (tfpgo.proposer.paired); 0: blocks
     threads: int = 0  # IREE's worker threads in them
+    pinned: bool = True  # each worker pinned to a CPU, or left to the scheduler
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -125,6 +126,7 @@ class ABResult:
             "noise": self.noise,
             "processes": self.processes,
             "threads": self.threads,
+            "pinned": self.pinned,
         }
 
     @classmethod
@@ -141,6 +143,7 @@ class ABResult:
             float(document["noise"]),
             int(document.get("processes", 0)),
             int(document.get("threads", 0)),
+            bool(document.get("pinned", True)),
         )
 
 

@@ -2,8 +2,9 @@
 sequential decision.
 
 Samples (tfpgo.iree.alternation): in each process both programs are loaded and
-run in turn, forward and reversed by rounds (A B, B A, ...), each a block of a
-few calls after an untimed one, so each round is a pair of neighbouring blocks.
+run in turn, forward and reversed by rounds (A B, B A, B A, A B, ...), each a
+block of a few calls after an untimed one, so each round is a pair of
+neighbouring blocks.
 A pair's log-ratio, log(t_B / t_A) of the blocks' median calls, is the unit:
 the machine's slow phases fall on both blocks of a pair, and a drift cancels
 over the alternating order.
@@ -186,6 +187,7 @@ def judge(processes: Sequence[Rounds], plan: Plan, final: bool) -> ABResult | No
     return ABResult(
         found.ratio, found.low, found.high, said, baseline, baseline * found.ratio,
         found.combined.pairs, confidence, MIN_GAIN, found.combined.processes, plan.threads,
+        bool(plan.cpus),
     )  # fmt: skip
 
 

@@ -7,12 +7,16 @@ order; it stops at the first look whose interval says helps, hurts, or no
 effect beyond 2%.
 
 Threads: the program runs as fast as it can with some count of IREE's worker
-threads, each pinned to a CPU of this process's set. `choose_threads` measures
-the original program at every count (one short process each, the median call)
-and the A/Bs of the run use the fastest, on the same CPUs in every process, so
-both arms run alike and as the user's program would. An arm on IREE's
-local-sync driver (`--tune`'s `local-sync` candidate) runs on the process's own
-thread, pinned to the same CPUs.
+threads, each pinned to a CPU of this process's set or left to the scheduler.
+`choose_threads` measures the original program every way (one short process
+each, the mean call: what a loop of calls takes) and the A/Bs of the run use
+the fastest, the same way in every process, so both arms run alike and as the
+user's program would. Pinned or not matters on this 2-core machine: mlp's calls
+with two pinned workers took 3.6-3.9 ms on the mean (a tenth of them over 6.8
+ms), unpinned 2.9-3.4 ms (a tenth over 4.5-5.4 ms); the GRU's the other way
+(15.5-16.0 against 16.3-20.3 ms). An arm on IREE's local-sync driver (`--tune`'s
+`local-sync` candidate) runs on the process's own thread, pinned to the same
+CPUs when the workers are.
 """
 
 from __future__ import annotations
@@ -50,25 +54,43 @@ GENERATION_S = 0.3
 
 
 @dataclass(frozen=True)
-class Threads:
-    """The worker threads the A/Bs run with, the CPUs they are pinned to, and
-    the original program's median call (ms) at each count measured."""
+class Way:
+    """How IREE's worker threads run: how many, and whether each is pinned to a
+    CPU of this process's set (`--task_topology_cpu_ids`) or left to the
+    scheduler (`--task_topology_group_count`)."""
 
     count: int
+    pinned: bool
+
+    def text(self) -> str:
+        return f"{self.count} {'pinned' if self.pinned else 'unpinned'}"
+
+
+@dataclass(frozen=True)
+class Threads:
+    """The worker threads the A/Bs run with (`cpus`: the CPUs they are pinned
+    to, () when unpinned), and the original program's mean call (ms) each way
+    measured."""
+
+    way: Way
     cpus: tuple[int, ...]
-    median_ms: dict[int, float]
+    mean_ms: dict[Way, float]
+
+    @property
+    def count(self) -> int:
+        return self.way.count
 
     @property
     def call_s(self) -> float:
-        """The original program's median call with these threads (s): what an
+        """The original program's mean call with these threads (s): what an
         A/B's rounds take, where the profile's dispatch time leaves out the host's
         share (a loop's trips on the host: 0.64 ms of dispatches in an 18 ms call)."""
-        return self.median_ms[self.count] / 1e3
+        return self.mean_ms[self.way] / 1e3
 
     def text(self) -> str:
-        measured = ", ".join(f"{n}: {ms:.3f} ms" for n, ms in sorted(self.median_ms.items()))
-        cpus = ",".join(map(str, self.cpus))
-        return f"{self.count} threads pinned to CPUs {cpus} (a call, by threads: {measured})"
+        measured = ", ".join(f"{way.text()}: {ms:.3f} ms" for way, ms in self.mean_ms.items())
+        where = f"pinned to CPUs {','.join(map(str, self.cpus))}" if self.cpus else "unpinned"
+        return f"{self.count} threads {where} (a mean call, by threads: {measured})"
 
 
 def cpus_of_process() -> tuple[int, ...]:
@@ -76,22 +98,23 @@ def cpus_of_process() -> tuple[int, ...]:
 
 
 def choose_threads(vmfb: Path, workload: Workload, scratch: Path, run_s: float) -> Threads:
-    """The count of pinned worker threads the program runs fastest with (module
-    docstring)."""
+    """The way of running IREE's worker threads (count, pinned or not) that the
+    program's calls take least time with, on the mean (module docstring)."""
     cpus = cpus_of_process()
-    medians = {}
+    means = {}
     for count in range(1, len(cpus) + 1):
-        request = Request(
-            (program_arm(vmfb, workload),),
-            max(THREADS_S, MIN_ROUNDS * run_s),
-            count,
-            cpus[:count],
-            (0,),
-        )
-        rounds = alternation.alternate(request, scratch, "--tune (threads)")
-        medians[count] = statistics.median(row[0] for row in rounds.times_ns) / 1e6
-    best = min(medians, key=lambda count: (medians[count], count))
-    return Threads(best, cpus[:best], medians)
+        for pinned in (True, False):
+            request = Request(
+                (program_arm(vmfb, workload),),
+                max(THREADS_S, MIN_ROUNDS * run_s),
+                count,
+                cpus[:count] if pinned else (),
+                (0,),
+            )
+            rounds = alternation.alternate(request, scratch, "--tune (threads)")
+            means[Way(count, pinned)] = statistics.fmean(row[0] for row in rounds.times_ns) / 1e6
+    best = min(means, key=lambda way: (means[way], way.count, not way.pinned))
+    return Threads(best, cpus[: best.count] if best.pinned else (), means)
 
 
 def plan(run_s: float, threads: Threads, seconds: float = AB_S) -> paired.Plan:
@@ -126,7 +149,8 @@ class ProgramAB:
 
     def longest_s(self) -> float:
         """How long an A/B may take when it runs to its last process."""
-        sized = plan(self.run_s, Threads(1, (0,), {1: self.run_s * 1e3}), self.seconds)
+        one = Way(1, True)
+        sized = plan(self.run_s, Threads(one, (0,), {one: self.run_s * 1e3}), self.seconds)
         return sized.processes * (sized.process_s + START_S)
 
     def measured_threads(self) -> Threads:
