@@ -33,7 +33,6 @@ from tfpgo.iree.alternation import Arm, Request
 from tfpgo.iree.program import Workload
 from tfpgo.iree.run import DEVICE
 from tfpgo.proposer import ab, paired
-from tfpgo.proposer.trimmed import trimmed
 
 # An A/B alternates for at most AB_S seconds, in processes of PROCESS_S each (a
 # process also pays about START_S to load both programs and warm them up).
@@ -205,8 +204,7 @@ def generation(
     """Each variant timed beside `default` in one alternation process, every arm
     in turn, one timed call a round, on all of this process's CPUs (pinned): per
     variant, its median call (ps) and `default`'s beside it, scaled so that their
-    quotient is the paired ratio (tfpgo.proposer.paired's trimmed mean of the
-    rounds' log-ratios)."""
+    quotient is the paired ratio (tfpgo.proposer.paired.estimate)."""
     cpus = cpus_of_process()
     seconds = GENERATION_S * (1 + len(variants))
     arms = (default, *variants)
@@ -214,7 +212,7 @@ def generation(
     rounds = alternation.alternate(request, scratch, what)
     found = []
     for index in range(1, 1 + len(variants)):
-        ratio = math.exp(trimmed(paired.pair_logs(rounds, 0, index)).log_ratio)
+        ratio = math.exp(paired.estimate(rounds, 0, index).log_ratio)
         ps = statistics.median(row[index] for row in rounds.times_ns) * 1e3
         found.append((ps, ps / ratio))
     return found
