@@ -25,8 +25,14 @@ pinned to the CPUs it names (IREE's `--task_topology_cpu_ids`) or left to the
 scheduler (`--task_topology_group_count`), every process of a comparison the
 same way (an arm on local-sync runs on the process's own thread, then pinned to
 those CPUs too), and the order the arms are loaded in. Memory layout
-can favour one copy of a program over another: on mlp (16 MB of weights a
-copy) the program loaded first ran 3% slower, over 32 processes. So a process
+can favour one copy of a program over another. Each copy's bytes are read into
+private anonymous memory, so no file's pages in the page cache decide (mapped
+from their files, the copy from the older file ran 6-13% faster in every
+process), in small pages: in 2 MB pages (MADV_HUGEPAGE) every copy's weights
+fall on the caches' sets alike and mlp's between-process spread rose from 2.5%
+to 7.5-8.9% (24 processes each; the memory had been shared anonymous, where
+the advice does nothing, so small pages all along). Even so, on mlp (16 MB of
+weights a copy) the program loaded first ran 3% slower, over 32 processes. So a process
 may load each arm `placements` times, each copy in its own memory, the load
 order reversed from one copy to the next, and move to the next copies every
 two rounds: within one process each arm runs from copies loaded first and
@@ -156,13 +162,12 @@ def alternate(request: Request, scratch: Path, what: str) -> Rounds:
 
 
 def _memory_of(vmfb: Path) -> mmap.mmap:
-    """The program's bytes in anonymous memory backed by huge pages where the
-    kernel has them (MADV_HUGEPAGE): every program of the A/B in memory of one
-    kind, whatever the page cache holds of its file."""
+    """The program's bytes in private anonymous memory of small pages, whatever
+    the page cache holds of its file (module docstring)."""
     data = vmfb.read_bytes()
-    memory = mmap.mmap(-1, len(data))
-    if hasattr(mmap, "MADV_HUGEPAGE"):
-        memory.madvise(mmap.MADV_HUGEPAGE)
+    memory = mmap.mmap(-1, len(data), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        memory.madvise(mmap.MADV_NOHUGEPAGE)
     memory.write(data)
     return memory
 
