@@ -218,9 +218,9 @@ def test_the_loop_compiles_its_candidates_on_the_cluster(
     assert not compiled[0].exists() and compiled[1].is_file()
     # The threads were chosen on the baseline alone; the A/B timed it against the
     # vmfb the cluster wrote; the candidate rejected before timing never was.
-    counts = len(os.sched_getaffinity(0))  # a process for each thread count first
-    assert timed[:counts] == [baseline.vmfb] * counts
-    assert timed[counts : counts + 2] == [baseline.vmfb, compiled[1]]
+    ways = 2 * len(os.sched_getaffinity(0))  # a process each way first: count, pinned or not
+    assert timed[:ways] == [baseline.vmfb] * ways
+    assert timed[ways : ways + 2] == [baseline.vmfb, compiled[1]]
     assert compiled[0] not in timed
     # The whole, timed against the original the same way, is the tuned program.
     assert document.end_to_end is not None and document.tuned is not None
