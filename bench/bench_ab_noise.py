@@ -151,7 +151,8 @@ def _model(label: str, root: Path, repeats: int, short: int) -> dict[str, Any]:
     result["twin"] = made
     result["old_20s"] = [_old(vmfb, twin, workload, threads.call_s) for _ in range(short)]
     for seconds in LENGTHS_S:
-        ab_plan = program_ab.plan(threads.call_s, threads, seconds)
+        program_bytes = vmfb.stat().st_size + twin.stat().st_size
+        ab_plan = program_ab.plan(threads.call_s, threads, seconds, program_bytes)
         count = repeats if seconds == LENGTHS_S[-1] else short
         runs = [_new(vmfb, twin, workload, ab_plan, scratch) for _ in range(count)]
         result[f"new_{seconds:.0f}s"] = {"plan": vars(ab_plan), "runs": runs}
@@ -170,6 +171,7 @@ def _row(result: dict[str, Any]) -> list[str]:
     cells = [
         f"{result['label']}{' (not in the zoo)' if result['label'] in UNSEEN else ''}",
         f"{result['run_ms']:.2f}",
+        str(result["new_20s"]["plan"]["placements"]),
         _median_text(result["old_20s"], 1),
     ]
     for seconds in LENGTHS_S:
@@ -202,7 +204,8 @@ def main() -> int:
         harness.write_json(args.root / args.json, {"machine": harness.machine(),
                                                          "results": results})  # fmt: skip
         print(f"{label} (twin: {results[-1]['twin']}): {_row(results[-1])}", flush=True)
-    header = ["model", "ms a run", "old, 20 s", *(f"new, {s:.0f} s" for s in LENGTHS_S)]
+    header = ["model", "ms a run", "copies a process", "old, 20 s"]
+    header += [f"new, {s:.0f} s" for s in LENGTHS_S]
     header += ["new 20 s covers 1.0", "between processes", "sequential decisions"]
     print(harness.markdown_table(header, [_row(r) for r in results]))
     return 0

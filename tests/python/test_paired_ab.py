@@ -6,8 +6,11 @@ program."""
 from __future__ import annotations
 
 import math
+import os
 import random
 import statistics
+import threading
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -195,8 +198,66 @@ def test_a_process_loads_copies_of_each_arm_in_both_orders(vmfb, tmp_path):
     assert Request.from_json(request.to_json()) == request
     done = alternation.alternate(request, tmp_path, "test")
     assert len(done.times_ns) >= 8 and all(min(row) > 0 for row in done.times_ns)
-    planned = program_ab.ab_request((arm, arm), PLAN, (0, 1))
-    assert planned.placements == program_ab.PLACEMENTS == 2
+    planned = program_ab.ab_request((arm, arm), replace(PLAN, placements=4), (0, 1))
+    assert planned.placements == 4
+
+
+def test_a_process_first_loads_a_copy_it_never_times(vmfb, tmp_path, monkeypatch):
+    """The program a process loads first runs slower (mlp: 3-5%), whichever it
+    is: a copy of arm 0 takes that place, warmed up with the rest and never
+    timed; then each copy in its load order."""
+    program, inputs = vmfb
+    twin = tmp_path / "twin.vmfb"
+    twin.write_bytes(program.read_bytes())
+    arms = (Arm(str(program), "main", (str(inputs),)), Arm(str(twin), "main", (str(inputs),)))
+    request = Request(arms, 0.05, 1, (0,), (1, 0), min_rounds=8, placements=2)
+    loaded: list[int] = []
+    called: list[int] = []
+    load = alternation._load
+
+    def recorded(arm, configs, keep):
+        copy = len(loaded)
+        loaded.append(arms.index(arm))
+        function, arguments = load(arm, configs, keep)
+
+        def call(*values):
+            called.append(copy)
+            return function(*values)
+
+        return call, arguments
+
+    monkeypatch.setattr(alternation, "_load", recorded)
+    monkeypatch.setattr(alternation, "_yield_to_workers", lambda: None)  # this thread is pytest's
+    done = alternation._run(request)
+    assert loaded == [0, 1, 0, 0, 1]
+    assert called.count(0) == alternation.WARMUP_CALLS  # never timed
+    per_round = alternation.SWITCH_CALLS + request.calls
+    for copy, placement in ((1, 0), (2, 0), (3, 1), (4, 1)):
+        rounds = sum(alternation.placement_of(r, 2) == placement for r in range(len(done.times_ns)))
+        assert called.count(copy) == alternation.WARMUP_CALLS + rounds * per_round
+
+
+def test_the_calling_thread_yields_to_workers_on_every_cpu():
+    """With a worker on every CPU, the caller's wait took a core from one of them
+    (23% of mlp's calls a scheduler tick longer); it then runs at the lowest
+    priority, and only its own thread does."""
+    cpus = len(os.sched_getaffinity(0))
+    arm = Arm("m.vmfb", "main")
+    assert alternation.workers_hold_every_cpu(Request((arm,), 1.0, cpus, (), (0,)))
+    if cpus > 1:
+        assert not alternation.workers_hold_every_cpu(Request((arm,), 1.0, cpus - 1, (), (0,)))
+    seen = {}
+
+    def caller() -> None:
+        alternation._yield_to_workers()
+        seen["caller"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    thread = threading.Thread(target=caller)
+    thread.start()
+    thread.join()
+    assert seen["caller"] == alternation.LOWEST_PRIORITY
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
 
 
 def _what_each_block_follows(arm: int) -> list[tuple[bool, bool]]:
@@ -278,6 +339,14 @@ def test_an_a_b_is_planned_from_the_programs_run_time():
     slow = program_ab.plan(0.2, threads)  # 200 ms: one call, 8 rounds of 0.8 s a process
     assert (slow.processes, slow.calls) == (paired.MIN_PROCESSES, 1)
     assert slow.process_s == pytest.approx(8 * 2 * 2 * 0.2)
+    # Copies: as many as the warm-up, the memory and the rounds allow, even, 2-16.
+    assert fast.placements == program_ab.MAX_PLACEMENTS == 16
+    assert slow.placements == 2  # 8 rounds: every copy visited twice; and 24 warm-up calls
+    # 17.8 ms (the GRU's step): 3 copies' warm-up fit in 15% of 2.5 s; even: 2
+    assert program_ab.plan(0.0178, threads).placements == 2
+    assert program_ab.plan(0.0053, threads).placements == 10  # 11 copies' warm-up fit
+    big = program_ab.plan(0.002, threads, program_bytes=200 << 20)  # 200 MB: 5 in 1 GiB
+    assert big.placements == 4
     short = program_ab.plan(0.002, threads, seconds=3.0)  # a test's A/B: three of 1 s
     assert (short.processes, short.process_s) == (3, 1.0)
     assert threads.text() == (

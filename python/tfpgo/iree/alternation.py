@@ -20,6 +20,16 @@ ran finds the caches holding that program's weights: on mlp (16 MB of
 weights, 2 ms a call) it took 15-25% longer than the next, so a call timed
 right after a switch measures the switch, not the program as a loop runs it.
 
+When the workers are as many as the process's CPUs, the calling thread runs
+its timed rounds at the lowest priority (`_yield_to_workers`): waiting on a
+call, IREE's runtime keeps it busy (on mlp 0.7 ms of CPU a 3.8 ms call, at
+the lowest priority 0.1 ms), and with every CPU running a worker it takes one
+from a worker, which then waits for the scheduler's next tick: 23% of mlp's
+calls took 4-8 ms where the rest took 2.2-3.2 ms. At the lowest priority 1% do,
+and a process's ratio has a standard error of 0.8-1.2% where it had 2.4%. With
+fewer workers than CPUs it keeps its priority: a step with host work (the GRU's
+loop) runs that work on this thread, and there a free CPU is its own.
+
 Where the process runs is chosen from outside (`Request`): its worker threads,
 pinned to the CPUs it names (IREE's `--task_topology_cpu_ids`) or left to the
 scheduler (`--task_topology_group_count`), every process of a comparison the
@@ -32,11 +42,17 @@ process), in small pages: in 2 MB pages (MADV_HUGEPAGE) every copy's weights
 fall on the caches' sets alike and mlp's between-process spread rose from 2.5%
 to 7.5-8.9% (24 processes each; the memory had been shared anonymous, where
 the advice does nothing, so small pages all along). Even so, on mlp (16 MB of
-weights a copy) the program loaded first ran 3% slower, over 32 processes. So a process
-may load each arm `placements` times, each copy in its own memory, the load
-order reversed from one copy to the next, and move to the next copies every
-two rounds: within one process each arm runs from copies loaded first and
-loaded second alike. The move falls between the two reversed rounds and
+weights a copy) the first program a process loads ran 3-5% slower than the
+others, whichever it was; so every process first loads a copy of arm 0 it
+never times, and over 16 processes the order effect was gone
+(+0.6% either order, against -2.6% and +1.7% over 32 without). And each copy
+falls on the caches by chance: one copy of mlp runs up to 5% faster than
+another of the same program in the same process. So a process may load each
+arm `placements` times, each copy in its own memory, the load order reversed
+from one copy to the next, and move to the next copies every two rounds: an
+arm's time is its copies' mean, and the spread of the processes' ratios
+shrinks as more copies are loaded (mlp, 16 processes each: 2.1% with 4
+copies, 1.6% with 8, 0.8% with 16). The move falls between the two reversed rounds and
 between the two forward ones of a cycle (A0 B0 B0 A0 B1 A1 A1 B1), where the
 arm changes too, so each arm is the one to run first from new copies equally
 often. (Moving between a reversed and a forward round, A0 B0 B0 A0 A1 B1 B1 A1,
@@ -56,6 +72,7 @@ import mmap
 import os
 import statistics
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -66,6 +83,8 @@ from tfpgo.iree.tools import run_command
 from tfpgo.toolpaths import python_env
 
 WARMUP_CALLS = 3
+# The calling thread's niceness while the workers hold every CPU (module docstring).
+LOWEST_PRIORITY = 19
 # Untimed calls of a program before its timed ones in a round (module docstring).
 SWITCH_CALLS = 1
 # Extra seconds a process is allowed past its alternation: Python, IREE's
@@ -213,6 +232,33 @@ def round_order(round_index: int, arms: int) -> list[int]:
     return order if forward(round_index) else order[::-1]
 
 
+def _load(arm: Arm, configs: dict[str, Any], keep: list[Any]) -> tuple[Any, list[Any]]:
+    """A copy of the arm in its own memory and context: its function and its
+    arguments on the device (`keep` holds what must outlive the calls)."""
+    import iree.runtime as rt
+
+    config = configs[arm.driver]
+    context = rt.SystemContext(config=config)
+    memory = _memory_of(Path(arm.vmfb))
+    module = rt.VmModule.wrap_buffer(config.vm_instance, memory)
+    context.add_vm_module(module)
+    function = context.modules[module.name][arm.function or _only_function(module)]
+    arguments = _arguments(arm, config.device)
+    keep.append((context, module, arguments, memory))
+    return function, arguments
+
+
+def workers_hold_every_cpu(request: Request) -> bool:
+    """Whether the process's workers are as many as the CPUs it may run on."""
+    return request.threads >= len(os.sched_getaffinity(0))
+
+
+def _yield_to_workers() -> None:
+    """The calling thread at the lowest priority; IREE's workers, already
+    started, keep theirs (module docstring)."""
+    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST_PRIORITY)
+
+
 def _run(request: Request) -> Rounds:
     import iree.runtime as rt
 
@@ -227,24 +273,18 @@ def _run(request: Request) -> Rounds:
         driver: rt.Config(device=rt.get_driver(driver).create_default_device())
         for driver in sorted({arm.driver for arm in request.arms})
     }
-    calls: dict[tuple[int, int], Any] = {}
-    keep = []  # every context and module outlives the calls
-    for placement, order in enumerate(load_orders(request)):
-        for index in order:
-            arm = request.arms[index]
-            config = configs[arm.driver]
-            device = config.device
-            context = rt.SystemContext(config=config)
-            memory = _memory_of(Path(arm.vmfb))
-            module = rt.VmModule.wrap_buffer(config.vm_instance, memory)
-            context.add_vm_module(module)
-            function = context.modules[module.name][arm.function or _only_function(module)]
-            arguments = _arguments(arm, device)
-            keep.append((context, module, arguments, memory))
-            calls[index, placement] = (function, arguments)
-    for function, arguments in calls.values():
+    keep: list[Any] = []  # every context and module outlives the calls
+    sacrificed = _load(request.arms[0], configs, keep)  # loaded first, never timed
+    calls = {
+        (index, placement): _load(request.arms[index], configs, keep)
+        for placement, order in enumerate(load_orders(request))
+        for index in order
+    }
+    for function, arguments in (sacrificed, *calls.values()):
         for _ in range(WARMUP_CALLS):
             function(*arguments)
+    if workers_hold_every_cpu(request):
+        _yield_to_workers()
     rows: list[tuple[int, ...]] = []
     ends = time.monotonic() + request.seconds
     while len(rows) < request.min_rounds or time.monotonic() < ends:

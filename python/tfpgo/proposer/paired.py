@@ -154,6 +154,7 @@ class Plan:
     threads: int
     cpus: tuple[int, ...] = ()
     calls: int = 1  # timed calls of each program in a round
+    placements: int = 1  # copies of each program a process loads
 
     def looks(self) -> tuple[int, ...]:
         first = min(MIN_PROCESSES, self.processes)

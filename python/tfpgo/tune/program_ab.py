@@ -43,9 +43,13 @@ MIN_ROUNDS = 8
 # program's data after a switch) and up to CALLS timed ones, as many as fit in
 # BLOCK_S: their median is the round's time (tfpgo.iree.alternation).
 CALLS, BLOCK_S = 5, 0.025
-# Copies of each program an A/B process loads, in both orders (on mlp the
-# program loaded first ran 3% slower: tfpgo.iree.alternation).
-PLACEMENTS = 2
+# Copies of each program an A/B process loads, in both orders: an even number
+# from 2 to MAX_PLACEMENTS, as many as fit in WARMUP_SHARE of a process's
+# alternation (each copy is warmed up), in COPIES_BYTES of memory for both
+# programs, and a visit of two rounds to each copy at least twice a process.
+# Each copy falls on the caches by chance, and the processes' spread shrinks as
+# they load more (tfpgo.iree.alternation).
+MAX_PLACEMENTS, WARMUP_SHARE, COPIES_BYTES = 16, 0.15, 1 << 30
 # Each thread count is measured for THREADS_S seconds of calls.
 THREADS_S = 1.0
 # A generation of dispatch benchmarks alternates GENERATION_S an arm.
@@ -116,15 +120,30 @@ def choose_threads(vmfb: Path, workload: Workload, scratch: Path, run_s: float) 
     return Threads(best, cpus[: best.count] if best.pinned else (), means)
 
 
-def plan(run_s: float, threads: Threads, seconds: float = AB_S) -> paired.Plan:
+def plan(
+    run_s: float, threads: Threads, seconds: float = AB_S, program_bytes: int = 0
+) -> paired.Plan:
     """The processes of an A/B of about `seconds` of alternation for a program
     whose call takes `run_s`, at least paired.MIN_PROCESSES of at least
-    MIN_ROUNDS rounds each, and the timed calls of a program in a round."""
+    MIN_ROUNDS rounds each, the timed calls of a program in a round, and the
+    copies of the two programs (`program_bytes` together) a process loads."""
     calls = max(1, min(CALLS, math.floor(BLOCK_S / run_s) if run_s > 0 else CALLS))
     round_s = 2 * (calls + 1) * run_s
     process_s = max(min(PROCESS_S, seconds / paired.MIN_PROCESSES), MIN_ROUNDS * round_s)
     processes = max(paired.MIN_PROCESSES, math.floor(seconds / process_s))
-    return paired.Plan(processes, process_s, threads.count, threads.cpus, calls)
+    placements = placements_for(run_s, process_s, round_s, program_bytes)
+    return paired.Plan(processes, process_s, threads.count, threads.cpus, calls, placements)
+
+
+def placements_for(run_s: float, process_s: float, round_s: float, program_bytes: int) -> int:
+    """How many copies of each program a process loads (MAX_PLACEMENTS)."""
+    fits = [MAX_PLACEMENTS]
+    if run_s > 0:
+        fits.append(math.floor(WARMUP_SHARE * process_s / (2 * alternation.WARMUP_CALLS * run_s)))
+        fits.append(math.floor(process_s / round_s / 4))
+    if program_bytes > 0:
+        fits.append(COPIES_BYTES // program_bytes)
+    return max(2, min(fits) // 2 * 2)
 
 
 class ProgramAB:
@@ -170,7 +189,8 @@ class ProgramAB:
         """The sequential paired A/B of `candidate` against `baseline`, each on its
         IREE driver (module docstring)."""
         threads = self.measured_threads()
-        ab_plan = plan(threads.call_s, threads, self.seconds)
+        program_bytes = baseline.stat().st_size + candidate.stat().st_size
+        ab_plan = plan(threads.call_s, threads, self.seconds, program_bytes)
         arms = (
             program_arm(baseline, self.workload, drivers[0]),
             program_arm(candidate, self.workload, drivers[1]),
@@ -184,11 +204,11 @@ class ProgramAB:
 
 
 def ab_request(arms: tuple[Arm, Arm], ab_plan: paired.Plan, order: tuple[int, int]) -> Request:
-    """One process of an A/B of two programs: `PLACEMENTS` copies of each, the
+    """One process of an A/B of two programs: the plan's copies of each, the
     first loaded in `order` (tfpgo.iree.alternation)."""
     return Request(
         arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order, ab_plan.calls,
-        placements=PLACEMENTS,
+        placements=ab_plan.placements,
     )  # fmt: skip
 
 
