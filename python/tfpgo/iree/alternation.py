@@ -42,17 +42,17 @@ process), in small pages: in 2 MB pages (MADV_HUGEPAGE) every copy's weights
 fall on the caches' sets alike and mlp's between-process spread rose from 2.5%
 to 7.5-8.9% (24 processes each; the memory had been shared anonymous, where
 the advice does nothing, so small pages all along). Even so, on mlp (16 MB of
-weights a copy) the first program a process loads ran 3-5% slower than the
-others, whichever it was; so every process first loads a copy of arm 0 it
-never times, and over 16 processes the order effect was gone
-(+0.6% either order, against -2.6% and +1.7% over 32 without). And each copy
-falls on the caches by chance: one copy of mlp runs up to 5% faster than
-another of the same program in the same process. So a process may load each
-arm `placements` times, each copy in its own memory, the load order reversed
-from one copy to the next, and move to the next copies every two rounds: an
-arm's time is its copies' mean, and the spread of the processes' ratios
-shrinks as more copies are loaded (mlp, 16 processes each: 2.1% with 4
-copies, 1.6% with 8, 0.8% with 16). The move falls between the two reversed rounds and
+weights a copy) the program loaded first ran 3% slower, over 32 processes;
+in other pools of processes it was the copy loaded second that ran 3-8%
+faster, and in others no place stood out: each copy falls on the caches by
+chance, and one copy of mlp runs up to 5% faster than another of the same
+program in the same process. So a process may load each arm `placements`
+times, each copy in its own memory, the load order reversed from one copy to
+the next, and move to the next copies every two rounds: an arm's time is its
+copies' mean, whatever place stands out weighs one copy in `placements`, and
+the spread of the processes' ratios shrinks as more copies are loaded (mlp,
+16 processes each, the caller yielding: 1.9% with 4 copies, 0.9% with 8 or
+16). The move falls between the two reversed rounds and
 between the two forward ones of a cycle (A0 B0 B0 A0 B1 A1 A1 B1), where the
 arm changes too, so each arm is the one to run first from new copies equally
 often. (Moving between a reversed and a forward round, A0 B0 B0 A0 A1 B1 B1 A1,
@@ -274,13 +274,12 @@ def _run(request: Request) -> Rounds:
         for driver in sorted({arm.driver for arm in request.arms})
     }
     keep: list[Any] = []  # every context and module outlives the calls
-    sacrificed = _load(request.arms[0], configs, keep)  # loaded first, never timed
     calls = {
         (index, placement): _load(request.arms[index], configs, keep)
         for placement, order in enumerate(load_orders(request))
         for index in order
     }
-    for function, arguments in (sacrificed, *calls.values()):
+    for function, arguments in calls.values():
         for _ in range(WARMUP_CALLS):
             function(*arguments)
     if workers_hold_every_cpu(request):
