@@ -28,7 +28,11 @@ from a worker, which then waits for the scheduler's next tick: 23% of mlp's
 calls took 4-8 ms where the rest took 2.2-3.2 ms. At the lowest priority 1% do,
 and a process's ratio has a standard error of 0.8-1.2% where it had 2.4%. With
 fewer workers than CPUs it keeps its priority: a step with host work (the GRU's
-loop) runs that work on this thread, and there a free CPU is its own.
+loop) runs that work on this thread, and there a free CPU is its own. So it does
+where an arm runs on local-sync: between drivers, the caller's contention is
+part of what differs (the GRU step took 9.8 ms a call on two pinned workers
+with the caller yielding, 16-20 ms with it at its priority, as a user's loop
+calls it).
 
 Where the process runs is chosen from outside (`Request`): its worker threads,
 pinned to the CPUs it names (IREE's `--task_topology_cpu_ids`) or left to the
@@ -248,9 +252,12 @@ def _load(arm: Arm, configs: dict[str, Any], keep: list[Any]) -> tuple[Any, list
     return function, arguments
 
 
-def workers_hold_every_cpu(request: Request) -> bool:
-    """Whether the process's workers are as many as the CPUs it may run on."""
-    return request.threads >= len(os.sched_getaffinity(0))
+def caller_yields(request: Request) -> bool:
+    """Whether the calling thread runs the rounds at the lowest priority: every
+    arm on local-task's workers, as many as the CPUs the process may run on
+    (module docstring)."""
+    on_workers = all(arm.driver == DEVICE for arm in request.arms)
+    return on_workers and request.threads >= len(os.sched_getaffinity(0))
 
 
 def _yield_to_workers() -> None:
@@ -282,7 +289,7 @@ def _run(request: Request) -> Rounds:
     for function, arguments in calls.values():
         for _ in range(WARMUP_CALLS):
             function(*arguments)
-    if workers_hold_every_cpu(request):
+    if caller_yields(request):
         _yield_to_workers()
     rows: list[tuple[int, ...]] = []
     ends = time.monotonic() + request.seconds
