@@ -150,8 +150,8 @@ def _model(label: str, root: Path, repeats: int, short: int) -> dict[str, Any]:
     result["threads"] = threads.text()
     result["twin"] = made
     result["old_20s"] = [_old(vmfb, twin, workload, threads.call_s) for _ in range(short)]
+    program_bytes = vmfb.stat().st_size + twin.stat().st_size
     for seconds in LENGTHS_S:
-        program_bytes = vmfb.stat().st_size + twin.stat().st_size
         ab_plan = program_ab.plan(threads.call_s, threads, seconds, program_bytes)
         count = repeats if seconds == LENGTHS_S[-1] else short
         runs = [_new(vmfb, twin, workload, ab_plan, scratch) for _ in range(count)]

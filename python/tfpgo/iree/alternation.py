@@ -28,9 +28,9 @@ from a worker, which then waits for the scheduler's next tick: 23% of mlp's
 calls took 4-8 ms where the rest took 2.2-3.2 ms. At the lowest priority 1% do,
 and a process's ratio has a standard error of 0.8-1.2% where it had 2.4%. With
 fewer workers than CPUs it keeps its priority: a step with host work (the GRU's
-loop) runs that work on this thread, and there a free CPU is its own. So it does
-where an arm runs on local-sync: between drivers, the caller's contention is
-part of what differs (the GRU step took 9.8 ms a call on two pinned workers
+loop) runs that work on this thread, and there a free CPU is its own. It keeps
+it too where an arm runs on local-sync: between drivers, the caller's
+contention is part of what differs (the GRU step took 9.8 ms a call on two pinned workers
 with the caller yielding, 16-20 ms with it at its priority, as a user's loop
 calls it).
 
