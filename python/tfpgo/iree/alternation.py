@@ -6,19 +6,26 @@ whatever the machine did in between. Timed so, one program against itself
 (A/A) gave a 95% interval of ±7-20% on this 2-core machine; called alternately
 in one process it gave ±0.9% (issue 48). This module is that process: it loads
 every arm (a vmfb and a function in it) into one IREE runtime, puts each arm's
-inputs on the device once, calls each arm `WARMUP_CALLS` times, then runs them
+inputs on the device once, warms each arm up with a few untimed calls, then runs them
 in rounds, forward (A B C) or reversed (C B A), four rounds to a cycle: forward,
 reversed, reversed, forward (`forward`). So A B B A B A A B holds for every two
 arms: a drift of the machine, linear or curved, falls on both of a pair alike,
 and each arm follows the other as often as itself.
 
-In a round each arm runs a block: `SWITCH_CALLS` calls untimed, then `calls`
+In a round each arm runs a block: `SWITCH_CALLS` call untimed, then `calls`
 calls each timed alone (`time.perf_counter_ns` around the invocation, which
 returns when the program's work is done), of which the round keeps the median.
 The untimed calls are there because the first call after the other program
 ran finds the caches holding that program's weights: on mlp (16 MB of
 weights, 2 ms a call) it took 15-25% longer than the next, so a call timed
 right after a switch measures the switch, not the program as a loop runs it.
+A switch costs at most refilling the caches (32 MB of L3 here, about 2 ms from
+memory), so a program whose call takes `SWITCH_FREE_S` or more runs none
+(`switch_calls`): on ResNet50 (150 ms a call, 100 MB of weights streamed each
+call) the first call after a switch took 0.8% longer on the median, within its
+calls' spread of 3-7%, and the untimed call halved the calls a 20 s A/B times.
+Likewise each copy's warm-up (`warmup_calls`) stops after the first call once
+it has run `WARMUP_S`: ResNet50's first call took 152 ms where the next took 148.
 
 When the workers are as many as the process's CPUs, the calling thread runs
 its timed rounds at the lowest priority (`_yield_to_workers`): waiting on a
@@ -72,6 +79,7 @@ is the process itself, writing its `Rounds` as JSON on stdout.
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
 import statistics
@@ -86,11 +94,14 @@ from tfpgo.iree.run import DEVICE, SYNC
 from tfpgo.iree.tools import run_command
 from tfpgo.toolpaths import python_env
 
-WARMUP_CALLS = 3
+# Untimed calls of each copy before the rounds: WARMUP_CALLS, or as many as
+# fit in WARMUP_S, at least one (module docstring).
+WARMUP_CALLS, WARMUP_S = 3, 0.1
 # The calling thread's niceness while the workers hold every CPU (module docstring).
 LOWEST_PRIORITY = 19
-# Untimed calls of a program before its timed ones in a round (module docstring).
-SWITCH_CALLS = 1
+# Untimed calls of a program before its timed ones in a round, none for a
+# program whose call takes SWITCH_FREE_S or more (module docstring).
+SWITCH_CALLS, SWITCH_FREE_S = 1, 0.1
 # Extra seconds a process is allowed past its alternation: Python, IREE's
 # runtime and the programs' loading and warm-up (a large program's weights);
 # $TFPGO_IREE_TIMEOUT_S instead when set, as for IREE's tools.
@@ -127,6 +138,7 @@ class Request:
     # Copies of every arm in memory, each loaded in its own order (module
     # docstring); every two rounds move to the next copy.
     placements: int = 1
+    switch_calls: int = SWITCH_CALLS  # untimed calls of each arm in a round (`switch_calls`)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -146,6 +158,7 @@ class Request:
             int(document["calls"]),
             int(document["min_rounds"]),
             int(document["placements"]),
+            int(document["switch_calls"]),
         )
 
 
@@ -213,6 +226,20 @@ def _arguments(arm: Arm, device: Any) -> list[Any]:
     ]
 
 
+def warmup_calls(call_s: float) -> int:
+    """The untimed calls that warm a copy up, for a call of `call_s` (module
+    docstring)."""
+    if call_s <= 0:
+        return WARMUP_CALLS
+    return max(1, min(WARMUP_CALLS, math.ceil(WARMUP_S / call_s)))
+
+
+def switch_calls(call_s: float) -> int:
+    """The untimed calls of a program after a switch, for a call of `call_s`
+    (module docstring)."""
+    return 0 if call_s >= SWITCH_FREE_S else SWITCH_CALLS
+
+
 def load_orders(request: Request) -> list[tuple[int, ...]]:
     """The order each copy of the arms is loaded in: the request's, reversed
     for every other copy (module docstring)."""
@@ -252,6 +279,15 @@ def _load(arm: Arm, configs: dict[str, Any], keep: list[Any]) -> tuple[Any, list
     return function, arguments
 
 
+def _warm_up(function: Any, arguments: list[Any]) -> None:
+    """A copy's untimed calls before the rounds: as many as `warmup_calls` gives
+    for the first one's time."""
+    started = time.perf_counter()
+    function(*arguments)
+    for _ in range(warmup_calls(time.perf_counter() - started) - 1):
+        function(*arguments)
+
+
 def caller_yields(request: Request) -> bool:
     """Whether the calling thread runs the rounds at the lowest priority: every
     arm on local-task's workers, as many as the CPUs the process may run on
@@ -287,8 +323,7 @@ def _run(request: Request) -> Rounds:
         for index in order
     }
     for function, arguments in calls.values():
-        for _ in range(WARMUP_CALLS):
-            function(*arguments)
+        _warm_up(function, arguments)
     if caller_yields(request):
         _yield_to_workers()
     rows: list[tuple[int, ...]] = []
@@ -298,7 +333,7 @@ def _run(request: Request) -> Rounds:
         placement = placement_of(len(rows), request.placements)
         for index in round_order(len(rows), len(request.arms)):
             function, arguments = calls[index, placement]
-            for _ in range(SWITCH_CALLS):
+            for _ in range(request.switch_calls):
                 function(*arguments)
             timed = []
             for _ in range(request.calls):

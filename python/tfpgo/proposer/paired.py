@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tfpgo.diff.step_time import t_quantile
-from tfpgo.iree.alternation import Rounds
+from tfpgo.iree.alternation import SWITCH_CALLS, Rounds
 from tfpgo.proposer.ab import ABResult, Verdict
 from tfpgo.proposer.trimmed import Estimate, trimmed
 
@@ -155,6 +155,7 @@ class Plan:
     cpus: tuple[int, ...] = ()
     calls: int = 1  # timed calls of each program in a round
     placements: int = 1  # copies of each program a process loads
+    switch_calls: int = SWITCH_CALLS  # untimed calls of each program in a round
 
     def looks(self) -> tuple[int, ...]:
         first = min(MIN_PROCESSES, self.processes)

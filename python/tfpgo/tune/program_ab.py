@@ -40,8 +40,9 @@ AB_S, PROCESS_S, START_S = 20.0, 2.5, 1.0
 # Rounds a process runs at least: a slow program's processes last longer.
 MIN_ROUNDS = 8
 # In a round, each program runs one untimed call (the caches hold the other
-# program's data after a switch) and up to CALLS timed ones, as many as fit in
-# BLOCK_S: their median is the round's time (tfpgo.iree.alternation).
+# program's data after a switch; none for a call of alternation.SWITCH_FREE_S
+# or more) and up to CALLS timed ones, as many as fit in BLOCK_S: their median
+# is the round's time (tfpgo.iree.alternation).
 CALLS, BLOCK_S = 5, 0.025
 # Copies of each program an A/B process loads, in both orders: an even number
 # from 2 to MAX_PLACEMENTS, as many as fit in WARMUP_SHARE of a process's
@@ -113,6 +114,7 @@ def choose_threads(vmfb: Path, workload: Workload, scratch: Path, run_s: float) 
                 count,
                 cpus[:count] if pinned else (),
                 (0,),
+                switch_calls=0,  # one program: no other's data in the caches
             )
             rounds = alternation.alternate(request, scratch, "--tune (threads)")
             means[Way(count, pinned)] = statistics.fmean(row[0] for row in rounds.times_ns) / 1e6
@@ -125,21 +127,24 @@ def plan(
 ) -> paired.Plan:
     """The processes of an A/B of about `seconds` of alternation for a program
     whose call takes `run_s`, at least paired.MIN_PROCESSES of at least
-    MIN_ROUNDS rounds each, the timed calls of a program in a round, and the
-    copies of the two programs (`program_bytes` together) a process loads."""
+    MIN_ROUNDS rounds each, the timed and untimed calls of a program in a
+    round, and the copies of the two programs (`program_bytes` together) a
+    process loads."""
     calls = max(1, min(CALLS, math.floor(BLOCK_S / run_s) if run_s > 0 else CALLS))
-    round_s = 2 * (calls + 1) * run_s
+    switch = alternation.switch_calls(run_s)
+    round_s = 2 * (calls + switch) * run_s
     process_s = max(min(PROCESS_S, seconds / paired.MIN_PROCESSES), MIN_ROUNDS * round_s)
     processes = max(paired.MIN_PROCESSES, math.floor(seconds / process_s))
     placements = placements_for(run_s, process_s, round_s, program_bytes)
-    return paired.Plan(processes, process_s, threads.count, threads.cpus, calls, placements)
+    return paired.Plan(processes, process_s, threads.count, threads.cpus, calls, placements, switch)
 
 
 def placements_for(run_s: float, process_s: float, round_s: float, program_bytes: int) -> int:
     """How many copies of each program a process loads (MAX_PLACEMENTS)."""
     fits = [MAX_PLACEMENTS]
     if run_s > 0:
-        fits.append(math.floor(WARMUP_SHARE * process_s / (2 * alternation.WARMUP_CALLS * run_s)))
+        warmup_s = alternation.warmup_calls(run_s) * run_s
+        fits.append(math.floor(WARMUP_SHARE * process_s / (2 * warmup_s)))
         fits.append(math.floor(process_s / round_s / 4))
     if program_bytes > 0:
         fits.append(COPIES_BYTES // program_bytes)
@@ -208,7 +213,7 @@ def ab_request(arms: tuple[Arm, Arm], ab_plan: paired.Plan, order: tuple[int, in
     first loaded in `order` (tfpgo.iree.alternation)."""
     return Request(
         arms, ab_plan.process_s, ab_plan.threads, ab_plan.cpus, order, ab_plan.calls,
-        placements=ab_plan.placements,
+        placements=ab_plan.placements, switch_calls=ab_plan.switch_calls,
     )  # fmt: skip
 
 
