@@ -9,8 +9,9 @@ default program outside tfpgo's A/B: blocks of `iree-benchmark-module`
 iterations, alternating (bench_ab_noise's old method, longer: 30 s), the ratio
 and its 95% interval. Beside it, what `--tune` said: what it kept, its own final
 A/B, the original's fraction of this machine's limit, and how many hot
-dispatches it left below 85% of their bound. Printed as Markdown and written to
-`<root>/tune_heldout.json`.
+dispatches it left below 85% of their bound. An output already under `--root`
+is kept and only timed again (`--outside-s` for a longer, narrower timing).
+Printed as Markdown and written to `<root>/tune_heldout.json`.
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ HELD_OUT: dict[str, Model] = {
 KNOWN: dict[str, Model] = {**MODELS, **HELD_OUT}
 
 
-def _outside(out: Path) -> ab.ABResult | None:
-    """The tuned program against the default, blocks of iree-benchmark-module."""
+def _outside(out: Path, seconds: float) -> ab.ABResult | None:
+    """The tuned program against the default, blocks of iree-benchmark-module
+    for about `seconds`."""
     tuned = out / "model.tuned.vmfb"
     if not tuned.is_file():
         return None
@@ -72,7 +74,7 @@ def _outside(out: Path) -> ab.ABResult | None:
     # host's share (the GRU's 0.67 ms of dispatches take 15.6 ms a call).
     run_s = statistics.median(_iteration_times(out / "model.iree.vmfb", workload, 5)) / 1e9
     iterations = min(max(math.ceil(0.5 / run_s), 3), 1000)
-    repetitions = max(5, math.ceil(OUTSIDE_S / (2 * (iterations * run_s + 0.2))))
+    repetitions = max(5, math.ceil(seconds / (2 * (iterations * run_s + 0.2))))
     samples = ab.interleave(
         lambda n: _iteration_times(out / "model.iree.vmfb", workload, n),
         lambda n: _iteration_times(tuned, workload, n, driver),
@@ -82,10 +84,10 @@ def _outside(out: Path) -> ab.ABResult | None:
     return ab.judge(samples)
 
 
-def _model(label: str, root: Path, budget_min: float) -> dict[str, Any]:
+def _model(label: str, root: Path, budget_min: float, outside_s: float) -> dict[str, Any]:
     out = _lower(label, root, budget_min * 60, KNOWN)
     document = TuneDocument.read(out / "tune.json")
-    outside = _outside(out)
+    outside = _outside(out, outside_s)
     return {
         "label": label,
         "kept": list(document.kept),
@@ -119,10 +121,13 @@ def main() -> int:
     parser.add_argument("--root", type=Path, default=Path("/tmp/tfpgo_tune_heldout"))
     parser.add_argument("--only", default=",".join(HELD_OUT))
     parser.add_argument("--tune-budget", type=float, default=10.0, help="minutes")
+    parser.add_argument(
+        "--outside-s", type=float, default=OUTSIDE_S, help="seconds of the outside timing"
+    )
     args = parser.parse_args()
     results = []
     for label in args.only.split(","):
-        results.append(_model(label, args.root, args.tune_budget))
+        results.append(_model(label, args.root, args.tune_budget, args.outside_s))
         harness.write_json(args.root / "tune_heldout.json", {"machine": harness.machine(),
                                                               "results": results})  # fmt: skip
         print(f"{label}: {_row(results[-1])}", flush=True)

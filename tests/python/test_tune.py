@@ -991,8 +991,8 @@ def test_a_record_for_other_weights_gives_its_flags_not_its_program(tmp_path):
 
 
 def test_local_sync_is_decided_from_the_host_share_and_recorded(program, tmp_path, monkeypatch):
-    """The driver candidate proposes local-sync only when the profiled dispatches
-    fill less than half of the measured call (constructed here: 4% and 90%). The
+    """The driver candidate proposes local-sync unless the profiled dispatches
+    fill the measured call (constructed here: 4%, 90% and 120%). The
     loop times it with each arm on its driver (the A/Bs injected), profiles the
     kept program on local-sync, writes the driver into tune.json and the record,
     and a build from the record runs on it again."""
@@ -1002,10 +1002,15 @@ def test_local_sync_is_decided_from_the_host_share_and_recorded(program, tmp_pat
     dispatch_s = baseline.profile.dispatch_ps / baseline.profile.runs / 1e12
     evidence = Evidence(
         tmp_path / "iree_profile.json", baseline.profile, workload, time.monotonic() + 60, 60,
-        call_s=lambda: dispatch_s / 0.9,
+        call_s=lambda: dispatch_s / 1.2,
     )  # fmt: skip
     filled = sync.propose(Variant(stablehlo), evidence, tmp_path)
-    assert isinstance(filled, str) and filled.startswith("its dispatches add up to 90% of a call")
+    assert isinstance(filled, str) and filled.startswith("its dispatches add up to 120% of a call")
+    assert filled.endswith("on one core they would take the whole call at least")
+    # 90%: on one core between 0.9 and 1.8 calls (two workers): the A/B decides.
+    most = replace(evidence, call_s=lambda: dispatch_s / 0.9)
+    between = sync.propose(Variant(stablehlo), most, tmp_path)
+    assert isinstance(between, Proposal) and "add up to 90% of a call" in between.change
     untimed = sync.propose(Variant(stablehlo), replace(evidence, call_s=None), tmp_path)
     assert untimed == "the program's call was not timed, so its host share is not known"
     host = replace(evidence, call_s=lambda: dispatch_s / 0.04)
