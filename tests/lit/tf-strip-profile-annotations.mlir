@@ -1,4 +1,5 @@
 // RUN: %tfpgo_test_opt --allow-unregistered-dialect -split-input-file \
+// RUN:   --mlir-print-debuginfo --mlir-print-local-scope \
 // RUN:   --tf-strip-profile-annotations %s | FileCheck %s
 
 // CHECK-LABEL: func.func @f
@@ -48,4 +49,23 @@ func.func @branch_counts(%c: i1, %x: tensor<f32>) -> tensor<f32> {
   return %0 : tensor<f32>
 ^bb2:
   return %x : tensor<f32>
+}
+
+// -----
+
+// A record carried in a location goes, on the ops and on their regions'
+// arguments (a lowered reduction's body has its op's location); the node
+// names a dispatch is attributed by stay.
+// CHECK-LABEL: func.func @carried
+// CHECK-NOT: profiler_data
+// CHECK: ^bb0(%{{.*}}: tensor<f32> loc("pool"), %{{.*}}: tensor<f32> loc("pool")):
+// CHECK-NOT: profiler_data
+// CHECK: loc("pool")
+func.func @carried(%x: tensor<4xf32>, %init: tensor<f32>) -> tensor<f32> {
+  %0 = "stablehlo.reduce"(%x, %init) ({
+  ^bb0(%a: tensor<f32> loc(fused<{profiler_data = {count = 1 : i64, self = 7 : i64, source = "pool"}}>["pool"]), %b: tensor<f32> loc(fused<{profiler_data = {count = 1 : i64, self = 7 : i64, source = "pool"}}>["pool"])):
+    %m = "stablehlo.maximum"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc(fused<{profiler_data = {count = 1 : i64, self = 7 : i64, source = "pool"}}>["pool"])
+    "stablehlo.return"(%m) : (tensor<f32>) -> ()
+  }) {dimensions = array<i64: 0>} : (tensor<4xf32>, tensor<f32>) -> tensor<f32> loc(fused<{profiler_data = {count = 1 : i64, self = 7 : i64, source = "pool"}}>["pool"])
+  return %0 : tensor<f32>
 }

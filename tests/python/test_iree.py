@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pgo_process import run_pgo
 
 from tfpgo.errors import UserError
 from tfpgo.flow.conservation import check_output
@@ -23,6 +24,7 @@ from tfpgo.iree.program import Workload, check_outputs, profile_program
 from tfpgo.iree.run import DispatchTiming
 from tfpgo.iree.sites import IN_NESTED_LOOPS, OUTSIDE_LOOPS, SiteOps, compile_sites
 from tfpgo.iree.tools import run_tool
+from tfpgo.mlir.lowering import write_generic_stablehlo
 
 STEPS = 3
 
@@ -116,6 +118,56 @@ def test_the_whole_program_is_written_and_compiles(flow, tmp_path):
     subprocess.run(command, check=True, capture_output=True)
     assert vmfb.stat().st_size > 0 and (flow / "model.iree.vmfb").stat().st_size > 0
     assert "dense_resource<__elided__>" in (flow / "model.linalg.mlir").read_text()
+
+
+def test_two_runs_of_the_model_build_the_same_bytes(tmp_path):
+    """Issue 64: what IREE compiles carries no measured number, so two profiled
+    runs of one model (each its own times) build the very same program. Each
+    runs in its own process, as `pgo` does: within one, TensorFlow numbers each
+    trace's functions anew (`__inference_pruned_182`, then `_365`), and the entry
+    function's name is part of the program."""
+    outs = [tmp_path / name for name in ("first", "second")]
+    for out in outs:
+        run_pgo(["--model", "cnn", "--batch-size", "4", "--steps", str(STEPS), "--warmup", "1",
+                 "--lower", "iree", "--formats", "svg", "--output-dir", str(out)])  # fmt: skip
+    for name in ("model.iree.vmfb", "model.stablehlo.mlirbc"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+
+
+def _carried(ps: int) -> str:
+    """A record as tf-annotate-operations-profile carry-in-location=true leaves it."""
+    return f'fused<{{profiler_data = {{count = 2 : i64, self = {ps} : i64, source = "square"}}}}>'
+
+
+RECORDED = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %x, %x : tensor<4xf32> loc(RECORD["square"])
+  %1 = stablehlo.add %0, %x : tensor<4xf32> loc(RECORD["square"])
+  return %1 : tensor<4xf32>
+}
+"""
+
+
+def test_a_program_compiles_to_the_same_bytes_whatever_profile_it_carries(tmp_path):
+    """Two profiles of one program: its vmfb, bytecode and executable sources are
+    the same bytes, and the dispatch is still the carried op's."""
+    x = np.arange(4, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    workload = Workload("main", (tmp_path / "x.npy",), (x * x + x,), 1, 0, {"square": 10}, {})
+    built = []
+    for ps in (1000, 2345):
+        directory = tmp_path / str(ps)
+        directory.mkdir()
+        stablehlo = directory / "program.mlir"  # in generic form, as the flow writes it
+        write_generic_stablehlo(RECORDED.replace("RECORD", _carried(ps)), stablehlo)
+        program = profile_program(stablehlo, (), directory / "iree", workload, "tiny.vmfb")
+        assert set(program.profile.op_ps) == {"square"}
+        built.append(program)
+    first, second = built
+    for attribute in ("vmfb", "bytecode"):
+        assert getattr(first, attribute).read_bytes() == getattr(second, attribute).read_bytes()
+    sources = [p.vmfb.with_name("executable_sources.mlir").read_text() for p in built]
+    assert sources[0] == sources[1] and "profiler_data" not in sources[0]
 
 
 TINY = """

@@ -4,6 +4,7 @@ compiler and runtime, real tfpgo-opt; small StableHLO programs)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -43,7 +44,7 @@ from tfpgo.tune.db import default_path
 from tfpgo.tune.db_records import ProgramRun
 from tfpgo.tune.document import Decision, EndToEnd, OpChange, Trial, Tuned, TuneDocument
 from tfpgo.tune.loop import Tuning, tune
-from tfpgo.tune.records import Records, RunSummary
+from tfpgo.tune.records import Records, RunSummary, file_digest
 from tfpgo.tune.roofline import AT_LIMIT, MachineLimit
 from tfpgo.tune.tile_configs import RootConfig
 from tfpgo.tune.tuned_output import TUNED_PROFILE, TUNED_VMFB
@@ -824,6 +825,10 @@ def test_a_finished_run_is_built_again_from_its_record(program, tmp_path, monkey
                    records=records)  # fmt: skip
     assert rebuilt.trials[0].result is None and rebuilt.trials[0].max_abs == 0
     assert (built / TUNED_VMFB).read_bytes() == (first / TUNED_VMFB).read_bytes()
+    # The record names the vmfb it kept; the rebuild says it made the same bytes.
+    assert run.vmfb == hashlib.sha256((first / TUNED_VMFB).read_bytes()).hexdigest()
+    assert "byte-identical to the program it kept" in rebuilt.trials[0].reason
+    assert "byte-identical to the program it kept" in confirmed.trials[0].reason
     # tune.json says what each stage took: the rebuild, a fraction of the first.
     spent = [TuneDocument.read(d / "tune.json").tune_s for d in (first, again, built)]
     assert spent == [d.tune_s for d in (document, confirmed, rebuilt)]
@@ -878,6 +883,26 @@ def test_a_candidate_whose_search_was_cut_is_proposed_again(program, tmp_path):
     assert len(proposed) == 2
 
 
+def test_a_rebuild_says_why_its_bytes_differ_from_the_recorded_program(program, tmp_path):
+    """Issue 64: a build from a record is compared with the vmfb the record kept;
+    where the bytes differ, the cause is named."""
+    original, _, _ = program
+    records = _records(tmp_path / "tuning.db", _own_copy(original, tmp_path))
+    vmfb = tmp_path / "rebuilt.vmfb"
+    vmfb.write_bytes(b"the program built again")
+    run = ProgramRun(records.original, "m", True, ("--iree-opt-level=O2",), "", (), 0.5, 60.0,
+                     (), (), 1.0, values=records.values)  # fmt: skip
+    assert "has no digest" in records.rebuild_text(run, vmfb)
+    kept = replace(run, vmfb=file_digest(vmfb))
+    assert records.rebuild_text(kept, vmfb) == "byte-identical to the program it kept"
+    other = replace(run, vmfb=hashlib.sha256(b"another program").hexdigest())
+    assert records.rebuild_text(other, vmfb).endswith("IREE's compile of this program is not "
+                                                      "deterministic")  # fmt: skip
+    retrained = replace(other, values="other weights")
+    assert records.rebuild_text(retrained, vmfb).endswith(": the model's weights differ")
+    records.db.close()
+
+
 def test_a_build_from_records_without_one_keeps_the_program(program, tmp_path):
     """No run of this program on this target: only a run of it by another
     iree-compile, which is never applied, and which the report lists as stale."""
@@ -893,6 +918,7 @@ def test_a_build_from_records_without_one_keeps_the_program(program, tmp_path):
                     candidates=(Candidate("lean", _never),), records=records)  # fmt: skip
     assert document.tuned is None and document.trials == ()
     assert "holds no run of this program on this target" in document.unconfirmed
+    assert "; it holds runs of it for iree-compile 3.12.0 @ 0123abcd:" in document.unconfirmed
     assert notes == [f"tune: {document.unconfirmed}"]
     stale = "iree-compile 3.12.0 @ 0123abcd: 0 tile records, 0 decisions, 1 runs"
     assert document.stale == (stale,)

@@ -20,6 +20,7 @@ from tfpgo.flow.conservation import graph_sources
 from tfpgo.mlir import lost_ops
 from tfpgo.mlir.lost_ops import LostSource
 from tfpgo.mlir.lowering import annotated_sources
+from tfpgo.mlir.routes import made_by_xla_compiler
 
 # Where a StableHLO-level loss that no design explains was gone: not findable here.
 _TF_ROUTE = (
@@ -44,11 +45,9 @@ def lost_by_level(out: Path) -> list[tuple[str, LostSource]]:
     }
     stablehlo = graph_sources(read_json(out / needed[1]))
     linalg = graph_sources(read_json(out / needed[2]))
-    # TensorFlow's pass routes carry records in the locations; its XLA compiler's
-    # StableHLO only names the tf nodes.
     program = out / "model.stablehlo.mlirbc"
     text = lost_ops.stablehlo_text(program)
-    compiled = 'source = "' not in text
+    compiled = made_by_xla_compiler(text)
 
     def lost_from(carriers: set[str]) -> list[LostSource]:
         return [LostSource(name, op, ps) for name, (op, ps) in tf.items() if name not in carriers]

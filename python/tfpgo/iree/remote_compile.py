@@ -46,6 +46,7 @@ from tfpgo.dask_cluster import ClusterError, connect, task_failure
 from tfpgo.errors import UserError
 from tfpgo.iree import run as iree_run
 from tfpgo.iree import tools
+from tfpgo.iree.compiled_source import compiled_source
 
 _COMPILER = "iree-base-compiler"
 # The smallest program with an executable: its target shows what `host` resolved to.
@@ -131,6 +132,7 @@ class ClusterCompiler:
         """`iree_run.compile_vmfb`, run on a worker. The program's own compile
         errors (and timeouts) are its UserError; a cluster that fails is a
         ClusterError. A program compiled already is copied (`tools.compile_once`)."""
+        stablehlo = compiled_source(stablehlo)
         keyed_on = [*iree_run.IREE_FLAGS, *flags]  # as a local compile_vmfb is
         if tools.reuse_compiled("iree-compile", stablehlo, keyed_on, vmfb):
             return

@@ -30,6 +30,7 @@ from typing import Any
 from tfpgo import HOT_OPS
 from tfpgo.attribution.parts import split_equally, split_in_proportion
 from tfpgo.documents import read_json, write_compact_json
+from tfpgo.iree.compiled_source import compiled_source
 from tfpgo.iree.output_check import ATOL, RTOL
 from tfpgo.iree.profile_document import BY_EXECUTABLE, BY_PROGRAM, Dispatch, IreeProfile, Site
 from tfpgo.iree.sites import (
@@ -139,7 +140,9 @@ def compile_module(
     whole StableHLO program (weights included) as MLIR bytecode. `flags` go to
     iree-compile after IREE_FLAGS (a tuned program's options). A form this process
     compiled already from the same program and flags (a kept tuning candidate's
-    vmfb) is copied (`tools.compile_once`)."""
+    vmfb) is copied (`tools.compile_once`). Each is made from the program without
+    its profile (`compiled_source`)."""
+    stablehlo = compiled_source(stablehlo)
     compile_once("iree-opt", stablehlo, ["--emit-bytecode"], bytecode, "iree level")
     compile_vmfb(stablehlo, vmfb, flags)
     compile_once(
@@ -158,7 +161,8 @@ def compile_vmfb(
     `timeout_s` bounds a compile that may hang (IREE 3.13's iree-compile now and
     then deadlocks, waiting on a futex with no CPU, with a tuning spec; the same
     command then compiles: `run_tool` tries it once more)."""
-    compile_once("iree-compile", stablehlo, [*IREE_FLAGS, *flags], vmfb, "iree level", timeout_s)
+    program = compiled_source(stablehlo)
+    compile_once("iree-compile", program, [*IREE_FLAGS, *flags], vmfb, "iree level", timeout_s)
 
 
 def run_outputs(

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.errors import UserError
+from tfpgo.iree.compiled_source import compiled_source
 from tfpgo.iree.tools import run_tool
 
 PHASES_DIR = "flow_phases"  # under the program's directory
@@ -66,6 +67,7 @@ def compile_sites(
     `stablehlo` with `flags` (the program's whole command line: target and
     options) up to IREE's flow phase, its phases dumped under
     `directory/PHASES_DIR` and read back."""
+    stablehlo = compiled_source(stablehlo)  # as the program is compiled
     phases = directory / PHASES_DIR
     phases.mkdir(parents=True, exist_ok=True)
     run_tool(

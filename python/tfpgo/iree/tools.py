@@ -100,14 +100,16 @@ def run_tool(
     what: str,
     timeout_s: float | None = None,
     stderr_file: Path | None = None,
+    cwd: Path | None = None,
 ) -> str:
     """Runs one of IREE's tools and returns its output; a failure is one UserError
     line. A run is killed at its timeout (`tool_timeout_s(timeout_s)`) and started
     once more, and killed at the stage's deadline; killed on both tries, or at the
     deadline, it is one ToolTimeout line. `stderr_file` takes what the tool
-    writes to stderr (MLIR's IR dumps), too much to hold in memory."""
+    writes to stderr (MLIR's IR dumps), too much to hold in memory; `cwd` is the
+    directory it runs in (relative paths in `args` are from there)."""
     command = [_executable(tool, what), *args]
-    return run_command(command, tool, what, timeout_s, stderr_file=stderr_file)
+    return run_command(command, tool, what, timeout_s, stderr_file=stderr_file, cwd=cwd)
 
 
 def run_command(
@@ -118,6 +120,7 @@ def run_command(
     env: Mapping[str, str] | None = None,
     beyond_s: float = 0.0,
     stderr_file: Path | None = None,
+    cwd: Path | None = None,
 ) -> str:
     """`run_tool` for a command line of its own (`tool` names it in messages), in
     `env` (default: this process's): the same timeouts, second try and deadline;
@@ -139,6 +142,7 @@ def run_command(
                     check=False,
                     timeout=limit if left is None else min(limit, left),
                     env=env,
+                    cwd=cwd,
                 )
         except subprocess.TimeoutExpired:
             continue  # killed: the deadlock is intermittent, so once more

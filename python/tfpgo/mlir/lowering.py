@@ -511,7 +511,9 @@ def _as_func(match: re.Match[str]) -> str:
 def write_generic_stablehlo(text: str, path: Path) -> None:
     """StableHLO in generic form, through IREE's iree-opt (which knows
     StableHLO). Constants stay whole: elided ones would all look alike, and
-    IREE's CSE would merge ops that differ only in their weights."""
+    IREE's CSE would merge ops that differ only in their weights. An op or
+    argument `text` gives no location gets its line in the file, named without
+    the scratch directory: the program's bytes do not depend on where it was made."""
     source = path.with_suffix(".custom.mlir")
     source.write_text(text)
     run_tool(
@@ -519,11 +521,12 @@ def write_generic_stablehlo(text: str, path: Path) -> None:
         [
             "--mlir-print-op-generic",
             "--mlir-print-debuginfo",
-            str(source),
+            source.name,
             "-o",
-            str(path),
+            str(path.absolute()),
         ],
         "cannot read TensorFlow's StableHLO",
+        cwd=source.parent,
     )
 
 

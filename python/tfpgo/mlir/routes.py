@@ -37,6 +37,11 @@ DIRECT_ROUTE, BRIDGE_ROUTE = "tf-stablehlo", "XLA bridge"
 # compiler's own StableHLO (tfpgo.mlir.compiled_step).
 COMPILED_ROUTE = "XLA compiler"
 
+# The module attributes XLA's compiler gives the StableHLO it makes
+# (`mhlo.input_output_alias`, `mhlo.cross_program_prefetches`, ...); TensorFlow's
+# pass routes keep the tf module's (`tf.versions`).
+_XLA_MODULE = re.compile(r"^module\b[^\n{]*\battributes \{[^\n]*\bmhlo\.", re.MULTILINE)
+
 # The public function of a lowered module: the one the runtime calls.
 ENTRY_FUNCTION = re.compile(r"func\.func @([\w.$-]+)\(")
 
@@ -178,3 +183,9 @@ def _tf_ops_left(module: str) -> list[tuple[str, str]]:
             location = re.sub(r"#loc\d+", lambda m: aliases.get(m[0], ""), location)
         left.append((op, name[1] if name else "?"))
     return left
+
+
+def made_by_xla_compiler(stablehlo_text: str) -> bool:
+    """Whether a StableHLO module (custom form) came by `COMPILED_ROUTE`, read off
+    the module attributes XLA's compiler sets."""
+    return _XLA_MODULE.search(stablehlo_text) is not None

@@ -498,6 +498,10 @@ class ProgramRun:
     values: str = ""
     rewritten: bool = False  # a pass rewrote the program (not only flags, spec, tiles)
     driver: str = DEVICE  # IREE's CPU driver the program runs on
+    # The sha256 of the vmfb it kept (model.tuned.vmfb), which a rebuild from this
+    # record is compared with; "" when it kept nothing, or recorded before builds
+    # were compared.
+    vmfb: str = ""
 
     @property
     def kept_something(self) -> bool:

@@ -56,7 +56,7 @@ from tfpgo.tune.document import (
     TuneDocument,
 )
 from tfpgo.tune.headroom import held_back
-from tfpgo.tune.records import Records, RunSummary, from_record
+from tfpgo.tune.records import Records, RunSummary, file_digest, from_record
 from tfpgo.tune.resume import CompileVmfb
 from tfpgo.tune.roofline import AT_LIMIT, MachineLimit, hot_fractions, model_fraction
 from tfpgo.tune.tile_configs import SPEC, SPEC_FLAG, RootConfig, without_spec
@@ -151,7 +151,8 @@ def _tune(
         if rebuilt is not None:
             return rebuilt
     if tuning.budget_s == 0 and records is not None:
-        return TuneDocument(0, baseline.profile.runs, (), (), (), None, None, _NO_RECORD)
+        why = f"{_NO_RECORD}{records.elsewhere()}: the program --lower iree compiled stays"
+        return TuneDocument(0, baseline.profile.runs, (), (), (), None, None, why)
     current, program = Variant(stablehlo), baseline
     limit = records.limit(note) if records is not None else None
     hot, whole = _at_limit(baseline.profile, limit)
@@ -310,9 +311,11 @@ def _tune(
     if records is not None:
         untried = tuple(trial.name for trial in trials if trial.outcome == "not tried")
         ratio = end_to_end.ratio if tuned is not None and end_to_end is not None else None
+        vmfb = file_digest(out / tuned_output.TUNED_VMFB) if tuned is not None else ""
         summary = RunSummary(
-            records.model or out.name, not untried, ratio, time.monotonic() - started_s, untried
-        )
+            records.model or out.name, not untried, ratio, time.monotonic() - started_s, untried,
+            vmfb,
+        )  # fmt: skip
         records.record(
             [(trial, on, added, trial.outcome == "kept" and tuned is not None)
              for trial, on, added in measured],
@@ -337,7 +340,7 @@ def _at_limit(
 
 _NO_RECORD = (
     "--tune-budget 0 builds from the tuning database, which holds no run of this program on "
-    "this target: the program --lower iree compiled stays"
+    "this target"
 )
 
 

@@ -225,9 +225,37 @@ class Records:
                 tuple(f"{SPEC_FLAG}{SPEC}" if f == spec else f for f in final.flags),
                 Path(spec.removeprefix(SPEC_FLAG)).read_text() if spec else "",
                 final.tiles, run.ratio, run.tune_s, run.untried, (), now, stored,
-                self.values, final.stablehlo != original, final.driver,
+                self.values, final.stablehlo != original, final.driver, run.vmfb if kept else "",
             ),
         )  # fmt: skip
+
+    def rebuild_text(self, run: ProgramRun, vmfb: Path) -> str:
+        """Whether `vmfb`, built again from `run`'s record, is the program that run
+        kept, byte for byte, and if not, why (its record is of this target: the same
+        CPU and iree-compile)."""
+        if not run.vmfb:
+            return (
+                "not compared with it (its record, made before builds were compared, has no digest)"
+            )
+        if file_digest(vmfb) == run.vmfb:
+            return "byte-identical to the program it kept"
+        if run.values != self.values:
+            return "not byte-identical to the program it kept: the model's weights differ"
+        return (
+            "not byte-identical to the program it kept, although the model, its weights, the "
+            f"flags, the spec, iree-compile {self.target.compiler} and the CPU are the same: "
+            "IREE's compile of this program is not deterministic"
+        )
+
+    def elsewhere(self) -> str:
+        """The other targets (CPU, iree-compile) the database holds runs of this
+        program for, as a clause ("" if none): why a run here finds no record."""
+        others = [
+            s.target.differences(self.target)
+            for s in self.db.stale(self.target)
+            if self.db.runs(s.target, self.original)
+        ]
+        return f"; it holds runs of it for {' and for '.join(others)}" if others else ""
 
     def variant_of(self, run: ProgramRun, original: Path, directory: Path) -> Variant | None:
         """The program `run` ended with, ready to compile in `directory` (its spec
@@ -278,6 +306,12 @@ class RunSummary:
     ratio: float | None
     tune_s: float
     untried: tuple[str, ...]
+    vmfb: str = ""  # the digest (file_digest) of the vmfb it kept
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a file's bytes (hex): how a stored program and a kept vmfb are named."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def from_record(decision: CandidateRecord) -> str:

@@ -147,7 +147,8 @@ def rebuilt(
         (out / tuned_output.TUNED_VMFB).write_bytes(vmfb.read_bytes())
         if last.spec:
             (out / SPEC).write_text(last.spec)
-        reason = f"built from the run of {when}{then}, not timed (--tune-budget 0)"
+        same = records.rebuild_text(last, vmfb)
+        reason = f"built from the run of {when}{then}, {same}; not timed (--tune-budget 0)"
         trial = Trial("tuning record", change, "kept", reason, None, max_abs)
         note(f"tune: {reason}: {tuned_output.TUNED_VMFB}")
         built = Tuned(tuned_output.TUNED_VMFB, "", (), last.driver)
@@ -158,7 +159,7 @@ def rebuilt(
         return None
     # One sequential A/B: a settled gain stops it at its first look.
     overall, unconfirmed = confirm(baseline.vmfb, program.vmfb, variant.driver)
-    reason = f"built from the run of {when}{then}"
+    reason = f"built from the run of {when}{then}, {records.rebuild_text(last, program.vmfb)}"
     trial = Trial("tuning record", change, "kept", reason, None, program.profile.outputs_max_abs)
     end_to_end = None if overall is None else EndToEnd.of(overall, program.profile.outputs_max_abs)
     tuned = None

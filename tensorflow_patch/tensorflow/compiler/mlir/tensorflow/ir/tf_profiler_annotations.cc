@@ -396,6 +396,17 @@ bool RemoveProfileAnnotations(Operation *op) {
     op->setLoc(plain);
     removed = true;
   }
+  // Lowerings give a region's arguments the location of the op that made the
+  // region (a reduction's body), records included.
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      for (BlockArgument argument : block.getArguments()) {
+        Location plain_argument = WithoutProfileInLocation(argument.getLoc());
+        if (plain_argument != argument.getLoc()) {
+          argument.setLoc(plain_argument);
+          removed = true;
+        }
+      }
   // Looking first spares unannotated ops (most of them) an attribute
   // dictionary rebuild each.
   for (llvm::StringRef name :

@@ -210,8 +210,8 @@ std::optional<ProfilerData> GetProfilerData(Operation *op);
 bool HasProfilerData(Operation *op);
 
 /// Removes `profiler_data`, `profiler_hot`, `profiler_branch_counts` and
-/// `profiler_trip_count`, and a record carried in the location; returns true
-/// if one was set.
+/// `profiler_trip_count`, and a record carried in the location of the op or
+/// of its regions' arguments; returns true if one was set.
 bool RemoveProfileAnnotations(Operation *op);
 
 } // namespace TF

@@ -607,8 +607,10 @@ def StripProfileAnnotationsPass
   let description = [{
     Removes every attribute the profile-guided passes add (`profiler_data`,
     `profiler_hot`, `profiler_branch_counts`, `profiler_trip_count`), and a
-    record carried in an op's location, e.g. before exporting back to a
-    GraphDef, which cannot carry a DictionaryAttr. The `branch_weights` of
+    record carried in the location of an op or of its regions' arguments
+    (the node names stay): before exporting back to a GraphDef, which cannot
+    carry a DictionaryAttr, and before IREE compiles a program, whose bytes
+    must not depend on the profile's measurements. The `branch_weights` of
     upstream branch ops are kept: they are the transformation's result, not
     an annotation.
 
