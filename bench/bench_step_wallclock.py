@@ -65,6 +65,37 @@ model = tf.keras.Model(tokens, layers.Dense(8, name="tags")(x))
 ids = tf.random.stateless_uniform((batch_size, 40), (1, 2), 1, 1000, dtype=tf.int32)
 return model, (ids,)
 """
+_LSTM_STACK = """
+layers = tf.keras.layers
+tokens = tf.keras.Input((32,), dtype="int32")
+x = layers.Embedding(1000, 32, name="embed")(tokens)
+x = layers.LSTM(64, return_sequences=True, name="lstm_a")(x)
+x = layers.LSTM(64, name="lstm_b")(x)
+model = tf.keras.Model(tokens, layers.Dense(4, name="classes")(x))
+ids = tf.random.stateless_uniform((batch_size, 32), (1, 2), 1, 1000, dtype=tf.int32)
+return model, (ids,)
+"""
+_CONV_LSTM_ATTENTION = """
+layers = tf.keras.layers
+tokens = tf.keras.Input((48,), dtype="int32")
+x = layers.Embedding(1000, 32, name="embed")(tokens)
+x = layers.Conv1D(64, 5, padding="same", activation="relu", name="conv")(x)
+x = layers.LSTM(64, return_sequences=True, name="lstm")(x)
+x = layers.Attention(name="attention")([x, x])
+x = layers.GlobalAveragePooling1D()(x)
+model = tf.keras.Model(tokens, layers.Dense(4, name="classes")(x))
+ids = tf.random.stateless_uniform((batch_size, 48), (1, 2), 1, 1000, dtype=tf.int32)
+return model, (ids,)
+"""
+_BIDIRECTIONAL_LSTM = """
+layers = tf.keras.layers
+tokens = tf.keras.Input((32,), dtype="int32")
+x = layers.Embedding(1000, 32, name="embed")(tokens)
+x = layers.Bidirectional(layers.LSTM(48), name="bilstm")(x)
+model = tf.keras.Model(tokens, layers.Dense(4, name="classes")(x))
+ids = tf.random.stateless_uniform((batch_size, 32), (1, 2), 1, 1000, dtype=tf.int32)
+return model, (ids,)
+"""
 _TRIVIAL = """
 step = tf.function(lambda x: x + 1.0)
 return step, (tf.zeros((8,)),)
@@ -81,9 +112,14 @@ MODELS: dict[str, tuple[str, str, int]] = {
     "mobilenetv2": (_MOBILENET, "infer", 8),
     "vit-train": (_VIT, "train", 8),
     "gru-tagger-train": (_GRU_TAGGER, "train", 8),
+    "lstm-stack": (_LSTM_STACK, "infer", 8),
+    "conv-lstm-attention": (_CONV_LSTM_ATTENTION, "infer", 8),
+    "bilstm": (_BIDIRECTIONAL_LSTM, "infer", 8),
     "trivial": (_TRIVIAL, "infer", 8),
 }
 UNSEEN = ("mobilenetv2", "vit-train", "gru-tagger-train")
+# Issue 60's recurrent steps nobody tuned for, beside the zoo's rnn and the GRU tagger.
+RECURRENT = ("rnn", "rnn-train", "gru-tagger-train", "lstm-stack", "conv-lstm-attention", "bilstm")
 _PGO = """
 from tfpgo.cli import run_main
 from tfpgo.flow.pgo import main
@@ -205,7 +241,9 @@ def _row(result: dict[str, Any]) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated labels (default: all)")
+    parser.add_argument(
+        "--only", help="comma-separated labels, `recurrent` for issue 60's six (default: all)"
+    )
     parser.add_argument("--seconds", type=float, default=20.0, help="interleaved seconds a model")
     parser.add_argument("--tune-budget", type=float, default=3.0, help="--tune-budget (minutes)")
     parser.add_argument("--root", default="/tmp/tfpgo_step_wallclock", help="outputs, kept")
@@ -213,6 +251,9 @@ def main() -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     root = Path(args.root)
     labels = args.only.split(",") if args.only else list(MODELS)
+    labels = [
+        name for label in labels for name in (RECURRENT if label == "recurrent" else (label,))
+    ]
     results = []
     for label in labels:
         _lower(label, root, args.tune_budget)

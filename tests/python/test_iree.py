@@ -93,6 +93,30 @@ def test_a_tf_op_no_linalg_op_carries_is_unplaced_with_what_became_of_it(flow, t
     }
 
 
+def test_a_tf_op_tensorflow_timed_at_zero_gets_its_dispatch_time_by_name(flow, tmp_path):
+    """A transpose Grappler folded into a matmul's flags runs as no kernel of its
+    own (0 ps, no record at linalg), but IREE runs it as a dispatch: its time goes
+    on the linalg ops that compute and whose location names it, not `unplaced`."""
+    graph = json.loads((flow / "op_graph.linalg.json").read_text())
+    carried = next(n for n in graph["nodes"] if n["op"] == "linalg.generic" and n["profiler_data"])
+    source = carried["profiler_data"]["source"]
+    for node in graph["nodes"]:
+        if (node.get("profiler_data") or {}).get("source") == source:
+            node["profiler_data"], node["name"] = None, source
+    untimed = tmp_path / "op_graph.linalg.json"
+    untimed.write_text(json.dumps(graph))
+    profile = IreeProfile.read(flow / "iree_profile.json")
+    out = tmp_path / "op_graph.iree.json"
+    iree_run.write_iree_op_graph(untimed, profile, out)
+    written = json.loads(out.read_text())
+    assert written["unplaced"] == []
+    placed = [n for n in written["nodes"] if (n["profiler_data"] or {}).get("source") == source]
+    assert placed and all(n["op"].startswith("linalg.") for n in placed)
+    assert sum(n["profiler_data"]["self"] for n in placed) == profile.op_ps[source]
+    total = sum((n["profiler_data"] or {}).get("self", 0) for n in written["nodes"])
+    assert total == sum(profile.op_ps.values())
+
+
 def test_every_level_of_the_run_conserves_time(flow):
     """The law, from documents other than the one checked (tfpgo.attribution.
     conservation): every op graph, the dispatch sources, every Model Explorer

@@ -85,7 +85,7 @@ def test_a_loop_over_tensor_lists_is_lowered_by_the_xla_bridge_route(tmp_path, c
     passes can: the run, the report and each level say which route and why, IREE
     runs the program with TensorFlow's outputs, and the loop's profile reaches
     every level."""
-    result = _lowered_flow(tmp_path, "tensor_array_loop.py")
+    result = _lowered_flow(tmp_path, "tensor_array_loop.py", unroll_ops=0)  # kept a loop
     taken = {level.level: level.route for level in result.levels}
     assert set(taken) == {"stablehlo", "linalg"}
     for route in taken.values():
@@ -129,6 +129,37 @@ def test_a_loop_over_tensor_lists_is_lowered_by_the_xla_bridge_route(tmp_path, c
     assert all(level_sum.holds for level_sum in check_output(out))
 
 
+def test_a_loop_of_known_trips_is_unrolled_and_its_profile_split_over_the_copies(tmp_path, capsys):
+    """Issue 60: the same loop, unrolled by default (6 trips of a small body): no
+    loop reaches IREE, each body op's record is carried by its 6 copies and its
+    time split over them, the loop's condition rides on the copies, and every
+    level still sums to the profile."""
+    result = _lowered_flow(tmp_path, "tensor_array_loop.py")
+    stablehlo_level, linalg_level = result.levels
+    assert stablehlo_level.route.unrolled_loops == 1
+    assert [s.name for s in linalg_level.lost] == [s.name for s in stablehlo_level.lost]
+    assert linalg_level.source_self_ps == stablehlo_level.source_self_ps
+    out = result.output_dir
+    assert '"stablehlo.while"' not in (out / "model.stablehlo.mlir").read_text()
+    graph = json.loads((out / "op_graph.stablehlo.json").read_text())
+    matmuls = [
+        node["profiler_data"]
+        for node in graph["nodes"]
+        if node["op"] == "stablehlo.dot_general" or node["op"] == "stablehlo.dot"
+    ]
+    assert len(matmuls) == 6 and {m["source"] for m in matmuls} == {"while/MatMul"}
+    assert {m["fanout"] for m in matmuls} == {6}
+    assert (
+        sum(m["self"] - sum(m.get("fused_parts", ())) for m in matmuls) == matmuls[0]["source_self"]
+    )
+    fused = {name for m in matmuls for name in m.get("fused_sources", ())}
+    assert {"while/Less"} <= fused, fused
+    assert all(level_sum.holds for level_sum in check_output(out))
+    err = capsys.readouterr().err
+    assert "1 loop of known trips unrolled (no trip waits on the host)" in err
+    assert "100.00% of their time on tf ops" in err
+
+
 def test_a_keras_rnn_runs_under_iree_with_its_unread_loop_result_forwarded(tmp_path, capsys):
     """The built-in rnn (a GRU) lowers by the bridge route; its loop carries the
     last output, which it never reads and IREE 3.13 crashes on
@@ -137,17 +168,22 @@ def test_a_keras_rnn_runs_under_iree_with_its_unread_loop_result_forwarded(tmp_p
     result = run_flow(
         FlowOptions(
             model="rnn", steps=2, warmup=1, batch_size=4, output_dir=tmp_path / "out",
-            formats=("svg",), lower=lowering.LEVELS,
+            formats=("svg",), lower=lowering.LEVELS, unroll_ops=0,  # the loop kept a loop
         )
     )  # fmt: skip
     assert {level.route.forwarded_results for level in result.levels} == {1}
     # The GRU runs 32 time steps: the trip count measured from TensorFlow's counts
-    # at each level, and from IREE's own invocations of the body's dispatches.
+    # at StableHLO, and from IREE's own invocations of the body's dispatches. Its
+    # condition made one counted bound, IREE runs it as an scf.for, whose trips are
+    # in its bounds (tfpgo.mlir.iree_loops).
     loops = [(loop.op, loop.name, loop.trip_count) for lvl in result.levels for loop in lvl.loops]
-    assert loops == [
-        ("stablehlo.while", "rnn_1/gru_1/while", 32.0),
-        ("scf.while", "rnn_1/gru_1/while", 32.0),
-    ]
+    assert loops == [("stablehlo.while", "rnn_1/gru_1/while", 32.0)]
+    assert {level.route.counted_loops for level in result.levels} == {1}
+    linalg = json.loads((result.output_dir / "op_graph.linalg.json").read_text())
+    (counted,) = [node for node in linalg["nodes"] if node["op"] == "scf.for"]
+    record = counted["profiler_data"]
+    control = {record["source"], *record.get("fused_sources", ())}
+    assert {"rnn_1/gru_1/while/Less", "rnn_1/gru_1/while/Less_1"} <= control, control
     profile = IreeProfile.read(result.output_dir / "iree_profile.json")
     cell = "rnn_1/gru_1/while/gru_cell_1/"  # the loop body's GRU cell
     body = [s for d in profile.dispatches for s in d.sites if s.sources[0].startswith(cell)]
@@ -188,10 +224,12 @@ def test_the_issues_two_layer_lstm_lowers_by_the_bridge_route_and_runs_under_ire
     """Embedding -> LSTM(sequences) -> LSTM -> Dense: both loops lower by the XLA
     bridge route, the last layer's unread output is forwarded, IREE matches
     TensorFlow, and each loop's 8 steps are measured at StableHLO and linalg."""
-    result = _lowered_flow(tmp_path, "lstm_text.py")
+    result = _lowered_flow(tmp_path, "lstm_text.py", unroll_ops=0)  # the loops kept loops
     for level in result.levels:
         assert level.route.name == routes.BRIDGE_ROUTE and level.route.forwarded_results == 1
-        assert [loop.trip_count for loop in level.loops] == [8.0, 8.0]
+        assert level.route.counted_loops == 2
+    # Measured at StableHLO; at linalg each is an scf.for, its trips in its bounds.
+    assert [loop.trip_count for loop in result.levels[0].loops] == [8.0, 8.0]
     err = capsys.readouterr().err
     assert "100.00% of their time on tf ops, outputs within" in err
     assert "invoked 8 times a run" in err
@@ -286,11 +324,12 @@ def test_a_training_step_xla_refuses_as_traced_is_traced_again_under_jit_compile
     """A Keras GRU's training step: XLA refuses the profiled trace (its loop
     gradient sizes TensorLists at run time), so the step is traced again under
     jit_compile; the profile's names match up to uniquified scopes, both loops
-    (forward and gradient) get their 10 trips, and IREE matches TensorFlow."""
+    (forward and gradient: 10 trips each, known when compiling) are unrolled,
+    and IREE matches TensorFlow."""
     result = _lowered_flow(tmp_path, "gru_text.py", mode="train")
     stablehlo = result.levels[0]
     assert "traced again under jit_compile" in stablehlo.route.why
-    assert [loop.trip_count for loop in stablehlo.loops] == [10.0, 10.0]
+    assert stablehlo.route.unrolled_loops == 2 and stablehlo.loops == ()
     # Lost: variables, lists, and the shapes the gradient loop asks of variables
     # and lists (folded: known when compiling); every op that computes is reached,
     # however the profiled run's time fell.

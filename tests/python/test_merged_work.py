@@ -147,6 +147,41 @@ func.func @main(%h: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4xf32> {
     assert 'fused_sources = ["SetItem", "strided_slice"]' in record
 
 
+def test_an_identity_folded_away_is_fused_into_its_reader(tmp_path):
+    """The first trip of an unrolled gradient loop adds to zeros, and a strided
+    slice's gradient pads by nothing: IREE folds both into their operand; the op
+    that reads them carries their records and the zeros'."""
+    module = f"""
+func.func @main(%g: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4xf32> {{
+  %z = stablehlo.constant dense<0.0> : tensor<8x16xf32> loc({_record("zeros", 30)})
+  %p0 = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.add %z, %g : tensor<8x16xf32> loc({_record("AddN", 40)})
+  %1 = stablehlo.pad %0, %p0, low = [0, 0], high = [0, 0], interior = [0, 0] : (tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xf32> loc({_record("StridedSliceGrad", 60)})
+  %2 = stablehlo.dot %1, %w : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32> loc({_record("MatMul", 300)})
+  return %2 : tensor<8x4xf32>
+}}
+"""  # noqa: E501
+    assert merged_work.fuse_equivalent_locations(module).folded_identities == 2
+    sources, _ = _linalg_sources(module, tmp_path)
+    assert sources == {"zeros": 30, "AddN": 40, "StridedSliceGrad": 60, "MatMul": 300}
+    # Where only the function's return reads it, the op that made its operand does.
+    returned = f"""
+func.func @main(%g: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4xf32> {{
+  %z = stablehlo.constant dense<0.0> : tensor<8x4xf32> loc({_record("zeros", 30)})
+  %0 = stablehlo.dot %g, %w : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32> loc({_record("MatMul", 300)})
+  %1 = stablehlo.add %0, %z : tensor<8x4xf32> loc({_record("AddN", 40)})
+  return %1 : tensor<8x4xf32>
+}}
+"""  # noqa: E501
+    assert merged_work.fuse_equivalent_locations(returned).folded_identities == 1
+    (tmp_path / "returned").mkdir()
+    sources, _ = _linalg_sources(returned, tmp_path / "returned")
+    assert sources == {"zeros": 30, "AddN": 40, "MatMul": 300}
+    # An add of a value that is not all zeros is work: left as it is.
+    ones = module.replace("dense<0.0> : tensor<8x16xf32>", "dense<1.0> : tensor<8x16xf32>")
+    assert merged_work.fuse_equivalent_locations(ones).folded_identities == 1  # the pad only
+
+
 def test_the_pass_that_lost_a_record_is_found_in_irees_dump_after_every_pass(tmp_path):
     """An op whose result nobody reads is gone after the canonicalizer; the pass
     named, and the reason it gives from the closed set."""

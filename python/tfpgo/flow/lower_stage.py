@@ -23,6 +23,7 @@ from tfpgo.iree.program import ProfiledProgram, Workload
 from tfpgo.iree.run import IREE_OP_GRAPH, write_iree_op_graph
 from tfpgo.mlir import lowering, routes
 from tfpgo.mlir.compiled_step import CompiledStep, XlaRefused, compile_step
+from tfpgo.mlir.iree_loops import UNROLL_OPS
 from tfpgo.models import ModelCase
 from tfpgo.models.case import Mode
 from tfpgo.runtime import wallclock
@@ -61,14 +62,15 @@ def lower(
     if iree is not None and options.tune_budget_s is not None:
         iree = dataclasses.replace(iree, then=tuner(out, options, note))
     op_profile, asked, total = out / "op_profile.json", options.lower, profile_self_ps
+    unroll = UNROLL_OPS if options.unroll_ops is None else options.unroll_ops
     tf_level = lowering.TfLevel(op_profile, out / "attribution.json", out / "op_graph.json")
     step = lowerable if isinstance(lowerable, CompiledStep) else None
     if step is not None:
-        levels = lowering.lower_compiled_step(step, tf_level, asked, out, total, iree)
+        levels = lowering.lower_compiled_step(step, tf_level, asked, out, total, iree, unroll)
     else:
         assert isinstance(lowerable, str)  # a frozen tf module
         try:
-            levels = lowering.lower(lowerable, op_profile, asked, out, total, iree)
+            levels = lowering.lower(lowerable, op_profile, asked, out, total, iree, unroll)
         except routes.NoStableHlo as neither:
             if case is None:  # a module of the user's: no function to compile
                 raise
@@ -76,7 +78,9 @@ def lower(
             if iree is not None:  # the variables are the program's parameters
                 iree = dataclasses.replace(iree, inputs=step.inputs, expected=step.expected)
             why = f"{neither.direct} on either route before it"
-            levels = lowering.lower_compiled_step(step, tf_level, asked, out, total, iree, why)
+            levels = lowering.lower_compiled_step(
+                step, tf_level, asked, out, total, iree, unroll, why
+            )
     if iree is not None:
         profile = IreeProfile.read(out / "iree_profile.json")
         lost = {

@@ -37,6 +37,9 @@ class FlowOptions:
     min_coverage: float = 0.9
     # Lower the profiled function to these levels (lowering.LEVELS, in order).
     lower: tuple[str, ...] = ()
+    # A loop of known trips is unrolled when its trips times the ops of one trip are
+    # at most this many (tfpgo.mlir.iree_loops; 0: never; None: UNROLL_OPS).
+    unroll_ops: int | None = None
     # --tune: seconds the tuning loop may start candidates in (None: no tuning; 0:
     # build from the tuning database's records).
     tune_budget_s: float | None = None
@@ -89,6 +92,8 @@ def check_options(options: FlowOptions) -> None:
         )
     if options.optimize_budget_s is not None and not options.optimize:
         raise UserError("--optimize-budget bounds --optimize: add --optimize")
+    if options.unroll_ops is not None and not options.lower:
+        raise UserError("--unroll-ops bounds the loops --lower unrolls: add --lower")
     _check_output_dir(options.output_dir, options.from_trace)
     if options.from_trace is not None and options.mlir is not None:
         check_trace_input(options.from_trace, "--from-trace")

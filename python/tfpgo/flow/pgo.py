@@ -27,6 +27,7 @@ from tfpgo.cli import (
 )
 from tfpgo.errors import UserError
 from tfpgo.flow.stages import FlowOptions, run_flow
+from tfpgo.mlir.iree_loops import UNROLL_OPS
 from tfpgo.mlir.lowering import LEVELS
 from tfpgo.models import BUILTIN_MODELS, DEFAULT_MODEL
 from tfpgo.models.profiling import ProfilerLevels
@@ -153,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
         "its dispatches (iree_profile.json, model.iree.vmfb)",
     )
     add(
+        "--unroll-ops",
+        type=nonnegative_int,
+        metavar="OPS",
+        help="with --lower: unroll a loop of known trips whole when its trips times the ops "
+        f"of one trip are at most OPS (default {UNROLL_OPS}; 0: never): no trip then waits "
+        "on the host (docs/lowering.md)",
+    )
+    add(
         "--tune",
         action="store_true",
         help="with --lower iree: tune the compiled program from its profile: profile-guided "
@@ -258,6 +267,7 @@ def options_from_args(args: argparse.Namespace) -> FlowOptions:
         formats=tuple(fmt.strip() for fmt in args.formats.split(",") if fmt.strip()),
         min_coverage=args.min_coverage,
         lower=_levels_up_to(args.lower),
+        unroll_ops=args.unroll_ops,
         tune_budget_s=_tune_budget(args),
         tuning_db=_tuning_db(args),
         retune=args.retune,

@@ -34,7 +34,9 @@ from tfpgo.iree.compiled_source import compiled_source
 from tfpgo.iree.output_check import ATOL, RTOL
 from tfpgo.iree.profile_document import BY_EXECUTABLE, BY_PROGRAM, Dispatch, IreeProfile, Site
 from tfpgo.iree.sites import (
+    COMPUTE_DIALECTS,
     IN_NESTED_LOOPS,
+    NOT_COMPUTE,
     OUTSIDE_LOOPS,
     SiteOps,
 )
@@ -63,8 +65,9 @@ def write_iree_op_graph(
     (`source_parts`), so the ops doing the work carry it there too and the graph
     sums exactly to the dispatch time it holds; a tf op no linalg op carries is
     listed in `unplaced` with its time and what became of it at linalg (`lost`:
-    tf op → its reason, tfpgo.mlir.lost_ops). The hottest ops by IREE time are
-    marked."""
+    tf op → its reason, tfpgo.mlir.lost_ops). A tf op TensorFlow timed no work
+    for, whose name IREE's dispatches carry, gets its time on the linalg ops its
+    name locates (`_untimed_by_name`). The hottest ops by IREE time are marked."""
     document = read_json(linalg_graph)
     runs = max(profile.runs, 1)
     carriers: dict[str, list[tuple[dict, int]]] = {}
@@ -72,6 +75,10 @@ def write_iree_op_graph(
         node["hot"], node["hot_rank"] = False, None
         for source, tf_ps in source_parts(node.get("profiler_data")).items():
             carriers.setdefault(source, []).append((node, tf_ps))
+    for source, nodes in _untimed_by_name(document, profile, carriers).items():
+        for node in nodes:  # TensorFlow started no kernel of it (ts 0): IREE's time is all
+            node["profiler_data"] = {"source": source, "self": 0, "ts": 0}
+            carriers[source] = [*carriers.get(source, []), (node, 0)]
     iree_parts: dict[int, dict[str, int]] = {}
     for source, held in carriers.items():
         ps = profile.op_ps.get(source)
@@ -104,6 +111,30 @@ def write_iree_op_graph(
         if source not in carriers
     ]
     write_compact_json(path, document)
+
+
+def _untimed_by_name(
+    document: dict[str, Any], profile: IreeProfile, carriers: Mapping[str, Any]
+) -> dict[str, list[dict[str, Any]]]:
+    """Per tf op with IREE time that no linalg op carries a record of, the linalg
+    ops that compute and whose location names it: an op TensorFlow ran as no
+    kernel of its own (a transpose Grappler folded into a matmul's flags, timed
+    0) that IREE runs as a dispatch."""
+    wanted = {source for source in profile.op_ps if source not in carriers}
+    candidates = [
+        node
+        for node in document["nodes"]
+        if node.get("name") in wanted
+        and node["op"].startswith(COMPUTE_DIALECTS)
+        and node["op"] not in NOT_COMPUTE
+        and not node.get("profiler_data")
+    ]
+    inside = {node["id"] for node in candidates}  # a generic's body is the generic's work
+    found: dict[str, list[dict[str, Any]]] = {}
+    for node in candidates:
+        if node.get("parent") not in inside:
+            found.setdefault(node["name"], []).append(node)
+    return found
 
 
 def source_parts(record: dict[str, Any] | None) -> dict[str, int]:

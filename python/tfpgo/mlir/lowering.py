@@ -174,11 +174,13 @@ def lower(
     out: Path,
     profile_self_ps: int,
     iree_run: IreeRun | None = None,
+    unroll_ops: int = iree_loops.UNROLL_OPS,
 ) -> list[LoweredLevel]:
     """Annotates `tf_module` (frozen tf MLIR text) with records in its locations and
     lowers it to each of `levels` (checked by `check_levels`) in order, writing
     `model.<level>.mlir` and `op_graph.<level>.json` into `out`; with `iree` (and
     `iree_run`), `model.iree.vmfb` and `iree_profile.json` too (tfpgo.iree.run).
+    Loops of known trips are unrolled within `unroll_ops` (tfpgo.mlir.iree_loops).
     Intermediate files stay in a scratch directory; a model that cannot be lowered
     raises one UserError line."""
     with tempfile.TemporaryDirectory(prefix="tfpgo-lower-") as scratch_dir:
@@ -197,7 +199,9 @@ def lower(
         stablehlo_text, route = routes.tf_to_stablehlo(carried)
         tf_graph = read_json(scratch / "op_graph.tf.json")
         lowered = _Lowered(stablehlo_text, route, tf_graph, carried=carried.read_text())
-        return _lower_stablehlo(lowered, levels, out, profile_self_ps, iree_run, scratch)
+        return _lower_stablehlo(
+            lowered, levels, out, profile_self_ps, iree_run, scratch, unroll_ops
+        )
 
 
 def lower_compiled_step(
@@ -207,6 +211,7 @@ def lower_compiled_step(
     out: Path,
     profile_self_ps: int,
     iree_run: IreeRun | None = None,
+    unroll_ops: int = iree_loops.UNROLL_OPS,
     why: str = "a training step's variables are its parameters and results",
 ) -> list[LoweredLevel]:
     """As `lower`, from a training step's StableHLO made by TensorFlow's XLA
@@ -233,7 +238,9 @@ def lower_compiled_step(
         profile.write(by_node)
         route = Route(COMPILED_ROUTE, why)
         lowered = _Lowered(stablehlo, route, read_json(tf_level.op_graph), by_node)
-        return _lower_stablehlo(lowered, levels, out, profile_self_ps, iree_run, scratch)
+        return _lower_stablehlo(
+            lowered, levels, out, profile_self_ps, iree_run, scratch, unroll_ops
+        )
 
 
 @dataclass(frozen=True)
@@ -266,11 +273,19 @@ def _lower_stablehlo(
     profile_self_ps: int,
     iree_run: IreeRun | None,
     scratch: Path,
+    unroll_ops: int,
 ) -> list[LoweredLevel]:
     # Keras's RNN loops, and their gradients, carry values IREE 3.13 cannot
-    # compile as they are (tfpgo.mlir.iree_loops).
-    loops = iree_loops.rewrite_loops(lowered.stablehlo)
-    route = replace(lowered.route, forwarded_results=loops.forwarded, barriers=loops.barriers)
+    # compile as they are; TensorFlow's loop conditions make IREE wait on the host
+    # every trip (tfpgo.mlir.iree_loops).
+    loops = iree_loops.rewrite_loops(lowered.stablehlo, unroll_ops)
+    route = replace(
+        lowered.route,
+        forwarded_results=loops.forwarded,
+        barriers=loops.barriers,
+        counted_loops=loops.counted,
+        unrolled_loops=loops.unrolled,
+    )
     lowered = replace(lowered, stablehlo=loops.text, route=route)
     tf_sources = annotated_sources(lowered.tf_graph)
     stablehlo = scratch / "stablehlo.mlir"
@@ -316,6 +331,7 @@ def _carried_phrase(merged: merged_work.MergedWork, relocated: merged_work.Reloc
     counts = [
         (len(merged.merges), "op CSE merged", "ops CSE merged"),
         (merged.folded_reshapes, "reshape chain folded", "reshape chains folded"),
+        (merged.folded_identities, "identity op folded", "identity ops folded"),
         (relocated.constants, "constant folded", "constants folded"),
         (relocated.loops, "counted loop's control", "counted loops' control"),
     ]

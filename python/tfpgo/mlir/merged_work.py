@@ -15,8 +15,12 @@ every record, and the level's rule for fused ops splits its time
 canonicalizer folds away (back to its start's shape: the one-element list a
 Keras RNN overwrites each step, read back out) is fused into the ops that read
 it, as a fused kernel's movement is; one it composes into a single reshape,
-into that reshape. The StableHLO level itself is written from the module
-before this: there the ops are still apart (`fuse_equivalent_locations`).
+into that reshape. An op the canonicalizer folds into its operand, an identity
+(`x + 0` of a zero splat, a `pad` by nothing: the first trip of an unrolled
+gradient loop adds to zeros), is fused with the zeros' ops into the op that
+made that operand. The StableHLO level
+itself is written from the module before this: there the ops are still apart
+(`fuse_equivalent_locations`).
 
 After the lowering (`relocate_after_lowering`): ops that compute nothing (a
 `zeros_like`, a list's zero buffer: a broadcast of a splat constant) IREE folds
@@ -75,6 +79,7 @@ class MergedWork:
     text: str
     merges: tuple[Merge, ...]
     folded_reshapes: int  # chains of reshapes fused into their last op or its readers
+    folded_identities: int = 0  # `x + 0`, pads by nothing: fused into what made `x`
 
 
 def fuse_equivalent_locations(text: str) -> MergedWork:
@@ -91,10 +96,11 @@ def fuse_equivalent_locations(text: str) -> MergedWork:
             for region in function.regions:
                 _merge_region(region, {}, merges, {}, set(), ir)
         readers = _fold_reshapes_into_readers(module, ir)
-        if not merges and not readers:
+        identities = _fold_identities(module, ir)
+        if not merges and not readers and not identities:
             return MergedWork(text, (), 0)
         text = module.operation.get_asm(enable_debug_info=True)
-        return MergedWork(text, tuple(merges), readers)
+        return MergedWork(text, tuple(merges), readers, identities)
 
 
 def _fold_reshapes_into_readers(module: Any, ir: Any) -> int:
@@ -137,6 +143,92 @@ def _fold_reshapes_into_readers(module: Any, ir: Any) -> int:
             reader.location = ir.Location.fused([reader.location, *(op.location for op in chain)])
         folded += bool(readers)
     return folded
+
+
+def _fold_identities(module: Any, ir: Any) -> int:
+    """Fuses the location of each op the canonicalizer folds into its operand (an
+    `add` of a zero splat, a `pad` by nothing), and of the zeros' ops, into the
+    op that made that operand (reshapes it folds too looked through), or where an
+    argument is the operand, into the ops that read it. Returns how many."""
+    identities: list[tuple[Any, Any, list[Any]]] = []
+
+    def collect(op: Any) -> Any:
+        found = _identity_of(op, ir)
+        if found is not None:
+            identities.append((op, *found))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
+    folded = 0
+    for op, operand, zeros in identities:
+        folded_ops = [op.location, *(zero.location for zero in zeros)]
+        maker = _maker(operand, ir)
+        if maker is not None:
+            maker.location = ir.Location.fused([maker.location, *folded_ops])
+            folded += 1
+            continue
+        readers = [use.owner for use in op.results[0].uses]
+        readers = [reader for reader in readers if reader.name not in _TERMINATORS]
+        for reader in readers:
+            reader.location = ir.Location.fused([reader.location, *folded_ops])
+        folded += bool(readers)
+    return folded
+
+
+def _maker(value: Any, ir: Any) -> Any:
+    """The op that computes `value`, through ops that only move or keep its
+    elements (reshapes, identities), which lowerings fold or turn into views;
+    None for an argument."""
+    owner = value.owner
+    while isinstance(owner, ir.Operation | ir.OpView):
+        found = _identity_of(owner, ir)
+        if found is not None:
+            owner = found[0].owner
+        elif _keeps_elements(owner, ir):
+            owner = owner.operands[0].owner
+        else:
+            return owner
+    return None
+
+
+def _identity_of(op: Any, ir: Any) -> tuple[Any, list[Any]] | None:
+    """For an op that returns its operand unchanged, that operand and the ops that
+    make the zeros it adds ([] for a pad by nothing); else None."""
+    if op.name == "stablehlo.pad":
+        widths = ("edge_padding_low", "edge_padding_high", "interior_padding")
+        if op.operands[0].type == op.results[0].type and all(
+            not any(ir.DenseI64ArrayAttr(op.attributes[name])) for name in widths
+        ):
+            return op.operands[0], []
+        return None
+    if op.name != "stablehlo.add" or op.operands[0].type != op.results[0].type:
+        return None
+    for index, operand in enumerate(op.operands):
+        other = op.operands[1 - index]
+        zeros = _zero_splat(operand, ir)
+        if zeros is not None and other.type == op.results[0].type:
+            return other, zeros
+    return None
+
+
+def _zero_splat(value: Any, ir: Any) -> list[Any] | None:
+    """The ops that make `value` a splat of zero (a constant, through shape-only
+    ops), else None."""
+    ops = []
+    owner = value.owner
+    while isinstance(owner, ir.Operation | ir.OpView) and owner.name in _SHAPE_ONLY:
+        ops.append(owner)
+        owner = owner.operands[0].owner
+    if not isinstance(owner, ir.Operation | ir.OpView) or owner.name != "stablehlo.constant":
+        return None
+    try:
+        dense = ir.DenseElementsAttr(owner.attributes["value"])
+    except ValueError:
+        return None  # not dense elements (a resource blob)
+    value = str(dense.get_splat_value()).split(":")[0].strip() if dense.is_splat else ""
+    if value not in ("0.000000e+00", "-0.000000e+00", "0"):
+        return None
+    return [owner.operation, *ops]
 
 
 def _keeps_elements(op: Any, ir: Any) -> bool:

@@ -58,6 +58,8 @@ class Route:
     # values put behind a barrier (tfpgo.mlir.iree_loops).
     forwarded_results: int = 0
     barriers: int = 0
+    counted_loops: int = 0  # conditions of several counters made one counted bound
+    unrolled_loops: int = 0  # loops of known trips unrolled whole
 
     def text(self) -> str:
         if not self.why:
@@ -70,6 +72,16 @@ class Route:
             how += (
                 f"; {_count(self.forwarded_results, 'loop result')} the loop never reads "
                 "taken from the state reshaped"
+            )
+        if self.unrolled_loops:
+            how += (
+                f"; {_count(self.unrolled_loops, 'loop')} of known trips unrolled (no trip "
+                "waits on the host)"
+            )
+        if self.counted_loops:
+            how += (
+                f"; {_count(self.counted_loops, 'loop condition')} of several counters made one "
+                "counted bound (IREE runs it as an scf.for, reading nothing back a trip)"
             )
         if self.barriers:
             how += (
