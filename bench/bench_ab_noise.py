@@ -10,9 +10,9 @@ byte copy of the program, recorded as `twin`), so any difference an A/B sees
 is noise. Then, nothing else running:
 
 - the old method (`--tune` before issue 48): blocks of iterations, each a
-  fresh `iree-benchmark-module` process, alternating (tfpgo.proposer.ab), sized
+  fresh `iree-benchmark-module` process, alternating (tfpgo.proposer.blocks), sized
   for 20 s as the loop sized them; its 95% interval (Welch on log block means);
-- the new one (tfpgo.proposer.paired): both programs in one process, called in
+- the new one (tfpgo.ab.paired): both programs in one process, called in
   turn, in the processes of `--tune`'s plan for 5, 10 and 20 s of alternation,
   loaded in random order; the 95% interval over all the plan's processes
   (random effects, Student's t), and what the sequential decision would have
@@ -40,10 +40,11 @@ from typing import Any
 import harness
 from bench_step_wallclock import MODELS, UNSEEN, _lower
 
+from tfpgo.ab import paired
 from tfpgo.iree import program as iree_program
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.alternation import alternate
-from tfpgo.proposer import ab, paired
+from tfpgo.proposer import blocks
 from tfpgo.runtime.manifest import ProgramManifest, values_path
 from tfpgo.tune import program_ab
 
@@ -103,13 +104,13 @@ def _old(vmfb: Path, twin: Path, workload: iree_program.Workload, run_s: float) 
     iterations = min(max(math.ceil(BLOCK_S / run_s), 3), 1000)
     block_s = iterations * run_s + PROCESS_S
     repetitions = min(max(math.ceil(20.0 / (2 * block_s)), 5), 15)
-    samples = ab.interleave(
+    samples = blocks.interleave(
         lambda n: _iteration_times(vmfb, workload, n),
         lambda n: _iteration_times(twin, workload, n),
         repetitions,
         iterations,
     )
-    result = ab.judge(samples)
+    result = blocks.judge(samples)
     assert result.low is not None and result.high is not None
     return (result.high - result.low) / 2
 

@@ -3,9 +3,9 @@
     bazel run //bench:bench_proposer_ab [-- --only mlp,cnn --repeats 20]
 
 An A/A: each model's step (`tfpgo.models`, as `--optimize` runs it) against a
-second trace of the same function, the Proposer's way (`ab.interleave`: 10
+second trace of the same function, the Proposer's way (`blocks.interleave`: 10
 blocks of 10 steps an arm, AB, BA, ... in this process), `repeats` times. Each
-A/A is judged two ways on the same samples: `ab.judge` (the 20% trimmed mean
+A/A is judged two ways on the same samples: `blocks.judge` (the 20% trimmed mean
 of each repetition's pair of blocks, Student's t) and the statistic it
 replaced (Welch's t on the log block means, `tfpgo.diff.step_time`). Printed:
 the median half-width of each 95% interval, relative to its ratio, and how many
@@ -22,8 +22,9 @@ import statistics
 
 import harness
 
+from tfpgo.ab.intervals import CONFIDENCE
 from tfpgo.diff.step_time import step_time_change
-from tfpgo.proposer import ab
+from tfpgo.proposer import blocks
 
 # label -> (model, mode, batch size)
 MODELS = {
@@ -36,13 +37,13 @@ MODELS = {
 BLOCKS, STEPS, WARMUP = 10, 10, 3
 
 
-def _welch(samples: ab.ABSamples) -> tuple[float, float, float]:
+def _welch(samples: blocks.ABSamples) -> tuple[float, float, float]:
     """Ratio and interval of Welch's t on the log block means."""
     logs = [
         tuple(math.log(statistics.fmean(block)) for block in side)
         for side in (samples.baseline_ns, samples.candidate_ns)
     ]
-    change = step_time_change(logs[0], logs[1], ab.CONFIDENCE)
+    change = step_time_change(logs[0], logs[1], CONFIDENCE)
     assert change is not None and change.low_ps is not None and change.high_ps is not None
     return math.exp(change.delta_ps), math.exp(change.low_ps), math.exp(change.high_ps)
 
@@ -56,12 +57,12 @@ def _model(label: str, repeats: int) -> dict[str, float]:
     model, mode, batch = MODELS[label]
     case = load_model(model, mode, batch)
     again = tf.function(case.function.python_function)  # the same program, traced again
-    baseline = ab.step_timer(lambda: case.function(*case.inputs), WARMUP)
-    candidate = ab.step_timer(lambda: again(*case.inputs), WARMUP)
+    baseline = blocks.step_timer(lambda: case.function(*case.inputs), WARMUP)
+    candidate = blocks.step_timer(lambda: again(*case.inputs), WARMUP)
     welch, paired = [], []
     for _ in range(repeats):
-        samples = ab.interleave(baseline, candidate, BLOCKS, STEPS)
-        judged = ab.judge(samples)
+        samples = blocks.interleave(baseline, candidate, BLOCKS, STEPS)
+        judged = blocks.judge(samples)
         assert judged.low is not None and judged.high is not None
         paired.append((judged.ratio, judged.low, judged.high))
         welch.append(_welch(samples))

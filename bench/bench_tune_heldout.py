@@ -26,7 +26,8 @@ import harness
 from bench_ab_noise import _iteration_times, _workload
 from bench_step_wallclock import _VIT, MODELS, UNSEEN, Model, _lower
 
-from tfpgo.proposer import ab
+from tfpgo.ab.result import ABResult
+from tfpgo.proposer import blocks
 from tfpgo.runtime.manifest import TUNED, ProgramManifest
 from tfpgo.tune.document import TuneDocument
 
@@ -62,7 +63,7 @@ HELD_OUT: dict[str, Model] = {
 KNOWN: dict[str, Model] = {**MODELS, **HELD_OUT}
 
 
-def _outside(out: Path, seconds: float) -> ab.ABResult | None:
+def _outside(out: Path, seconds: float) -> ABResult | None:
     """The tuned program against the default, blocks of iree-benchmark-module
     for about `seconds`."""
     tuned = out / "model.tuned.vmfb"
@@ -75,13 +76,13 @@ def _outside(out: Path, seconds: float) -> ab.ABResult | None:
     run_s = statistics.median(_iteration_times(out / "model.iree.vmfb", workload, 5)) / 1e9
     iterations = min(max(math.ceil(0.5 / run_s), 3), 1000)
     repetitions = max(5, math.ceil(seconds / (2 * (iterations * run_s + 0.2))))
-    samples = ab.interleave(
+    samples = blocks.interleave(
         lambda n: _iteration_times(out / "model.iree.vmfb", workload, n),
         lambda n: _iteration_times(tuned, workload, n, driver),
         repetitions,
         iterations,
     )
-    return ab.judge(samples)
+    return blocks.judge(samples)
 
 
 def _model(label: str, root: Path, budget_min: float, outside_s: float) -> dict[str, Any]:

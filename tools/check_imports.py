@@ -4,7 +4,8 @@
 
 The order is `STAGES` in `tfpgo/__init__.py` (its docstring says what each
 stage does), the modules serving every stage `SHARED`. A module may import its
-own stage, an earlier stage or a shared module; a shared module only shared
+own stage, an earlier stage or a shared module, but never a stage `APART`
+from its own (pairs of stages, either way round); a shared module only shared
 ones. Imports inside functions and under `if TYPE_CHECKING:` count: a lazy
 import up the flow is still a dependency up the flow. Every top-level package
 and module must be declared, and no two modules may import each other, through
@@ -22,16 +23,17 @@ from python_imports import tfpgo_imports
 DEFAULT_ROOT = Path(__file__).absolute().parents[1] / "python" / "tfpgo"
 
 
-def declared(root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """`STAGES` and `SHARED` of the package's `__init__.py`."""
-    found: dict[str, tuple[str, ...]] = {}
+def declared(root: Path) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[frozenset[str]]]:
+    """`STAGES`, `SHARED` and `APART` (each pair as a set) of the package's `__init__.py`."""
+    found: dict[str, tuple] = {}
     for node in ast.parse((root / "__init__.py").read_text()).body:
         if not isinstance(node, ast.Assign):
             continue
         target = node.targets[0]
-        if isinstance(target, ast.Name) and target.id in ("STAGES", "SHARED"):
+        if isinstance(target, ast.Name) and target.id in ("STAGES", "SHARED", "APART"):
             found[target.id] = tuple(ast.literal_eval(node.value))
-    return found.get("STAGES", ()), found.get("SHARED", ())
+    apart = frozenset(frozenset(pair) for pair in found.get("APART", ()))
+    return found.get("STAGES", ()), found.get("SHARED", ()), apart
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -54,7 +56,7 @@ def _module_of(name: str, known: dict[str, Path]) -> str | None:
 
 
 def check(root: Path = DEFAULT_ROOT) -> list[str]:
-    stages, shared = declared(root)
+    stages, shared, apart = declared(root)
     rank = {name: index for index, name in enumerate(stages)}
     known = modules(root)
     problems = []
@@ -82,6 +84,11 @@ def check(root: Path = DEFAULT_ROOT) -> list[str]:
                 problems.append(
                     f"{where}:{line}: imports {target}: stage '{other}' comes after '{top}' "
                     "in STAGES (hand a document down, or move the code to the stage it serves)"
+                )
+            elif frozenset((top, other)) in apart:
+                problems.append(
+                    f"{where}:{line}: imports {target}: stages '{top}' and '{other}' are APART "
+                    "(what both need belongs to a stage below both)"
                 )
     problems += [f"import cycle: {' -> '.join(cycle)}" for cycle in cycles(graph)]
     return problems

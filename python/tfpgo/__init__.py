@@ -3,23 +3,29 @@
 Stages, one subpackage each, data flowing one way (`STAGES`, in order):
 models (the model and its profiling) -> trace (readers, typed events, the
 event DAG) -> attribution (the op profile, XLA's and devices' time on tf ops)
--> iree (the program compiled, run and profiled at its dispatch sites) ->
-runtime (that program run from Python as the step, `program.json`) -> mlir
+-> ab (the measurement layer: the A/B's statistics, verdict and result, for
+the tuner and the Proposer) -> iree (the program compiled, run and profiled at
+its dispatch sites) -> runtime (that program run from Python as the step,
+`program.json`) -> mlir
 (tfpgo-opt's annotation, lowering to StableHLO, linalg and IREE) -> analysis
 (phases, scopes, op types) -> render (pictures, exports, tables) -> diff (two
 profiles compared) -> proposer (advice, measured) -> tune (IREE's program
 tuned) -> report -> tensorboard -> flow (the whole run). `SHARED` modules serve
 every stage. A module imports its own stage, an earlier one or a shared module,
-never a later one, lazily or for types alike (tools/check_imports.py, part of
-`bazel test //...`).
+never a later one nor one of a stage `APART` from its own, lazily or for types
+alike (tools/check_imports.py, part of `bazel test //...`).
 """
 
 __version__ = "0.1.0"
 
 STAGES = (
-    "models", "trace", "attribution", "iree", "runtime", "mlir", "analysis", "render", "diff",
-    "proposer", "tune", "report", "tensorboard", "flow",
+    "models", "trace", "attribution", "ab", "iree", "runtime", "mlir", "analysis", "render",
+    "diff", "proposer", "tune", "report", "tensorboard", "flow",
 )  # fmt: skip
+# Stages that never import each other, though their order would let them: the
+# tuner and the Proposer share only the measurement layer (`ab`), and the
+# Proposer measures TensorFlow's steps, never IREE's programs.
+APART = (("tune", "proposer"), ("proposer", "iree"))
 SHARED = ("errors", "atomic", "documents", "cli", "toolpaths", "kernels", "dask_cluster")
 
 # How many of the hottest ops are marked hot unless told otherwise: the flow,

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tfpgo.ab import paired
+from tfpgo.ab.paired import Rounds
+from tfpgo.ab.result import ABResult
 from tfpgo.iree import alternation
-from tfpgo.iree.alternation import Request, Rounds
-from tfpgo.proposer import paired
-from tfpgo.proposer.ab import ABResult
+from tfpgo.iree.alternation import Request
 from tfpgo.tune import loop
 
 # A constructed call's jitter: each round's calls a little apart, alike on both arms.

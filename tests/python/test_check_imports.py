@@ -50,6 +50,17 @@ def test_an_import_for_types_counts(tree):
     assert "models/case.py" in problem and "stage 'render' comes after 'models'" in problem
 
 
+def test_an_import_between_stages_apart_is_refused_either_way(tree):
+    """Issue 63: the tuner and the Proposer share only the measurement layer, and
+    the Proposer never imports IREE's stage, though the order would let them."""
+    _append(tree / "tune" / "document.py", "\nfrom tfpgo.proposer import blocks\n")
+    (problem,) = check_imports.check(tree)
+    assert problem.startswith("tfpgo/tune/document.py:")
+    assert "stages 'tune' and 'proposer' are APART" in problem
+    _append(tree / "proposer" / "budget.py", "\n\ndef _timed():\n    from tfpgo.iree import run\n")
+    assert any("stages 'proposer' and 'iree' are APART" in p for p in check_imports.check(tree))
+
+
 def test_a_shared_module_importing_a_stage_is_refused(tree):
     _append(tree / "errors.py", "\nfrom tfpgo.trace import dag\n")
     problems = check_imports.check(tree)

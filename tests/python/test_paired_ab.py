@@ -1,4 +1,4 @@
-"""The paired A/B (tfpgo.proposer.paired) on constructed samples: its estimator,
+"""The paired A/B (tfpgo.ab.paired) on constructed samples: its estimator,
 the combination of processes, and the sequential decision's error rate over
 its looks; one real alternation process (tfpgo.iree.alternation) on a tiny
 program."""
@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 from ab_samples import rounds
 
+from tfpgo.ab import paired
+from tfpgo.ab.paired import Plan, Rounds
+from tfpgo.ab.result import ABResult, Verdict
+from tfpgo.ab.trimmed import Estimate, trimmed
 from tfpgo.errors import UserError
 from tfpgo.iree import alternation
-from tfpgo.iree.alternation import Arm, Request, Rounds
+from tfpgo.iree.alternation import Arm, Request
 from tfpgo.iree.program import Workload
-from tfpgo.proposer import paired
-from tfpgo.proposer.ab import ABResult, Verdict
-from tfpgo.proposer.paired import Plan
-from tfpgo.proposer.trimmed import Estimate, trimmed
 from tfpgo.tune import program_ab
 
 PLAN = Plan(8, 2.5, 2)
@@ -134,7 +134,7 @@ def test_what_an_interval_says():
 
 def test_the_result_says_how_it_was_measured():
     result = paired.run(lambda order: rounds(0.8, order=order), PLAN, random.Random(0))
-    assert (result.processes, result.threads, result.blocks) == (3, 2, 72)
+    assert (result.processes, result.threads, result.pairs) == (3, 2, 72)
     assert not result.pinned  # PLAN leaves its threads to the scheduler
     assert result.confidence == pytest.approx(
         2 * statistics.NormalDist().cdf(paired.boundary(PLAN.looks())) - 1

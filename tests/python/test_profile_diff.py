@@ -9,8 +9,9 @@ import pytest
 from profile_fixtures import CONV_TRAIN, DENSE_INFER, TRAIN, profile_real_step, read
 
 from tfpgo import cli
+from tfpgo.ab.intervals import t_quantile
 from tfpgo.diff import compare, profile_diff
-from tfpgo.diff.step_time import step_time_change, t_quantile
+from tfpgo.diff.step_time import step_time_change
 from tfpgo.iree import profile_document
 
 RENDER_DATA = TRAIN.parents[2] / "render"

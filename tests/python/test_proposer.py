@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tfpgo.ab.result import ABResult, Verdict
 from tfpgo.analysis import analyse
 from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.errors import UserError
@@ -27,11 +28,9 @@ from tfpgo.proposer import (
     propose,
     threads,
 )
-from tfpgo.proposer.ab import (
+from tfpgo.proposer.blocks import (
     STATISTIC,
-    ABResult,
     ABSamples,
-    Verdict,
     interleave,
     judge,
     judge_twice,
@@ -566,7 +565,7 @@ def test_worker_arms_run_steps_with_their_settings_and_report_first_outputs() ->
         baseline.close()
         candidate.close()
     assert [len(block) for block in result.baseline_ns + result.candidate_ns] == [2] * 4
-    assert judge(result).blocks == 2
+    assert judge(result).pairs == 2
     assert len(baseline.first_outputs) == len(candidate.first_outputs) == 2 * 10
     assert compare_outputs(baseline.first_outputs, candidate.first_outputs, 5e-2).passed
     assert baseline.first_outputs != candidate.first_outputs  # bfloat16 really ran

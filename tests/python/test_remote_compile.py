@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from ab_samples import constructed_alternation
 
+from tfpgo.ab.result import Verdict
 from tfpgo.dask_cluster import ClusterError
 from tfpgo.errors import UserError
 from tfpgo.flow import lower_stage, stages
 from tfpgo.iree import remote_compile
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import Workload, profile_program
-from tfpgo.proposer.ab import Verdict
 from tfpgo.trace.host_parts import HostReading
 from tfpgo.tune.candidates import Candidate, Proposal, Variant
 from tfpgo.tune.loop import Tuning, tune

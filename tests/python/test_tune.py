@@ -19,6 +19,8 @@ import pytest
 from ab_samples import injected_abs
 from iree_tile_oracle import spec_tiles, tiles_of
 
+from tfpgo.ab import paired
+from tfpgo.ab.result import ABResult, Verdict
 from tfpgo.errors import UserError
 from tfpgo.flow import pgo
 from tfpgo.flow.stages import FlowOptions, run_flow
@@ -28,8 +30,6 @@ from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.iree.program import Workload, check_outputs, profile_program
 from tfpgo.iree.remote_compile import HostTarget
 from tfpgo.mlir.lowering import write_generic_stablehlo
-from tfpgo.proposer import paired
-from tfpgo.proposer.ab import ABResult, Verdict
 from tfpgo.report.tune_tables import (
     decision_rows,
     limit_text,

@@ -23,9 +23,9 @@ from types import ModuleType
 import pytest
 from iree_tile_oracle import TWO_MATMULS, applied_matmul_tiles, spec_tiles, tiles_of
 
+from tfpgo.ab.result import ABResult, Verdict
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.tools import run_tool
-from tfpgo.proposer.ab import ABResult, Verdict
 from tfpgo.tune import db, dispatch_tiles, tile_climb, tile_configs
 from tfpgo.tune import document as tune_document
 from tfpgo.tune.db_records import (

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tfpgo.ab.result import Verdict
 from tfpgo.analysis import analyse
 from tfpgo.attribution.op_profile import Durations, OpProfile, OpStats, Totals
 from tfpgo.attribution.xla_attribution import XlaOrigin
@@ -20,7 +21,7 @@ from tfpgo.errors import UserError
 from tfpgo.mlir.annotate import XLA_LAUNCH_OP_TYPES
 from tfpgo.mlir.xla_regions import read_regions
 from tfpgo.proposer import EvidenceKind, propose, xla_regions
-from tfpgo.proposer.ab import ABSamples, Verdict, holm_confidence, judge
+from tfpgo.proposer.blocks import ABSamples, holm_confidence, judge
 from tfpgo.proposer.optimize import ABSettings, OptimizeResult, read
 from tfpgo.proposer.proposal import Proposal
 from tfpgo.proposer.region_times import region_times

@@ -1,75 +1,39 @@
 """Programs timed against each other in one process, call by call, in turn.
 
-A process of IREE's benchmark tool per block of iterations measures each
-program from a cold start: its weights paged in again, a new thread pool, and
-whatever the machine did in between. Timed so, one program against itself
-(A/A) gave a 95% interval of ±7-20% on this 2-core machine; called alternately
-in one process it gave ±0.9% (issue 48). This module is that process: it loads
-every arm (a vmfb and a function in it) into one IREE runtime, puts each arm's
-inputs on the device once, warms each arm up with a few untimed calls, then runs them
-in rounds, forward (A B C) or reversed (C B A), four rounds to a cycle: forward,
-reversed, reversed, forward (`forward`). So A B B A B A A B holds for every two
-arms: a drift of the machine, linear or curved, falls on both of a pair alike,
-and each arm follows the other as often as itself.
+This module is that process (why one process, and the measurements behind each
+choice below: docs/tuning.md, "The A/B"). It loads every arm (a vmfb and a
+function in it) into one IREE runtime, puts each arm's inputs on the device
+once, warms each copy up (`warmup_calls`: WARMUP_CALLS, or as many as fit in
+WARMUP_S), then runs the arms in rounds, forward (A B C) or reversed (C B A),
+four rounds to a cycle: forward, reversed, reversed, forward (`forward`). So
+A B B A B A A B holds for every two arms: a drift of the machine falls on both
+of a pair alike, and each arm follows the other as often as itself.
 
-In a round each arm runs a block: `SWITCH_CALLS` call untimed, then `calls`
-calls each timed alone (`time.perf_counter_ns` around the invocation, which
-returns when the program's work is done), of which the round keeps the median.
-The untimed calls are there because the first call after the other program
-ran finds the caches holding that program's weights: on mlp (16 MB of
-weights, 2 ms a call) it took 15-25% longer than the next, so a call timed
-right after a switch measures the switch, not the program as a loop runs it.
-A switch costs at most refilling the caches (32 MB of L3 here, about 2 ms from
-memory), so a program whose call takes `SWITCH_FREE_S` or more runs none
-(`switch_calls`): on ResNet50 (150 ms a call, 100 MB of weights streamed each
-call) the first call after a switch took 0.8% longer on the median, within its
-calls' spread of 3-7%, and the untimed call halved the calls a 20 s A/B times.
-Likewise each copy's warm-up (`warmup_calls`) stops after the first call once
-it has run `WARMUP_S`: ResNet50's first call took 152 ms where the next took 148.
+In a round each arm runs a block: its untimed calls after a switch
+(`switch_calls`: SWITCH_CALLS, none for a call of SWITCH_FREE_S or more, whose
+switch costs less than its calls' spread), then `calls` calls each timed alone
+(`time.perf_counter_ns` around the invocation, which returns when the
+program's work is done), of which the round keeps the median.
 
-When the workers are as many as the process's CPUs, the calling thread runs
-its timed rounds at the lowest priority (`_yield_to_workers`): waiting on a
-call, IREE's runtime keeps it busy (on mlp 0.7 ms of CPU a 3.8 ms call, at
-the lowest priority 0.1 ms), and with every CPU running a worker it takes one
-from a worker, which then waits for the scheduler's next tick: 23% of mlp's
-calls took 4-8 ms where the rest took 2.2-3.2 ms. At the lowest priority 1% do,
-and a process's ratio has a standard error of 0.8-1.2% where it had 2.4%. With
-fewer workers than CPUs it keeps its priority: a step with host work (the GRU's
-loop) runs that work on this thread, and there a free CPU is its own. It keeps
-it too where an arm runs on local-sync: between drivers, the caller's
-contention is part of what differs (the GRU step took 9.8 ms a call on two pinned workers
-with the caller yielding, 16-20 ms with it at its priority, as a user's loop
-calls it).
+When the workers are as many as the process's CPUs, the calling thread runs its
+timed rounds at the lowest priority (`_yield_to_workers`), so that waiting on a
+call it takes no CPU from a worker; with fewer workers than CPUs, or where an
+arm runs on local-sync (where the caller's contention is part of what differs),
+it keeps its priority.
 
 Where the process runs is chosen from outside (`Request`): its worker threads,
 pinned to the CPUs it names (IREE's `--task_topology_cpu_ids`) or left to the
 scheduler (`--task_topology_group_count`), every process of a comparison the
 same way (an arm on local-sync runs on the process's own thread, then pinned to
-those CPUs too), and the order the arms are loaded in. Memory layout
-can favour one copy of a program over another. Each copy's bytes are read into
-private anonymous memory, so no file's pages in the page cache decide (mapped
-from their files, the copy from the older file ran 6-13% faster in every
-process), in small pages: in 2 MB pages (MADV_HUGEPAGE) every copy's weights
-fall on the caches' sets alike and mlp's between-process spread rose from 2.5%
-to 7.5-8.9% (24 processes each; the memory had been shared anonymous, where
-the advice does nothing, so small pages all along). Even so, on mlp (16 MB of
-weights a copy) the program loaded first ran 3% slower, over 32 processes;
-in other pools of processes it was the copy loaded second that ran 3-8%
-faster, and in others no place stood out: each copy falls on the caches by
-chance, and one copy of mlp runs up to 5% faster than another of the same
-program in the same process. So a process may load each arm `placements`
-times, each copy in its own memory, the load order reversed from one copy to
-the next, and move to the next copies every two rounds: an arm's time is its
-copies' mean, whatever place stands out weighs one copy in `placements`, and
-the spread of the processes' ratios shrinks as more copies are loaded (mlp,
-16 processes each, the caller yielding: 1.9% with 4 copies, 0.9% with 8 or
-16). The move falls between the two reversed rounds and
-between the two forward ones of a cycle (A0 B0 B0 A0 B1 A1 A1 B1), where the
-arm changes too, so each arm is the one to run first from new copies equally
-often. (Moving between a reversed and a forward round, A0 B0 B0 A0 A1 B1 B1 A1,
-made A always the first: the twin of identical bytes then ran 0.2-0.6% faster
-over 20 A/As of the GRU and 6 of cnn.) The caller still randomizes the first
-order over several processes (tfpgo.proposer.paired).
+those CPUs too), and the order the arms are loaded in. Each copy's bytes are
+read into private anonymous memory in small pages, so no file's pages in the
+page cache decide. A process may load each arm `placements` times, each copy in
+its own memory, the load order reversed from one copy to the next, and move to
+the next copies every two rounds, between the two reversed rounds and between
+the two forward ones of a cycle (A0 B0 B0 A0 B1 A1 A1 B1), where the arm
+changes too: an arm's time is its copies' mean, and each arm is the one to run
+first from new copies equally often. The caller still randomizes the first
+order over several processes (tfpgo.ab.paired).
 
 `alternate` starts one such process under IREE's tool timeouts and the stage's
 deadline (tfpgo.iree.tools); `python -m tfpgo.iree.alternation REQUEST.json`
@@ -90,6 +54,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tfpgo.ab.paired import SWITCH_CALLS, Rounds
 from tfpgo.iree.run import DEVICE, SYNC
 from tfpgo.iree.tools import run_command
 from tfpgo.toolpaths import python_env
@@ -99,13 +64,13 @@ from tfpgo.toolpaths import python_env
 WARMUP_CALLS, WARMUP_S = 3, 0.1
 # The calling thread's niceness while the workers hold every CPU (module docstring).
 LOWEST_PRIORITY = 19
-# Untimed calls of a program before its timed ones in a round, none for a
-# program whose call takes SWITCH_FREE_S or more (module docstring).
-SWITCH_CALLS, SWITCH_FREE_S = 1, 0.1
+# A program whose call takes this long or more runs no untimed call after a
+# switch (module docstring).
+SWITCH_FREE_S = 0.1
 # Extra seconds a process is allowed past its alternation: Python, IREE's
 # runtime and the programs' loading and warm-up (a large program's weights);
 # $TFPGO_IREE_TIMEOUT_S instead when set, as for IREE's tools.
-START_S = 30.0
+START_ALLOWANCE_S = 30.0
 # The interpreter that runs the process (a test puts a stand-in here).
 PYTHON = sys.executable
 # Functions IREE adds to every module, which no arm calls.
@@ -162,38 +127,18 @@ class Request:
         )
 
 
-@dataclass(frozen=True)
-class Rounds:
-    """One process's calls: per round, each arm's median timed call (ns, by arm
-    index); round r ran the arms forward when `forward(r)`, else reversed."""
-
-    times_ns: tuple[tuple[int, ...], ...]
-    load_order: tuple[int, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "times_ns": [list(row) for row in self.times_ns],
-            "load_order": list(self.load_order),
-        }
-
-    @classmethod
-    def from_json(cls, document: dict[str, Any]) -> Rounds:
-        return cls(
-            tuple(tuple(int(t) for t in row) for row in document["times_ns"]),
-            tuple(int(i) for i in document["load_order"]),
-        )
-
-
 def alternate(request: Request, scratch: Path, what: str) -> Rounds:
     """Runs one alternation process (module docstring) and returns its rounds.
-    Killed at its timeout (the alternation and START_S, started once more) or
+    Killed at its timeout (the alternation and START_ALLOWANCE_S, started once more) or
     at the stage's deadline, it is one ToolTimeout line; a program IREE cannot
     load or call is one UserError line naming it."""
     scratch.mkdir(parents=True, exist_ok=True)
     path = scratch / "alternation.request.json"
     path.write_text(json.dumps(request.to_json()))
     command = [PYTHON, "-m", "tfpgo.iree.alternation", str(path)]
-    output = run_command(command, "alternation", what, START_S, python_env(), request.seconds)
+    output = run_command(
+        command, "alternation", what, START_ALLOWANCE_S, python_env(), request.seconds
+    )
     return Rounds.from_json(json.loads(output))
 
 

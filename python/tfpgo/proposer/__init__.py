@@ -7,7 +7,7 @@ the `Analysis` record and emits `Proposal`s citing their evidence (op types,
 scopes, shares). `optimize` applies each proposal to the loaded step, measures
 candidate against baseline with interleaved repetitions (`ab`), and writes the
 samples and verdicts to `optimize.json`; a verdict is recomputed from the
-stored samples by `ab.judge`, a pure function.
+stored samples by `blocks.judge`, a pure function.
 """
 
 from __future__ import annotations

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tfpgo.ab.intervals import CONFIDENCE
 from tfpgo.attribution.op_profile import OpProfile
-from tfpgo.diff.step_time import CONFIDENCE
 from tfpgo.errors import UserError
 from tfpgo.models import ModelCase
-from tfpgo.proposer.ab import (
+from tfpgo.proposer.blocks import (
     CONFIRM_FLOOR,
     NOISE,
     ABSamples,
@@ -51,7 +51,7 @@ class ABSettings:
     warmup: int = 2  # unmeasured steps of each arm first
     noise: float = NOISE
     # A gain between this and `noise` is measured twice; the worse A/B counts
-    # (ab.judge_twice).
+    # (blocks.judge_twice).
     floor: float = CONFIRM_FLOOR
     # Time candidates whose numerics cannot be checked (a nondeterministic step, a
     # change that draws other random numbers); their trials say so.

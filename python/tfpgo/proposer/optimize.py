@@ -11,7 +11,7 @@ the same numerics check as the candidate's; what is advised of the three is
 decided in `tfpgo.proposer.trials` (a rival replaces the candidate only when
 measured faster; with no difference, the simpler is advised).
 A family of proposals (one and its narrowings, `Proposal.tests`) is judged at
-Holm's levels (`ab.holm_confidence`), every interval of a trial at its level.
+Holm's levels (`blocks.holm_confidence`), every interval of a trial at its level.
 Under a budget (`tfpgo.proposer.budget`), proposals are measured in the order of
 the gain their profile promises, each only while the time left has room for it.
 The candidate with the lowest measured ratio, of those no rival beat, is
@@ -27,19 +27,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tfpgo.ab.intervals import CONFIDENCE
+from tfpgo.ab.result import ABResult, interval_text
 from tfpgo.analysis import Analysis
 from tfpgo.atomic import atomic_output_file
 from tfpgo.attribution.op_profile import OpProfile
-from tfpgo.diff.step_time import CONFIDENCE
 from tfpgo.documents import expect_format, read_json
 from tfpgo.models import ModelCase
 from tfpgo.proposer import propose
-from tfpgo.proposer.ab import (
+from tfpgo.proposer.blocks import (
     STATISTIC,
-    ABResult,
     ABSamples,
     holm_confidence,
-    interval_text,
     judge,
     judge_twice,
     second_text,
@@ -112,7 +111,7 @@ class OptimizeResult:
 
 def read(path: Path) -> OptimizeResult:
     """An optimize.json with every verdict recomputed from its stored samples
-    (`ab.judge`), each trial at the level its family's earlier trials give it
+    (`blocks.judge`), each trial at the level its family's earlier trials give it
     (Holm, recomputed too), so what a reader sees never depends on a stored
     verdict. Documents from before Holm's levels are judged at the confidence
     they stored."""

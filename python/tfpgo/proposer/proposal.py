@@ -93,7 +93,7 @@ class Proposal:
     made in this process honestly: `worker_flags` name it for
     `tfpgo.proposer.worker`, and baseline and candidate each run in a fresh
     process. Nothing here claims the change helps; only the A/B measurement in
-    `tfpgo.proposer.ab` decides.
+    `tfpgo.proposer.blocks` decides.
     """
 
     rule: str  # the rule module that proposed it
@@ -114,7 +114,7 @@ class Proposal:
     # (tfpgo.proposer.trials).
     rivals: tuple[Rival, ...] = ()
     # How many proposals of its family (`family`: it and its narrowings) may be
-    # measured: each is judged at Holm's level for that many tests (ab.holm_confidence).
+    # measured: each is judged at Holm's level for that many tests (blocks.holm_confidence).
     tests: int = 1
     # When the candidate is not advised: a narrower proposal made from the baseline's
     # and the candidate's op profiles (written into the given directory), or why

@@ -4,7 +4,7 @@ so readers recompute the advice from the stored samples.
 
 The advice of a proposal with rivals (`xla_regions` against whole-program XLA),
 each interval at the trial's confidence (95%, or Holm's level in a family of
-narrowed proposals, `ab.holm_confidence`):
+narrowed proposals, `blocks.holm_confidence`):
 
 * the candidate is `advised` when it helps against the baseline and no rival was
   measured faster: the interval of candidate / rival wholly above 1. When that
@@ -26,7 +26,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from tfpgo.proposer.ab import ABResult, ABSamples, Verdict
+from tfpgo.ab.result import ABResult, Verdict
+from tfpgo.proposer.blocks import ABSamples
 from tfpgo.proposer.numerics import allows_timing
 from tfpgo.proposer.proposal import Evidence, advice_json, family
 
@@ -104,7 +105,7 @@ class Trial:
     # The second A/B of a gain under the noise floor (ab.wants_second), or None.
     samples_again: ABSamples | None = None
     not_tried: str = ""  # why an applicable proposal was not measured (BUDGET_SPENT)
-    # Holm's bookkeeping (ab.holm_confidence): the tests of its family, and how many
+    # Holm's bookkeeping (blocks.holm_confidence): the tests of its family, and how many
     # trials of the family measured before it helped; its results' confidence follows.
     tests: int = 1
     rejected_before: int = 0

@@ -102,7 +102,7 @@ def main(argv: list[str]) -> int:
         tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
     from tfpgo.models import load_model
     from tfpgo.models.user import SignatureChoice
-    from tfpgo.proposer.ab import step_timer
+    from tfpgo.proposer.blocks import step_timer
     from tfpgo.proposer.numerics import random_op_types, repeated_first_step
 
     if args.precision:

@@ -49,7 +49,7 @@ not advised is narrowed again the same way (`xla_regions_kept_2`, ...), up to
 `ROUNDS` narrowings, until every region of a set wins (clusters left out
 change what the others cost, so a region that won beside them can lose). The
 sets are `TESTS` tests of one question: each is judged at Holm's level
-(`tfpgo.proposer.ab.holm_confidence`).
+(`tfpgo.proposer.blocks.holm_confidence`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ figure comes from the `OptimizeResult` (optimize.json)."""
 
 from __future__ import annotations
 
-from tfpgo.proposer.ab import interval_text, judge_twice, second_text
+from tfpgo.ab.result import interval_text
+from tfpgo.proposer.blocks import judge_twice, second_text
 from tfpgo.proposer.optimize import OptimizeResult
 from tfpgo.proposer.proposal import EvidenceKind
 from tfpgo.proposer.trials import (
@@ -122,7 +123,7 @@ def verdict_text(trial: Trial) -> str:
         # Judged at the floor and level it counted at; the other A/B's ratio is added.
         result = trial.result
         _, other = judge_twice(
-            trial.samples, trial.samples_again, floor=result.noise, confidence=result.confidence
+            trial.samples, trial.samples_again, floor=result.min_gain, confidence=result.confidence
         )
         parts[0] += second_text(other)
     parts += [rival_text(rival) for rival in trial.rivals]

@@ -4,8 +4,8 @@ tf ops and times, and the TensorFlow ops the kept changes sped up."""
 
 from __future__ import annotations
 
+from tfpgo.ab.result import bounds_text, ratio_text
 from tfpgo.iree.run import DEVICE
-from tfpgo.proposer.ab import bounds_text, ratio_text
 from tfpgo.render.metrics import format_ps
 from tfpgo.tune.document import TuneDocument
 from tfpgo.tune.roofline import AT_LIMIT

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tfpgo.ab.turns import turn_order
+
 # Calls of each arm before timing: traces, compiles, caches, thread pools.
 WARMUP_CALLS = 3
 
@@ -40,9 +42,9 @@ def interleaved(
     clock: Callable[[], float] = time.perf_counter,
     max_rounds: int = 100_000,
 ) -> dict[str, WallClock]:
-    """Each arm called in turn (the order rotating every round, so no arm always
-    follows the same one) until `seconds` have passed, at least 5 rounds; each
-    call timed alone."""
+    """Each arm called in turn (tfpgo.ab.turns: the order rotating every round,
+    so no arm always follows the same one) until `seconds` have passed, at least
+    5 rounds; each call timed alone."""
     names = list(arms)
     for name in names:
         for _ in range(WARMUP_CALLS):
@@ -50,8 +52,7 @@ def interleaved(
     samples: dict[str, list[float]] = {name: [] for name in names}
     ends = clock() + seconds
     for round_index in range(max_rounds):
-        shift = round_index % len(names)
-        for name in names[shift:] + names[:shift]:
+        for name in (names[arm] for arm in turn_order(round_index, len(names))):
             started = clock()
             arms[name]()
             samples[name].append(clock() - started)
@@ -62,8 +63,8 @@ def interleaved(
 
 def summary(times: list[float]) -> WallClock:
     """The median of `times` and its 95% interval: the order statistics k and
-    n-k+1 with k the largest rank a Binomial(n, 1/2) leaves 2.5% below (the
-    normal approximation beyond small n); the extremes where n is too small."""
+    n-k+1, k from the normal approximation of a Binomial(n, 1/2) at every n
+    (at least 1: the extremes where n is too small)."""
     ordered = sorted(times)
     n = len(ordered)
     middle = n // 2

@@ -55,10 +55,10 @@ from tfpgo.iree import run as iree_run
 from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.iree.program import Workload
 from tfpgo.mlir import annotate
-from tfpgo.proposer.ab import NOISE
 from tfpgo.tune import dispatch_tiles, program_ab, rewrite_screen, tile_climb, tile_configs
 from tfpgo.tune.dispatch_names import loop_ranges
 from tfpgo.tune.document import Decision
+from tfpgo.tune.program_ab import SCREEN_MARGIN
 from tfpgo.tune.rewrite_screen import CONV_TO_DOT, FormTiming
 from tfpgo.tune.roofline import MachineLimit
 
@@ -134,7 +134,7 @@ class Evidence:
     compile_timeout_s: float
     limit: MachineLimit | None = None
     tile_records: TileRecords | None = None  # the tuning database's, with one
-    # The original program's median call (s) as the A/Bs run it, measured when
+    # The original program's mean call (s) as the A/Bs run it, measured when
     # first asked for (tfpgo.tune.program_ab); None where nothing times it.
     call_s: Callable[[], float] | None = None
 
@@ -313,7 +313,7 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
         recorded = sum(1 for name in found.dispatches if name in found.reused)
         whence = f", {recorded} of them as recorded" if recorded else ""
         return (
-            f"no tile variant beat IREE's own by more than {NOISE:.0%} on the "
+            f"no tile variant beat IREE's own by more than {SCREEN_MARGIN:.0%} on the "
             f"{len(found.dispatches)} dispatches with most headroom{whence} "
             f"({dispatch_tiles.SEARCH} has the times and whence)"
         )

@@ -48,8 +48,8 @@ from pathlib import Path
 from tfpgo.errors import UserError
 from tfpgo.iree import dispatch_benchmark, profile_document
 from tfpgo.iree import run as iree_run
-from tfpgo.proposer.ab import NOISE
 from tfpgo.tune.dispatch_names import dispatch_flops
+from tfpgo.tune.program_ab import SCREEN_MARGIN
 from tfpgo.tune.roofline import MachineLimit, at_limit, dispatch_bound_ps
 from tfpgo.tune.tile_climb import Climb, Prior, Recorded, TileTrial, TimeGeneration
 from tfpgo.tune.tile_configs import SPEC, SPEC_FLAG, RootConfig, root_configs, spec_text
@@ -272,7 +272,7 @@ def search(
         found.failed.update({f"{target.name} {k}": v for k, v in climb.failed.items()})
         if not climb.ended:
             found.cut.append(target.name)
-        if climb.best is not None and climb.best.ratio < 1 - NOISE:
+        if climb.best is not None and climb.best.ratio < 1 - SCREEN_MARGIN:
             found.chosen[target.name] = climb.best
     _confirm_in_place(
         stablehlo, flags, base, found, time_in_place, scratch, deadline, compile_timeout_s
@@ -323,7 +323,7 @@ def _confirm_in_place(
         before = after
     for name, trials in found.in_place.items():
         winner = min(trials, key=lambda t: t.ratio)
-        if winner.ratio < 1 - NOISE:
+        if winner.ratio < 1 - SCREEN_MARGIN:
             found.chosen[name] = winner
         else:
             found.chosen.pop(name, None)

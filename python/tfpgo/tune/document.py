@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tfpgo.ab.result import ABResult
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
 from tfpgo.iree.run import DEVICE
-from tfpgo.proposer.ab import ABResult
 
 FORMAT = "tfpgo.tune"
 VERSION = 1

@@ -38,13 +38,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tfpgo.ab.result import ABResult, Verdict
 from tfpgo.dask_cluster import ClusterError
 from tfpgo.errors import UserError
 from tfpgo.iree import profile_document
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import ProfiledProgram, Workload, check_outputs, profile_program
 from tfpgo.iree.tools import ToolTimeout, tool_timeout_s, tools_deadline
-from tfpgo.proposer import ab
 from tfpgo.tune import program_ab, resume, tuned_output
 from tfpgo.tune.candidates import CANDIDATES, EVIDENCE, Candidate, Evidence, Proposal, Variant
 from tfpgo.tune.dispatch_tiles import MIN_SHARE
@@ -141,7 +141,7 @@ def _tune(
     last = records.last_run() if records is not None else None
     if last is not None and records is not None and (last.finished or tuning.budget_s == 0):
 
-        def confirm(original: Path, tuned: Path, driver: str) -> tuple[ab.ABResult | None, str]:
+        def confirm(original: Path, tuned: Path, driver: str) -> tuple[ABResult | None, str]:
             return _confirmed(original, tuned, workload, tuning, driver)
 
         rebuilt = resume.rebuilt(
@@ -203,7 +203,7 @@ def _tune(
             trials.append(Trial(name, "", "not tried", "the --tune-budget was spent"))
             continue
         recorded = records.decided(current).get(name) if records is not None else None
-        if recorded is not None and recorded.verdict != ab.Verdict.HELPS.value:
+        if recorded is not None and recorded.verdict != Verdict.HELPS.value:
             trials.append(Trial(name, recorded.change, "skipped", from_record(recorded)))
             note(f"tune: {name}: skipped: {trials[-1].reason}")
             continue
@@ -268,7 +268,7 @@ def _tune(
         )
         if overall is not None:
             end_to_end = EndToEnd.of(overall, program.profile.outputs_max_abs)
-        if overall is not None and overall.verdict is ab.Verdict.HELPS:
+        if overall is not None and overall.verdict is Verdict.HELPS:
             tuned = tuned_output.keep(program, baseline.profile, current, stablehlo, workload, out)
             note(f"tune: kept {kept}: {program_ab.result_text(overall)}")
         else:
@@ -393,7 +393,7 @@ def _profiled_if_kept(
 
 def _confirmed(
     baseline: Path, tuned: Path, workload: Workload, tuning: Tuning, driver: str
-) -> tuple[ab.ABResult | None, str]:
+) -> tuple[ABResult | None, str]:
     """The final A/B of the tuned program (on `driver`) against the original (on
     local-task), or why it could not be run (an IREE tool killed: a hang, or the
     stage's deadline)."""
@@ -459,13 +459,13 @@ def _measure(
         result = _ab(current_vmfb, vmfb, workload, tuning, (current_driver, variant.driver))
     except ToolTimeout as error:  # an A/B process hung, or the deadline passed
         return Trial(name, proposal.change, "rejected", str(error), None, max_abs)
-    outcome = "kept" if result.verdict is ab.Verdict.HELPS else "rejected"
+    outcome = "kept" if result.verdict is Verdict.HELPS else "rejected"
     reason = f"{result.verdict.value}: {program_ab.result_text(result)}"
     return Trial(name, proposal.change, outcome, reason, result, max_abs)
 
 
 def _ab(
     baseline: Path, candidate: Path, workload: Workload, tuning: Tuning, drivers: tuple[str, str]
-) -> ab.ABResult:
+) -> ABResult:
     assert tuning.ab is not None, "tune plans the A/Bs before it measures"
     return tuning.ab.measure(baseline, candidate, drivers)

@@ -1,6 +1,6 @@
 """--tune's A/B of two IREE programs, and the threads it runs them with.
 
-Each A/B is the sequential paired one of tfpgo.proposer.paired: both programs
+Each A/B is the sequential paired one of tfpgo.ab.paired: both programs
 in one IREE runtime, called in turn (tfpgo.iree.alternation), in up to
 `Plan.processes` processes of `Plan.process_s` seconds each, loaded in random
 order; it stops at the first look whose interval says helps, hurts, or no
@@ -35,15 +35,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tfpgo.ab import paired
+from tfpgo.ab.result import ABResult, ratio_text
 from tfpgo.iree import alternation
 from tfpgo.iree.alternation import Arm, Request
 from tfpgo.iree.program import Workload
 from tfpgo.iree.run import DEVICE
-from tfpgo.proposer import ab, paired
 
 # An A/B alternates for at most AB_S seconds, in processes of PROCESS_S each (a
-# process also pays about START_S to load both programs and warm them up).
-AB_S, PROCESS_S, START_S = 20.0, 2.5, 1.0
+# process also pays about LOAD_S to load both programs and warm them up).
+AB_S, PROCESS_S, LOAD_S = 20.0, 2.5, 1.0
+# What a variant timed alone (one dispatch's tiles, one convolution's form: a
+# `generation`, one process and no interval) must gain to be kept or proposed:
+# a screen, not a verdict; the whole program's A/B decides after it. The margin
+# is the Proposer's NOISE (tfpgo.proposer.blocks), never measured apart for
+# dispatches timed alone.
+SCREEN_MARGIN = 0.05
 # Rounds a process runs at least: a slow program's processes last longer.
 MIN_ROUNDS = 8
 # In a round, each program runs one untimed call (the caches hold the other
@@ -181,7 +188,7 @@ class ProgramAB:
         """How long an A/B may take when it runs to its last process."""
         one = Way(1, True)
         sized = plan(self.run_s, Threads(one, (0,), {one: self.run_s * 1e3}), self.seconds)
-        return sized.processes * (sized.process_s + START_S)
+        return sized.processes * (sized.process_s + LOAD_S)
 
     def measured_threads(self) -> Threads:
         """The threads the A/Bs run with, measured at the first call."""
@@ -192,12 +199,12 @@ class ProgramAB:
         return self.threads
 
     def call_s(self) -> float:
-        """The original program's median call with the A/Bs' threads (s)."""
+        """The original program's mean call with the A/Bs' threads (s)."""
         return self.measured_threads().call_s
 
     def measure(
         self, baseline: Path, candidate: Path, drivers: tuple[str, str] = (DEVICE, DEVICE)
-    ) -> ab.ABResult:
+    ) -> ABResult:
         """The sequential paired A/B of `candidate` against `baseline`, each on its
         IREE driver (module docstring)."""
         threads = self.measured_threads()
@@ -238,7 +245,7 @@ def generation(
     """Each variant timed beside `default` in one alternation process, every arm
     in turn, one timed call a round, on all of this process's CPUs (pinned): per
     variant, its median call (ps) and `default`'s beside it, scaled so that their
-    quotient is the paired ratio (tfpgo.proposer.paired.estimate)."""
+    quotient is the paired ratio (tfpgo.ab.paired.estimate)."""
     cpus = cpus_of_process()
     seconds = GENERATION_S * (1 + len(variants))
     arms = (default, *variants)
@@ -252,11 +259,11 @@ def generation(
     return found
 
 
-def result_text(result: ab.ABResult) -> str:
+def result_text(result: ABResult) -> str:
     """`1.2 ms against 1.5 ms a run, ratio 0.800 [0.780, 0.820] (98.3%)`."""
     return (
         f"{result.candidate_ms:.1f} ms against {result.baseline_ms:.1f} ms a run, "
-        f"ratio {ab.ratio_text(result)}"
+        f"ratio {ratio_text(result)}"
     )
 
 

@@ -9,10 +9,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from tfpgo.ab.result import ABResult, Verdict
 from tfpgo.errors import UserError
 from tfpgo.iree.program import ProfiledProgram, Workload, check_outputs, profile_program
 from tfpgo.iree.run import DEVICE
-from tfpgo.proposer import ab
 from tfpgo.tune import program_ab, tuned_output
 from tfpgo.tune.candidates import Variant
 from tfpgo.tune.db_records import ProgramRun
@@ -27,7 +27,7 @@ CompileVmfb = Callable[[Path, Path, Sequence[str], float | None], None]
 # The final A/B of a program (second) against the original (first): its result,
 # or None and why it could not be run.
 # The final A/B: the original against a program on its driver.
-Confirm = Callable[[Path, Path, str], tuple[ab.ABResult | None, str]]
+Confirm = Callable[[Path, Path, str], tuple[ABResult | None, str]]
 
 
 def resumed(
@@ -163,7 +163,7 @@ def rebuilt(
     trial = Trial("tuning record", change, "kept", reason, None, program.profile.outputs_max_abs)
     end_to_end = None if overall is None else EndToEnd.of(overall, program.profile.outputs_max_abs)
     tuned = None
-    if overall is not None and overall.verdict is ab.Verdict.HELPS:
+    if overall is not None and overall.verdict is Verdict.HELPS:
         tuned = tuned_output.keep(program, baseline.profile, variant, stablehlo, workload, out)
         note(f"tune: {reason}: {program_ab.result_text(overall)}")
     else:

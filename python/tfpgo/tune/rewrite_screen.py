@@ -28,8 +28,8 @@ from tfpgo.iree import output_check, profile_document
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.alternation import Arm
 from tfpgo.mlir import annotate
-from tfpgo.proposer.ab import NOISE
 from tfpgo.tune import program_ab
+from tfpgo.tune.program_ab import SCREEN_MARGIN
 
 CONV_TO_DOT = "tf-profile-guided-conv-to-dot"
 _DTYPES = {"f32": "float32", "f16": "float16", "bf16": "float32", "f64": "float64"}
@@ -52,7 +52,7 @@ class FormTiming:
     def wins(self) -> bool:
         if self.convolution_ps is None or self.rewritten_ps is None:
             return False
-        return self.rewritten_ps < (1 - NOISE) * self.convolution_ps
+        return self.rewritten_ps < (1 - SCREEN_MARGIN) * self.convolution_ps
 
     def to_json(self) -> dict[str, Any]:
         times = {

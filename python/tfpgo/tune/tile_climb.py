@@ -21,7 +21,7 @@ from pathlib import Path
 from tfpgo.errors import UserError
 from tfpgo.iree import dispatch_benchmark
 from tfpgo.iree.tools import ToolTimeout
-from tfpgo.proposer.ab import NOISE
+from tfpgo.tune.program_ab import SCREEN_MARGIN
 from tfpgo.tune.tile_configs import SPEC_FLAG, RootConfig, neighbours, seeded, spec_text
 
 # The tuning database's answer for one dispatch (its name, the dumped
@@ -169,4 +169,4 @@ class Climb:
 
     def _beats(self, trial: TileTrial) -> bool:
         """Beats the best so far (IREE's choice at first) by more than the noise floor."""
-        return trial.ratio < (1.0 if self.best is None else self.best.ratio) * (1 - NOISE)
+        return trial.ratio < (1.0 if self.best is None else self.best.ratio) * (1 - SCREEN_MARGIN)

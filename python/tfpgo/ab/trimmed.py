@@ -4,8 +4,8 @@ winsorized variance; degrees of freedom n - 2g - 1). On this 2-core machine
 about one call or block in ten runs up to twice its median (a thread off its
 core), so a tenth to a fifth of the pairs sit far out on either side; trimming
 a fifth from each end removes them where a mean would follow them. Used by the
-A/B of TensorFlow steps (tfpgo.proposer.ab, `TRIM`) and the paired A/B of IREE
-programs (tfpgo.proposer.paired, 30%: mlp's calls are slow more often).
+A/B of TensorFlow steps (tfpgo.proposer.blocks, `TRIM`) and the paired A/B of
+IREE programs (tfpgo.ab.paired, 30%: mlp's calls are slow more often).
 """
 
 from __future__ import annotations

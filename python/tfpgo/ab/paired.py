@@ -1,21 +1,18 @@
 """An A/B as precise as this machine allows: paired calls, several processes, a
 sequential decision.
 
-Samples (tfpgo.iree.alternation): in each process both programs are loaded and
-run in turn, forward and reversed by rounds (A B, B A, B A, A B, ...), each a
-block of a few calls after an untimed one, so each round is a pair of
-neighbouring blocks.
+Samples (`Rounds`, made by tfpgo.iree.alternation): in each process both
+programs are loaded and run in turn, forward and reversed by rounds (A B, B A,
+B A, A B, ...), each a block of a few timed calls (after `SWITCH_CALLS`
+untimed ones for a short call: alternation's `switch_calls`), so each round is
+a pair of neighbouring blocks.
 A pair's log-ratio, log(t_B / t_A) of the blocks' median calls, is the unit:
 the machine's slow phases fall on both blocks of a pair, and a drift cancels
 over the alternating order.
 
 One process: the 30% trimmed mean of its pairs' log-ratios, with its
-standard error (`estimate`, tfpgo.proposer.trimmed: robust to the calls a
-thread off its core makes twice as long). Trimming 30% rather than 20%: on mlp
-a quarter of the calls run 2.5-3x slow (two worker threads on two cores with
-the calling thread), and over pools of 16-24 A/A processes of mlp, the ViT and
-MobileNetV2 steps the 8-process interval narrowed by 2-20% (ViT 1.74% -> 1.46%,
-MobileNetV2 1.77% -> 1.42%), coverage of 1.0 at 92-100% either way.
+standard error (`estimate`, tfpgo.ab.trimmed: robust to the calls a thread off
+its core makes twice as long; why 30%: docs/tuning.md).
 
 Several processes: memory layout can favour the program loaded first by several
 percent (Mytkowicz et al., ASPLOS 2009), so the processes load them in random
@@ -51,20 +48,44 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
-from tfpgo.diff.step_time import t_quantile
-from tfpgo.iree.alternation import SWITCH_CALLS, Rounds
-from tfpgo.proposer.ab import ABResult, Verdict
-from tfpgo.proposer.trimmed import Estimate, trimmed
+from tfpgo.ab.intervals import ratio_interval
+from tfpgo.ab.result import ABResult, Verdict, decide
+from tfpgo.ab.trimmed import Estimate, trimmed
 
 ALPHA = 0.05
 TRIM = 0.3  # of each end of a process's pairs (module docstring)
 EQUIVALENT = 0.02
 MIN_GAIN = 0.01
 MIN_PROCESSES = 3
+# Untimed calls of each program in a round after the other ran (tfpgo.iree.alternation).
+SWITCH_CALLS = 1
 # Simulated sets of looks to find the boundary from (its Monte Carlo error on
 # the level: about ±0.001).
 BOUNDARY_DRAWS = 40_000
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """One process's calls: per round, each arm's median timed call (ns, by arm
+    index); round r ran the arms forward when `forward(r)`, else reversed."""
+
+    times_ns: tuple[tuple[int, ...], ...]
+    load_order: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "times_ns": [list(row) for row in self.times_ns],
+            "load_order": list(self.load_order),
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Rounds:
+        return cls(
+            tuple(tuple(int(t) for t in row) for row in document["times_ns"]),
+            tuple(int(i) for i in document["load_order"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -135,10 +156,9 @@ def boundary(looks: tuple[int, ...], alpha: float = ALPHA) -> float:
 
 def verdict(low: float, high: float, ratio: float, final: bool) -> Verdict | None:
     """What an interval of the ratio says (module docstring); None: look again."""
-    if high < 1 and ratio < 1 - MIN_GAIN:
-        return Verdict.HELPS
-    if low > 1:
-        return Verdict.HURTS
+    said = decide(ratio, low, high, MIN_GAIN, 0.0)
+    if said is not Verdict.NO_EFFECT:
+        return said
     if final or (low >= 1 - EQUIVALENT and high <= 1 + EQUIVALENT):
         return Verdict.NO_EFFECT
     return None
@@ -178,14 +198,9 @@ def interval(processes: Sequence[Rounds], confidence: float) -> Interval:
     """The processes' combined ratio and its interval (module docstring), at
     `confidence` (Student's t, one degree of freedom fewer than the processes)."""
     combined = combine([estimate(rounds) for rounds in processes])
-    quantile = t_quantile(1 - (1 - confidence) / 2, max(combined.processes - 1, 1))
-    return Interval(
-        math.exp(combined.log_ratio),
-        math.exp(combined.log_ratio - quantile * combined.se),
-        math.exp(combined.log_ratio + quantile * combined.se),
-        confidence,
-        combined,
-    )
+    freedom = max(combined.processes - 1, 1)
+    ratio, low, high = ratio_interval(combined.log_ratio, combined.se, freedom, confidence)
+    return Interval(ratio, low, high, confidence, combined)
 
 
 def judge(processes: Sequence[Rounds], plan: Plan, final: bool) -> ABResult | None:

@@ -1,9 +1,10 @@
-"""A/B measurement of a candidate step against the baseline, and its verdict.
+"""The Proposer's A/B: a candidate TensorFlow step against the baseline, in blocks
+of steps, and its verdict (the result record and its texts: tfpgo.ab).
 
 Timing (`interleave`): both steps are warmed up first (unmeasured steps of
 each arm: tracing, XLA compilation), then run in `repetitions` blocks of
-`steps` steps each, the baseline and the candidate alternating block by
-block in counterbalanced order (AB, BA, AB, ...), so a slow phase of the
+`steps` steps each, the baseline and the candidate taking turns block by
+block (tfpgo.ab.turns: AB, BA, AB, ...), so a slow phase of the
 shared machine falls on both arms and neither always runs right after the
 other. Each step's outputs are
 fetched to host before the next starts; each step's wall time is kept.
@@ -14,7 +15,7 @@ is the block: its mean step time. A repetition's two blocks run side by side,
 so the unit of comparison is their pair: log(candidate block / baseline block).
 The ratio is the 20% trimmed mean of the pairs' log-ratios, exponentiated; its
 interval Student's t with the trimmed mean's standard error
-(tfpgo.proposer.trimmed). A slow phase of the machine falls on both blocks of
+(tfpgo.ab.trimmed). A slow phase of the machine falls on both blocks of
 a pair, and a block a thread off its core makes twice as long is trimmed where
 a mean of the blocks would follow it: on TensorFlow A/As of the zoo models
 (10 blocks of 10 steps, two runs of 20 each), the median half-width was
@@ -43,7 +44,6 @@ advising any change that does not help stays under α = 1 − `CONFIDENCE`.
 
 from __future__ import annotations
 
-import enum
 import math
 import statistics
 import time
@@ -51,9 +51,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tfpgo.diff.step_time import CONFIDENCE, t_quantile
-from tfpgo.proposer.trimmed import trimmed
+from tfpgo.ab.intervals import CONFIDENCE, ratio_interval
+from tfpgo.ab.result import ABResult, Verdict, decide
+from tfpgo.ab.trimmed import trimmed
+from tfpgo.ab.turns import turn_order
 
+# The least effect either way a verdict names: on a shared machine, a TensorFlow
+# step's changes under 5% are not worth advising even when the interval is tight.
 NOISE = 0.05
 # The statistic `judge` computes, as optimize.json's `method` records it: a
 # document of an earlier statistic has its verdicts judged again by this one.
@@ -66,12 +70,6 @@ STATISTIC = (
 # O2 on MobileNetV2 measured 0.966 (interval 0.943-0.989) in one run and 1.006 in
 # the next: one A/B alone does not settle a gain under NOISE.
 CONFIRM_FLOOR = 0.03
-
-
-class Verdict(enum.Enum):
-    HELPS = "helps"
-    NO_EFFECT = "no measurable effect"
-    HURTS = "hurts"
 
 
 @dataclass(frozen=True)
@@ -98,55 +96,6 @@ class ABSamples:
         )
 
 
-@dataclass(frozen=True)
-class ABResult:
-    ratio: float  # candidate / baseline step time (geometric mean of block means)
-    low: float | None  # the interval of the ratio; None with fewer than 2 blocks an arm
-    high: float | None
-    verdict: Verdict
-    baseline_ms: float  # geometric mean of the baseline's block means
-    candidate_ms: float
-    blocks: int  # blocks an arm; with `processes`, the pairs of calls
-    confidence: float
-    noise: float
-    processes: int = 0  # the paired A/B's processes (tfpgo.proposer.paired); 0: blocks
-    threads: int = 0  # IREE's worker threads in them
-    pinned: bool = True  # each worker pinned to a CPU, or left to the scheduler
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ratio": self.ratio,
-            "low": self.low,
-            "high": self.high,
-            "verdict": self.verdict.value,
-            "baseline_ms": self.baseline_ms,
-            "candidate_ms": self.candidate_ms,
-            "blocks": self.blocks,
-            "confidence": self.confidence,
-            "noise": self.noise,
-            "processes": self.processes,
-            "threads": self.threads,
-            "pinned": self.pinned,
-        }
-
-    @classmethod
-    def from_json(cls, document: dict[str, Any]) -> ABResult:
-        return cls(
-            float(document["ratio"]),
-            None if document["low"] is None else float(document["low"]),
-            None if document["high"] is None else float(document["high"]),
-            Verdict(document["verdict"]),
-            float(document["baseline_ms"]),
-            float(document["candidate_ms"]),
-            int(document["blocks"]),
-            float(document["confidence"]),
-            float(document["noise"]),
-            int(document.get("processes", 0)),
-            int(document.get("threads", 0)),
-            bool(document.get("pinned", True)),
-        )
-
-
 def judge(samples: ABSamples, noise: float = NOISE, confidence: float = CONFIDENCE) -> ABResult:
     """The ratio, its interval and the verdict of stored samples (module docstring)."""
     logs_a = _log_block_means(samples.baseline_ns)
@@ -158,19 +107,12 @@ def judge(samples: ABSamples, noise: float = NOISE, confidence: float = CONFIDEN
     low = high = None
     if len(pairs) >= 2:
         estimate = trimmed(pairs)
-        ratio = math.exp(estimate.log_ratio)
-        margin = t_quantile((1 + confidence) / 2, estimate.df) * estimate.se
-        low, high = math.exp(estimate.log_ratio - margin), math.exp(estimate.log_ratio + margin)
-    verdict = Verdict.NO_EFFECT
-    if high is not None and high < 1 and ratio < 1 - noise:
-        verdict = Verdict.HELPS
-    elif low is not None and low > 1 and ratio > 1 + noise:
-        verdict = Verdict.HURTS
+        ratio, low, high = ratio_interval(estimate.log_ratio, estimate.se, estimate.df, confidence)
     return ABResult(
         ratio,
         low,
         high,
-        verdict,
+        decide(ratio, low, high, noise, noise),
         math.exp(statistics.fmean(logs_a)) / 1e6,
         math.exp(statistics.fmean(logs_b)) / 1e6,
         min(len(logs_a), len(logs_b)),
@@ -227,26 +169,6 @@ def holm_confidence(tests: int, rejected: int, confidence: float = CONFIDENCE) -
     return 1 - (1 - confidence) / (tests - rejected)
 
 
-def interval_text(result: ABResult) -> str:
-    """`[0.712, 0.771] (95%)`: the ratio's interval and its confidence (Holm's
-    levels in full: `(98.75%)`); `–` without one."""
-    return bounds_text(result.low, result.high, result.confidence) or "–"
-
-
-def bounds_text(low: float | None, high: float | None, confidence: float = CONFIDENCE) -> str:
-    """`[0.712, 0.771] (95%)`, or "" without an interval: the one way tfpgo writes
-    an A/B's interval (the Proposer, the tuning loop, their report tables)."""
-    if low is None or high is None:
-        return ""
-    return f"[{low:.3f}, {high:.3f}] ({confidence * 100:.4g}%)"
-
-
-def ratio_text(result: ABResult) -> str:
-    """`0.742 [0.712, 0.771] (95%)`: the ratio, then its interval when it has one."""
-    interval = bounds_text(result.low, result.high, result.confidence)
-    return f"{result.ratio:.3f} {interval}" if interval else f"{result.ratio:.3f}"
-
-
 def second_text(other: ABResult | None) -> str:
     """What a verdict adds when `judge_twice` measured twice: the other A/B's ratio."""
     return "" if other is None else f" (the worse of two A/Bs; the other {other.ratio:.3f})"
@@ -272,7 +194,7 @@ def interleave(
     arms = {"A": baseline, "B": candidate}
     order = []
     for repetition in range(repetitions):
-        first_second = "AB" if repetition % 2 == 0 else "BA"
+        first_second = "".join("AB"[arm] for arm in turn_order(repetition, 2))
         order.append(first_second)
         for arm in first_second:
             walls = tuple(arms[arm](steps))
