@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tfpgo import HOT_OPS
 from tfpgo.cli import (
@@ -71,7 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add = parser.add_argument
+    _add_model_flags(parser.add_argument)
+    _add_output_flags(parser.add_argument)
+    _add_lowering_flags(parser)
+    _add_optimize_flags(parser.add_argument)
+    add_host_reading_arguments(parser)
+    return parser
+
+
+def _add_model_flags(add: Callable[..., Any]) -> None:
+    """What runs and how it is profiled: the model, its inputs, steps and tracers."""
     add(
         "--model",
         default=DEFAULT_MODEL,
@@ -113,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--python-tracer-level", type=_level(1), default=0, help="0/1: trace Python calls")
     add("--device-tracer-level", type=_level(1), default=1, help="0/1: device (CPU) tracer")
+
+
+def _add_output_flags(add: Callable[..., Any]) -> None:
+    """Where the run writes and what it marks and draws, or the trace it reads."""
     add(
         "--output-dir",
         default="pgo_out",
@@ -144,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="svg,png",
         help="picture formats, comma-separated from svg,png,dot,graphml (default svg,png)",
     )
+
+
+def _add_lowering_flags(parser: argparse.ArgumentParser) -> None:
+    """--lower and --tune, with their budget and records."""
+    add = parser.add_argument
     add(
         "--lower",
         choices=LEVELS,
@@ -204,6 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.9,
         help="fail when less than this share of TF op time lands on module ops (default 0.9)",
     )
+
+
+def _add_optimize_flags(add: Callable[..., Any]) -> None:
+    """--optimize and its A/B, and Model Explorer."""
     add(
         "--optimize",
         action="store_true",
@@ -245,8 +268,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=8080,
         help="--explore: the port (default 8080; checked free before anything runs)",
     )
-    add_host_reading_arguments(parser)
-    return parser
 
 
 def options_from_args(args: argparse.Namespace) -> FlowOptions:

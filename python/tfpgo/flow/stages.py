@@ -37,6 +37,7 @@ from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.iree.run import IREE_OP_GRAPH
 from tfpgo.mlir import annotate, lowering
 from tfpgo.mlir.compiled_step import CompiledStep
+from tfpgo.models import ModelCase
 from tfpgo.render import (
     PICTURE_FORMATS,
     RenderGraph,
@@ -195,41 +196,115 @@ def run_flow(options: FlowOptions) -> FlowResult:
 def _run_stages(
     options: FlowOptions, out: Path, progress: Progress
 ) -> tuple[annotate.Attribution, list[lowering.LoweredLevel]]:
-    from_trace, mlir = options.from_trace, options.mlir  # both or neither (_check_options)
-    profiling_run = from_trace is None or mlir is None
-    # What to lower: a frozen tf module (profiling) or the user's, or a training step (CompiledStep)
-    lowerable: str | CompiledStep | None = None
-    case = None  # the loaded step (profiling runs)
-    named = None  # a StableHLO module (JAX's), annotated by the names in its locations
-    if from_trace is None or mlir is None:
-        trace, module, run_info, lowerable, case = _profile_stages(options, out, progress)
-    else:
-        trace = _carry_over_trace(from_trace, options.output_dir, out)
-        module = out / "model.mlir"
-        module_bytes = mlir.read_bytes()
-        module.write_bytes(module_bytes)
-        run_info = compose.RunInfo(
-            model=str(mlir),
-            mode=None,
-            batch_size=None,
-            steps=None,
-            warmup=None,
-            step_wall_ns=(),
-            trace_source=str(trace.relative_to(out) if trace.is_relative_to(out) else trace),
-            module="model.mlir",
-        )
-        text = module_bytes.decode(errors="replace")
-        if lowering.is_stablehlo(text):
-            if options.lower:
-                raise UserError(f"--lower: {mlir} is StableHLO already; drop --lower")
-            named = text
-        elif options.lower:
-            lowerable = text
-            lowering.check_frozen(lowerable, mlir)
+    inputs = _inputs(options, out, progress)
 
     def note(message: str) -> None:  # name files where they will be, not in staging
         progress.note(message.replace(str(out), str(options.output_dir)))
 
+    attribution, profile, hlo = _annotated(options, out, inputs, progress, note)
+    if options.from_trace is None or options.mlir is None:  # a profiling run
+        progress.stage(
+            "verify",
+            "TensorFlow tf-standard-pipeline on the annotated module",
+            lambda: _verify_in_tensorflow(out / "model.annotated.mlir"),
+        )
+    levels: list[lowering.LoweredLevel] = []
+    lowerable = inputs.lowerable
+    if lowerable is not None:  # set exactly when --lower asks for levels
+        origin = "frozen tf" if isinstance(lowerable, str) else "training step (XLA's StableHLO)"
+        levels = progress.stage(
+            "lower",
+            f"{origin} -> {' -> '.join(options.lower)} (TensorFlow, IREE), profile re-attached",
+            lambda: lower_stage.lower(
+                options, out, lowerable, profile.totals.op_self_ps, note, inputs.case
+            ),
+        )
+    optimized = None
+    if options.optimize:
+        optimized = progress.stage(
+            "optimize",
+            f"each proposal A/B against the baseline, {options.ab_repetitions} blocks of "
+            f"{options.ab_steps} steps an arm, interleaved",
+            lambda: _optimize(options, inputs.case, profile, out, note),
+        )
+    pictures, op_graph = progress.stage(
+        "render", "pictures and exports", lambda: _render(options, out, levels, profile)
+    )
+    progress.stage(
+        "report",
+        "analysis.json, scope_chart.svg, report.md, report.html",
+        lambda: _report(
+            out,
+            inputs.run_info,
+            profile,
+            hlo,
+            attribution,
+            pictures,
+            op_graph,
+            levels,
+            optimized,
+            options.output_dir,
+        ),
+    )
+    return attribution, levels
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What the stages read: the trace, the tf module (the profiled one, or the
+    user's copied), what the report says of the run, what to lower (a frozen tf
+    module or a training step), the loaded step, and a StableHLO module annotated
+    by the names in its locations (JAX's)."""
+
+    trace: Path
+    module: Path
+    run_info: compose.RunInfo
+    lowerable: str | CompiledStep | None = None
+    case: ModelCase | None = None
+    named: str | None = None
+
+
+def _inputs(options: FlowOptions, out: Path, progress: Progress) -> _Inputs:
+    """The model profiled now, or the trace and module given (--from-trace, --mlir:
+    both or neither, _check_options)."""
+    from_trace, mlir = options.from_trace, options.mlir
+    if from_trace is None or mlir is None:
+        trace, module, run_info, lowerable, case = _profile_stages(options, out, progress)
+        return _Inputs(trace, module, run_info, lowerable, case)
+    trace = _carry_over_trace(from_trace, options.output_dir, out)
+    module = out / "model.mlir"
+    module_bytes = mlir.read_bytes()
+    module.write_bytes(module_bytes)
+    run_info = compose.RunInfo(
+        model=str(mlir),
+        mode=None,
+        batch_size=None,
+        steps=None,
+        warmup=None,
+        step_wall_ns=(),
+        trace_source=str(trace.relative_to(out) if trace.is_relative_to(out) else trace),
+        module="model.mlir",
+    )
+    text = module_bytes.decode(errors="replace")
+    if lowering.is_stablehlo(text):
+        if options.lower:
+            raise UserError(f"--lower: {mlir} is StableHLO already; drop --lower")
+        return _Inputs(trace, module, run_info, named=text)
+    if options.lower:
+        lowering.check_frozen(text, mlir)
+        return _Inputs(trace, module, run_info, lowerable=text)
+    return _Inputs(trace, module, run_info)
+
+
+def _annotated(
+    options: FlowOptions,
+    out: Path,
+    inputs: _Inputs,
+    progress: Progress,
+    note: Callable[[str], None],
+) -> tuple[annotate.Attribution, OpProfile, HloProfile | None]:
+    """The trace and annotate stages: the op profile read, and put on the module."""
+    trace, module, named = inputs.trace, inputs.module, inputs.named
     shown = options.output_dir / trace.relative_to(out) if trace.is_relative_to(out) else trace
     profile, hlo = progress.stage(
         "trace",
@@ -273,50 +348,7 @@ def _run_stages(
     )
     attribution = attribution.with_xla_launch(profile)
     _check_coverage(attribution, options.min_coverage, trace, options.mlir or module)
-    if profiling_run:
-        progress.stage(
-            "verify",
-            "TensorFlow tf-standard-pipeline on the annotated module",
-            lambda: _verify_in_tensorflow(out / "model.annotated.mlir"),
-        )
-    levels: list[lowering.LoweredLevel] = []
-    if lowerable is not None:  # set exactly when --lower asks for levels
-        origin = "frozen tf" if isinstance(lowerable, str) else "training step (XLA's StableHLO)"
-        levels = progress.stage(
-            "lower",
-            f"{origin} -> {' -> '.join(options.lower)} (TensorFlow, IREE), profile re-attached",
-            lambda: lower_stage.lower(
-                options, out, lowerable, profile.totals.op_self_ps, note, case
-            ),
-        )
-    optimized = None
-    if options.optimize:
-        optimized = progress.stage(
-            "optimize",
-            f"each proposal A/B against the baseline, {options.ab_repetitions} blocks of "
-            f"{options.ab_steps} steps an arm, interleaved",
-            lambda: _optimize(options, case, profile, out, note),
-        )
-    pictures, op_graph = progress.stage(
-        "render", "pictures and exports", lambda: _render(options, out, levels, profile)
-    )
-    progress.stage(
-        "report",
-        "analysis.json, scope_chart.svg, report.md, report.html",
-        lambda: _report(
-            out,
-            run_info,
-            profile,
-            hlo,
-            attribution,
-            pictures,
-            op_graph,
-            levels,
-            optimized,
-            options.output_dir,
-        ),
-    )
-    return attribution, levels
+    return attribution, profile, hlo
 
 
 def _profile_stages(options: FlowOptions, out: Path, progress: Progress):

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tfpgo.ab.result import ABResult, Verdict
@@ -53,6 +53,7 @@ from tfpgo.tune.document import (
     Decision,
     EndToEnd,
     Trial,
+    Tuned,
     TuneDocument,
 )
 from tfpgo.tune.headroom import held_back
@@ -111,219 +112,318 @@ def tune(
     what = (
         f"--tune-budget ({tuning.budget_s:.0f} s) and one measurement past it ({overrun_s:.0f} s)"
     )
+    run = _Run(
+        stablehlo, workload, baseline, out, tuning, note, compile_vmfb, deadline, timeout_s, records
+    )
     with tools_deadline(deadline + overrun_s, what):
-        document = _tune(
-            stablehlo, workload, baseline, out, tuning, note, candidates, compile_vmfb,
-            deadline, timeout_s, records,
-        )  # fmt: skip
+        document = _tune(run, candidates)
     stale = records.stale() if records is not None else ()
     spent_s = round(time.monotonic() - started_s, 3)
     return _written(replace(document, tune_s=spent_s, stale=stale), out, note)
 
 
-def _tune(
-    stablehlo: Path,
-    workload: Workload,
-    baseline: ProfiledProgram,
-    out: Path,
-    tuning: Tuning,
-    note: Callable[[str], None],
-    candidates: tuple[Candidate, ...],
-    compile_vmfb: CompileVmfb,
-    deadline: float,
-    timeout_s: float,
-    records: Records | None,
-) -> TuneDocument:
-    """`tune` within its tools' deadline: the loop, then the final A/B."""
+@dataclass(frozen=True)
+class _Run:
+    """What one `tune` works from and within: the original program, its workload
+    and profile, where it writes, its budget and A/Bs, how it compiles, its
+    deadline and compile timeout, and the tuning database's records (or None)."""
+
+    stablehlo: Path
+    workload: Workload
+    baseline: ProfiledProgram
+    out: Path
+    tuning: Tuning
+    note: Callable[[str], None]
+    compile_vmfb: CompileVmfb
+    deadline: float
+    timeout_s: float
+    records: Records | None
+
+    @property
+    def scratch(self) -> Path:
+        return self.stablehlo.parent / "tune"
+
+
+@dataclass
+class _Loop:
+    """The loop's state: the best program so far (its variant, its profile and
+    the evidence candidates read), and what was tried, decided and measured."""
+
+    current: Variant
+    program: ProfiledProgram
+    evidence: Evidence
+    trials: list[Trial] = field(default_factory=list)
+    # Each decision, the flags its change added (a tuning spec aside) and the tiles.
+    decisions: list[tuple[Decision, frozenset[str], frozenset[RootConfig]]] = field(
+        default_factory=list
+    )
+    # Each trial measured this run, the program it was measured on and its flags.
+    measured: list[tuple[Trial, Variant, tuple[str, ...]]] = field(default_factory=list)
+
+    def now_on(self, variant: Variant, program: ProfiledProgram, profile_path: Path) -> None:
+        """The loop goes on from `program` (written to `profile_path`): the next
+        candidate decides from what it changed."""
+        self.current, self.program = variant, program
+        program.profile.write(profile_path)
+        self.evidence = replace(self.evidence, profile_path=profile_path, profile=program.profile)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What the final A/B made of the kept changes: the tuned program (None: the
+    original stays), its end-to-end ratio, and why it could not be confirmed."""
+
+    tuned: Tuned | None = None
+    end_to_end: EndToEnd | None = None
+    unconfirmed: str = ""
+
+
+def _tune(run: _Run, candidates: tuple[Candidate, ...]) -> TuneDocument:
+    """`tune` within its tools' deadline: the records' exits, the loop, then the
+    final A/B, the document and the records."""
     started_s = time.monotonic()
-    scratch = stablehlo.parent / "tune"
-    scratch.mkdir(exist_ok=True)
-    last = records.last_run() if records is not None else None
-    if last is not None and records is not None and (last.finished or tuning.budget_s == 0):
+    run.scratch.mkdir(exist_ok=True)
+    recorded = _from_records(run)
+    if recorded is not None:
+        return recorded
+    limit = run.records.limit(run.note) if run.records is not None else None
+    hot, whole = _at_limit(run.baseline.profile, limit)
+    if whole is not None and whole >= AT_LIMIT:
+        return _at_limit_document(run, candidates, hot, whole)
+    loop = _start(run, limit)
+    _try_candidates(run, loop, candidates)
+    outcome = _confirm_kept(run, loop)
+    final = _final_decisions(loop, outcome)
+    flags = tuple(
+        f"{SPEC_FLAG}{SPEC}" if flag.startswith(SPEC_FLAG) else flag for flag in loop.current.flags
+    )
+    kept_profile = (loop.program if outcome.tuned is not None else run.baseline).profile
+    document = TuneDocument(
+        run.tuning.budget_s,
+        run.baseline.profile.runs,
+        tuple(loop.trials),
+        tuple(final),
+        flags,
+        outcome.tuned,
+        outcome.end_to_end,
+        outcome.unconfirmed,
+        at_limit=hot,
+        limit_fraction=whole,
+        held_back=()
+        if limit is None
+        else held_back(kept_profile, limit, final, loop.trials, run.out),
+    )
+    if run.records is not None:
+        _record(run, run.records, loop, outcome, time.monotonic() - started_s)
+    return document
+
+
+def _from_records(run: _Run) -> TuneDocument | None:
+    """The run the records settle: a finished run's (or with a budget of 0, the
+    last run's) program built again, or with a budget of 0 and no record, the
+    original kept; None when the loop runs."""
+    records = run.records
+    if records is None:
+        return None
+    last = records.last_run()
+    if last is not None and (last.finished or run.tuning.budget_s == 0):
 
         def confirm(original: Path, tuned: Path, driver: str) -> tuple[ABResult | None, str]:
-            return _confirmed(original, tuned, workload, tuning, driver)
+            return _confirmed(original, tuned, run.workload, run.tuning, driver)
 
         rebuilt = resume.rebuilt(
-            last, records, stablehlo, workload, baseline, out, tuning.budget_s, note,
-            compile_vmfb, timeout_s, confirm,
+            last, records, run.stablehlo, run.workload, run.baseline, run.out,
+            run.tuning.budget_s, run.note, run.compile_vmfb, run.timeout_s, confirm,
         )  # fmt: skip
         if rebuilt is not None:
             return rebuilt
-    if tuning.budget_s == 0 and records is not None:
+    if run.tuning.budget_s == 0:
         why = f"{_NO_RECORD}{records.elsewhere()}: the program --lower iree compiled stays"
-        return TuneDocument(0, baseline.profile.runs, (), (), (), None, None, why)
-    current, program = Variant(stablehlo), baseline
-    limit = records.limit(note) if records is not None else None
-    hot, whole = _at_limit(baseline.profile, limit)
-    if whole is not None and whole >= AT_LIMIT:
-        # Each dispatch's bound is a floor no tuning goes below: the program can
-        # gain at most 15%, which the loop's budget is not spent looking for.
-        reason = (
-            f"the program runs at {whole:.0%} of this machine's limit (the sum of its "
-            "dispatches' roofline bounds over their time): within 15% of it, nothing left "
-            "to gain here"
-        )
-        note(f"tune: {reason}; no candidate tried")
-        skipped = tuple(Trial(c.name, "", "not tried", reason) for c in candidates)
-        return TuneDocument(
-            tuning.budget_s, baseline.profile.runs, skipped, (), (), None, None,
-            at_limit=hot, limit_fraction=whole,
-        )  # fmt: skip
-    evidence = Evidence(
-        out / "iree_profile.json", baseline.profile, workload, deadline, timeout_s, limit, records,
-        None if tuning.ab is None else tuning.ab.call_s,
+        return TuneDocument(0, run.baseline.profile.runs, (), (), (), None, None, why)
+    return None
+
+
+def _at_limit_document(
+    run: _Run,
+    candidates: tuple[Candidate, ...],
+    hot: tuple[tuple[str, float], ...],
+    whole: float,
+) -> TuneDocument:
+    """No candidate tried: each dispatch's bound is a floor no tuning goes below,
+    and the program can gain at most 15%, which the budget is not spent on."""
+    reason = (
+        f"the program runs at {whole:.0%} of this machine's limit (the sum of its "
+        "dispatches' roofline bounds over their time): within 15% of it, nothing left "
+        "to gain here"
+    )
+    run.note(f"tune: {reason}; no candidate tried")
+    skipped = tuple(Trial(c.name, "", "not tried", reason) for c in candidates)
+    return TuneDocument(
+        run.tuning.budget_s, run.baseline.profile.runs, skipped, (), (), None, None,
+        at_limit=hot, limit_fraction=whole,
     )  # fmt: skip
-    trials: list[Trial] = []
-    # Each decision, the flags its change added (a tuning spec aside) and the tiles.
-    decisions: list[tuple[Decision, frozenset[str], frozenset[RootConfig]]] = []
-    # Each trial measured this run, the program it was measured on and its flags.
-    measured: list[tuple[Trial, Variant, tuple[str, ...]]] = []
-    if last is not None and records is not None:
-        resumed = resume.resumed(last, records, stablehlo, scratch / "resumed", workload, note)
-        if resumed is not None:
-            (current, program), trial = resumed
-            trials.append(trial)
-            program.profile.write(scratch / "resumed" / "iree_profile.json")
-            evidence = replace(
-                evidence,
-                profile_path=scratch / "resumed" / "iree_profile.json",
-                profile=program.profile,
-            )
+
+
+def _start(run: _Run, limit: MachineLimit | None) -> _Loop:
+    """The loop's state at its start: the original program, or the one a run the
+    budget cut short had kept (its trial says so)."""
+    tuning = run.tuning
+    evidence = Evidence(
+        run.out / "iree_profile.json", run.baseline.profile, run.workload, run.deadline,
+        run.timeout_s, limit, run.records, None if tuning.ab is None else tuning.ab.call_s,
+    )  # fmt: skip
+    loop = _Loop(Variant(run.stablehlo), run.baseline, evidence)
+    last = run.records.last_run() if run.records is not None else None
+    if last is None or run.records is None:
+        return loop
+    directory = run.scratch / "resumed"
+    resumed = resume.resumed(last, run.records, run.stablehlo, directory, run.workload, run.note)
+    if resumed is not None:
+        (variant, program), trial = resumed
+        loop.trials.append(trial)
+        loop.now_on(variant, program, directory / "iree_profile.json")
+    return loop
+
+
+def _try_candidates(run: _Run, loop: _Loop, candidates: tuple[Candidate, ...]) -> None:
+    """The candidates in order, then again those that repeat, while they are kept
+    (appended to the queue as it is walked), each while the budget leaves room."""
     measuring_s = 0.0  # the longest compile, check and A/B of a candidate so far
-    # The candidates in order, then again those that repeat, while they are kept
-    # (appended to the queue as it is walked).
     queue = [(candidate, 1) for candidate in candidates]
     for index, (candidate, round_) in enumerate(queue):
         name = candidate.name if round_ == 1 else f"{candidate.name} (round {round_})"
         # Room for this candidate's measurement and the final A/B, as long as the
         # longest so far: the budget bounds the whole loop, not only its starts.
-        cutoff = deadline - 2 * measuring_s
+        cutoff = run.deadline - 2 * measuring_s
         if time.monotonic() >= cutoff:
-            trials.append(Trial(name, "", "not tried", "the --tune-budget was spent"))
+            loop.trials.append(Trial(name, "", "not tried", "the --tune-budget was spent"))
             continue
-        recorded = records.decided(current).get(name) if records is not None else None
+        records = run.records
+        recorded = records.decided(loop.current).get(name) if records is not None else None
         if recorded is not None and recorded.verdict != Verdict.HELPS.value:
-            trials.append(Trial(name, recorded.change, "skipped", from_record(recorded)))
-            note(f"tune: {name}: skipped: {trials[-1].reason}")
-            continue
-        directory = scratch / f"candidate_{index}"
-        directory.mkdir()
-        cut = records.cut() if records is not None else frozenset()
-        proposal = _proposed(candidate, current, replace(evidence, deadline=cutoff), directory)
-        _keep_evidence(directory, out, round_)
-        # A candidate whose search the budget cut short is not recorded as decided:
-        # the next run proposes it again, and its search resumes where it stopped.
-        decided = records is None or records.cut() == cut
-        if not isinstance(proposal, Proposal):
-            trials.append(Trial(name, "", *proposal))
-            if decided:
-                measured.append((trials[-1], current, ()))
-            note(f"tune: {name}: {proposal[0]}: {proposal[1]}")
+            loop.trials.append(Trial(name, recorded.change, "skipped", from_record(recorded)))
+            run.note(f"tune: {name}: skipped: {loop.trials[-1].reason}")
             continue
         started = time.monotonic()
-        trial = _measure(
-            name,
-            proposal,
-            timeout_s,
-            program.vmfb,
-            current.driver,
-            workload,
-            directory,
-            tuning,
-            compile_vmfb,
-        )
-        trial, profiled = _profiled_if_kept(trial, proposal.variant, directory, workload)
+        again = _try(run, loop, candidate, name, index, round_, cutoff)
+        if again:
+            queue.append((candidate, round_ + 1))
         measuring_s = max(measuring_s, time.monotonic() - started)
-        note(f"tune: {trial.name}: {trial.outcome}: {trial.reason}")
-        trials.append(trial)
+
+
+def _try(
+    run: _Run,
+    loop: _Loop,
+    candidate: Candidate,
+    name: str,
+    index: int,
+    round_: int,
+    cutoff: float,
+) -> bool:
+    """One candidate proposed, measured against the best program so far, and kept
+    when it helps; whether it goes again (one that repeats, kept)."""
+    directory = run.scratch / f"candidate_{index}"
+    directory.mkdir()
+    records = run.records
+    cut = records.cut() if records is not None else frozenset()
+    evidence = replace(loop.evidence, deadline=cutoff)
+    proposal = _proposed(candidate, loop.current, evidence, directory)
+    _keep_evidence(directory, run.out, round_)
+    # A candidate whose search the budget cut short is not recorded as decided:
+    # the next run proposes it again, and its search resumes where it stopped.
+    decided = records is None or records.cut() == cut
+    if not isinstance(proposal, Proposal):
+        loop.trials.append(Trial(name, "", *proposal))
         if decided:
-            measured.append((trial, current, tuple(without_spec(proposal.variant.flags))))
-        made = [
-            replace(decision, candidate=name, kept=trial.outcome == "kept")
-            for decision in proposal.decisions
-            or (_whole_program(proposal, trial, baseline.profile.runs),)
-        ]
-        added = frozenset(without_spec(proposal.variant.flags)) - frozenset(current.flags)
-        tiles = frozenset(proposal.variant.tiles) - frozenset(current.tiles)
-        if profiled is not None:
-            if candidate.repeats:
-                queue.append((candidate, round_ + 1))
-            # Re-profiled: the next candidate decides from the program it changes.
-            current, program = proposal.variant, profiled
-            program.profile.write(directory / "iree_profile.json")
-            evidence = replace(
-                evidence, profile_path=directory / "iree_profile.json", profile=program.profile
-            )
-            made = [_measured_after(decision, program.profile) for decision in made]
-        decisions.extend((decision, added, tiles) for decision in made)
-    tuned = end_to_end = None
-    unconfirmed = ""
-    kept = ", ".join(trial.name for trial in trials if trial.outcome == "kept")
-    if kept:
-        # Each change won against the program before it; the whole must win against
-        # the original too, or the original stays (never a slower program).
-        overall, unconfirmed = _confirmed(
-            baseline.vmfb, program.vmfb, workload, tuning, current.driver
+            loop.measured.append((loop.trials[-1], loop.current, ()))
+        run.note(f"tune: {name}: {proposal[0]}: {proposal[1]}")
+        return False
+    trial = _measure(
+        name, proposal, run.timeout_s, loop.program.vmfb, loop.current.driver, run.workload,
+        directory, run.tuning, run.compile_vmfb,
+    )  # fmt: skip
+    trial, profiled = _profiled_if_kept(trial, proposal.variant, directory, run.workload)
+    run.note(f"tune: {trial.name}: {trial.outcome}: {trial.reason}")
+    loop.trials.append(trial)
+    flags = tuple(without_spec(proposal.variant.flags))
+    if decided:
+        loop.measured.append((trial, loop.current, flags))
+    made = [
+        replace(decision, candidate=name, kept=trial.outcome == "kept")
+        for decision in proposal.decisions
+        or (_whole_program(proposal, trial, run.baseline.profile.runs),)
+    ]
+    added = frozenset(flags) - frozenset(loop.current.flags)
+    tiles = frozenset(proposal.variant.tiles) - frozenset(loop.current.tiles)
+    if profiled is not None:
+        loop.now_on(proposal.variant, profiled, directory / "iree_profile.json")
+        made = [_measured_after(decision, profiled.profile) for decision in made]
+    loop.decisions.extend((decision, added, tiles) for decision in made)
+    return profiled is not None and candidate.repeats
+
+
+def _confirm_kept(run: _Run, loop: _Loop) -> _Outcome:
+    """The kept changes, whole, against the original: each won against the program
+    before it; the whole must win against the original too, or the original stays
+    (never a slower program)."""
+    kept = ", ".join(trial.name for trial in loop.trials if trial.outcome == "kept")
+    if not kept:
+        return _Outcome()
+    overall, unconfirmed = _confirmed(
+        run.baseline.vmfb, loop.program.vmfb, run.workload, run.tuning, loop.current.driver
+    )
+    end_to_end = None
+    if overall is not None:
+        end_to_end = EndToEnd.of(overall, loop.program.profile.outputs_max_abs)
+    if overall is not None and overall.verdict is Verdict.HELPS:
+        tuned = tuned_output.keep(
+            loop.program, run.baseline.profile, loop.current, run.stablehlo, run.workload, run.out
         )
-        if overall is not None:
-            end_to_end = EndToEnd.of(overall, program.profile.outputs_max_abs)
-        if overall is not None and overall.verdict is Verdict.HELPS:
-            tuned = tuned_output.keep(program, baseline.profile, current, stablehlo, workload, out)
-            note(f"tune: kept {kept}: {program_ab.result_text(overall)}")
-        else:
-            current = Variant(stablehlo)
-            why = (
-                unconfirmed
-                if overall is None
-                else f"{overall.verdict.value}: {program_ab.result_text(overall)}"
-            )
-            note(f"tune: {kept} not confirmed against the original ({why}); the original stays")
-    # A kept change a later one dropped (data tiling drops a tuning spec), or one of
-    # a whole that was not confirmed, is not in the final program.
-    final = [
+        run.note(f"tune: kept {kept}: {program_ab.result_text(overall)}")
+        return _Outcome(tuned, end_to_end, unconfirmed)
+    loop.current = Variant(run.stablehlo)
+    why = (
+        unconfirmed
+        if overall is None
+        else f"{overall.verdict.value}: {program_ab.result_text(overall)}"
+    )
+    run.note(f"tune: {kept} not confirmed against the original ({why}); the original stays")
+    return _Outcome(None, end_to_end, unconfirmed)
+
+
+def _final_decisions(loop: _Loop, outcome: _Outcome) -> list[Decision]:
+    """The decisions, each kept only if in the final program: a kept change a later
+    one dropped (data tiling drops a tuning spec), or one of a whole that was not
+    confirmed, is not."""
+    current = loop.current
+    return [
         replace(decision, kept=False)
         if decision.kept
-        and (tuned is None or not added <= set(current.flags) or not tiles <= set(current.tiles))
+        and (
+            outcome.tuned is None
+            or not added <= set(current.flags)
+            or not tiles <= set(current.tiles)
+        )
         else decision
-        for decision, added, tiles in decisions
+        for decision, added, tiles in loop.decisions
     ]
-    flags = tuple(
-        f"{SPEC_FLAG}{SPEC}" if flag.startswith(SPEC_FLAG) else flag for flag in current.flags
-    )
-    document = TuneDocument(
-        tuning.budget_s,
-        baseline.profile.runs,
-        tuple(trials),
-        tuple(final),
-        flags,
-        tuned,
-        end_to_end,
-        unconfirmed,
-        at_limit=hot,
-        limit_fraction=whole,
-        held_back=()
-        if limit is None
-        else held_back(
-            (program if tuned is not None else baseline).profile, limit, final, trials, out
-        ),
-    )
-    if records is not None:
-        untried = tuple(trial.name for trial in trials if trial.outcome == "not tried")
-        ratio = end_to_end.ratio if tuned is not None and end_to_end is not None else None
-        vmfb = file_digest(out / tuned_output.TUNED_VMFB) if tuned is not None else ""
-        summary = RunSummary(
-            records.model or out.name, not untried, ratio, time.monotonic() - started_s, untried,
-            vmfb,
-        )  # fmt: skip
-        records.record(
-            [(trial, on, added, trial.outcome == "kept" and tuned is not None)
-             for trial, on, added in measured],
-            current if tuned is not None else Variant(stablehlo),
-            stablehlo,
-            summary,
-        )  # fmt: skip
-    return document
+
+
+def _record(run: _Run, records: Records, loop: _Loop, outcome: _Outcome, tune_s: float) -> None:
+    """What the run measured and ended with, into the tuning database."""
+    tuned = outcome.tuned
+    untried = tuple(trial.name for trial in loop.trials if trial.outcome == "not tried")
+    ratio = outcome.end_to_end.ratio if tuned is not None and outcome.end_to_end else None
+    vmfb = file_digest(run.out / tuned_output.TUNED_VMFB) if tuned is not None else ""
+    model = records.model or run.out.name
+    summary = RunSummary(model, not untried, ratio, tune_s, untried, vmfb)
+    records.record(
+        [(trial, on, added, trial.outcome == "kept" and tuned is not None)
+         for trial, on, added in loop.measured],
+        loop.current if tuned is not None else Variant(run.stablehlo),
+        run.stablehlo,
+        summary,
+    )  # fmt: skip
 
 
 def _at_limit(

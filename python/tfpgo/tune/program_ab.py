@@ -18,12 +18,16 @@ ms), unpinned 2.9-3.4 ms (a tenth over 4.5-5.4 ms); the GRU's the other way
 `local-sync` candidate) runs on the process's own thread, pinned to the same
 CPUs when the workers are.
 
-An A/B between drivers pins the workers even where the fastest way leaves them
-to the scheduler: while the local-sync arm keeps the calling thread busy, the
-scheduler moves sleeping workers next to it, and they share a core for many
-calls after the switch. cnn's local-task calls took 0.91 ms between local-sync
-blocks with unpinned workers and 0.50-0.51 ms pinned or alone, so the A/B kept
-local-sync (0.948) for a program it made 14% slower outside tfpgo.
+An A/B between IREE's drivers runs each program in processes of its own, as the
+runtime runs it (`tfpgo.runtime.load`: worker threads on every core, left to
+the scheduler), the two taking turns process by process (`between_drivers`): in
+one process the drivers disturb each other whichever way the workers run.
+Unpinned, the scheduler moves sleeping workers next to the busy local-sync
+caller: cnn's local-task calls took 0.91 ms between local-sync blocks and
+0.50-0.51 ms alone, and the A/B kept local-sync (0.948) for a program it made
+14% slower outside tfpgo. Pinned, the rnn's unrolled training step's local-task
+calls took 12.0 ms where the runtime's take 8.1, and the A/B kept local-sync
+(0.978) for a program it made 1.7x slower (13.2-14.3 ms).
 """
 
 from __future__ import annotations
@@ -32,11 +36,14 @@ import math
 import os
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo.ab import paired
+from tfpgo.ab.intervals import CONFIDENCE, ratio_interval
 from tfpgo.ab.result import ABResult, ratio_text
+from tfpgo.ab.trimmed import trimmed
+from tfpgo.ab.turns import turn_order
 from tfpgo.iree import alternation
 from tfpgo.iree.alternation import Arm, Request
 from tfpgo.iree.program import Workload
@@ -69,6 +76,8 @@ MAX_PLACEMENTS, WARMUP_SHARE, COPIES_BYTES = 16, 0.15, 1 << 30
 THREADS_S = 1.0
 # A generation of dispatch benchmarks alternates GENERATION_S an arm.
 GENERATION_S = 0.3
+# An A/B between drivers runs DRIVER_PAIRS pairs of processes, one program each.
+DRIVER_PAIRS = 8
 
 
 @dataclass(frozen=True)
@@ -208,10 +217,14 @@ class ProgramAB:
         """The sequential paired A/B of `candidate` against `baseline`, each on its
         IREE driver (module docstring)."""
         threads = self.measured_threads()
+        if drivers[0] != drivers[1]:  # (module docstring)
+            arms = (
+                program_arm(baseline, self.workload, drivers[0]),
+                program_arm(candidate, self.workload, drivers[1]),
+            )
+            return between_drivers(arms, threads.call_s, candidate.parent / "ab")
         program_bytes = baseline.stat().st_size + candidate.stat().st_size
         ab_plan = plan(threads.call_s, threads, self.seconds, program_bytes)
-        if drivers[0] != drivers[1] and not ab_plan.cpus:  # (module docstring)
-            ab_plan = replace(ab_plan, cpus=cpus_of_process()[: ab_plan.threads])
         arms = (
             program_arm(baseline, self.workload, drivers[0]),
             program_arm(candidate, self.workload, drivers[1]),
@@ -222,6 +235,35 @@ class ProgramAB:
             return alternation.alternate(request, candidate.parent / "ab", "--tune (A/B)")
 
         return paired.run(process, ab_plan)
+
+
+def between_drivers(arms: tuple[Arm, Arm], call_s: float, scratch: Path) -> ABResult:
+    """The A/B of two programs on different drivers (module docstring): each
+    process runs one program as the runtime does, its mean call timed over at
+    least THREADS_S; DRIVER_PAIRS pairs of processes, taking turns; each pair's
+    log-ratio of mean calls, their trimmed mean and interval, and the paired
+    A/B's verdict on it."""
+    cores = len(cpus_of_process())
+    seconds = max(THREADS_S, MIN_ROUNDS * call_s)
+    logs: list[float] = []
+    means_ms: tuple[list[float], list[float]] = ([], [])
+    for pair in range(DRIVER_PAIRS):
+        mean = {}
+        for arm in turn_order(pair, 2):
+            request = Request((arms[arm],), seconds, cores, (), (0,), switch_calls=0)
+            rounds = alternation.alternate(request, scratch, "--tune (A/B between drivers)")
+            mean[arm] = statistics.fmean(row[0] for row in rounds.times_ns) / 1e6
+            means_ms[arm].append(mean[arm])
+        logs.append(math.log(mean[1] / mean[0]))
+    estimate = trimmed(logs)
+    ratio, low, high = ratio_interval(estimate.log_ratio, estimate.se, estimate.df, CONFIDENCE)
+    said = paired.verdict(low, high, ratio, final=True)
+    assert said is not None  # a final look always decides
+    baseline_ms = statistics.median(means_ms[0])
+    return ABResult(
+        ratio, low, high, said, baseline_ms, baseline_ms * ratio, len(logs), CONFIDENCE,
+        paired.MIN_GAIN, 2 * DRIVER_PAIRS, cores, pinned=False,
+    )  # fmt: skip
 
 
 def ab_request(arms: tuple[Arm, Arm], ab_plan: paired.Plan, order: tuple[int, int]) -> Request:
