@@ -134,7 +134,7 @@ class Evidence:
     compile_timeout_s: float
     limit: MachineLimit | None = None
     tile_records: TileRecords | None = None  # the tuning database's, with one
-    # The original program's mean call (s) as the A/Bs run it, measured when
+    # The original program's mean call (s) as the runtime runs it, measured when
     # first asked for (tfpgo.tune.program_ab); None where nothing times it.
     call_s: Callable[[], float] | None = None
 
@@ -378,7 +378,7 @@ def _synchronous(current: Variant, evidence: Evidence, scratch: Path) -> Proposa
     # program that keeps both cores busy adds up to more than its call.
     filled = (
         f"its dispatches add up to {share:.0%} of a call ({dispatch_s * 1e3:.2f} ms against "
-        f"{call_s * 1e3:.2f} ms on local-task's workers)"
+        f"{call_s * 1e3:.2f} ms on local-task's workers as the runtime runs them)"
     )
     if share >= SYNC_SHARE:
         return f"{filled}: on one core they would take the whole call at least"
