@@ -258,7 +258,20 @@ def build_parser() -> argparse.ArgumentParser:
         "every event, runtime events included",
     )
     add_host_reading_arguments(parser)
-    window = parser.add_argument_group("filters (all must hold)")
+    _add_filters(parser.add_argument_group("filters (all must hold)"))
+    noise = parser.add_mutually_exclusive_group()
+    noise.add_argument(
+        "--progress",
+        action="store_true",
+        help="report progress on stderr (default: only for inputs over 16 MB)",
+    )
+    noise.add_argument("--quiet", action="store_true", help="no progress, no summary")
+    return parser
+
+
+def _add_filters(window: argparse._ArgumentGroup) -> None:
+    """The filters on the events read: a window of time, steps, hosts, threads,
+    names and a least duration."""
     window.add_argument(
         "--start-us",
         type=float,
@@ -290,14 +303,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="US",
         help="keep events lasting at least US microseconds",
     )
-    noise = parser.add_mutually_exclusive_group()
-    noise.add_argument(
-        "--progress",
-        action="store_true",
-        help="report progress on stderr (default: only for inputs over 16 MB)",
-    )
-    noise.add_argument("--quiet", action="store_true", help="no progress, no summary")
-    return parser
 
 
 def filters_from_args(args: argparse.Namespace) -> EventFilter:

@@ -71,10 +71,29 @@ def write_dispatch_sources(
     in `site_sources`. A part no linalg op names stays on the dispatch's
     `hal.executable.export` (`iree_self` there), so `iree_self` sums to the
     attributed dispatch time."""
-    from iree.compiler import ir
-
     dispatches = {d.name: d for d in profile.dispatches}
-    placed: list[tuple[Any, str, str, int]] = []  # (op, source, dispatch, iree ps)
+    placed, left_on = _placed(module, dispatches, fused_into, sites or {})
+    _attach(module, placed, left_on, profile, dispatches)
+    text = module.operation.get_asm(large_elements_limit=ELIDE_ELEMENTS)
+    with atomic_output_file(path) as handle:
+        handle.write(text)
+
+
+# An op of an executable, the tf op it ran, its dispatch and its part of that
+# dispatch's time (ps).
+_Placed = list[tuple[Any, str, str, int]]
+
+
+def _placed(
+    module: Any,
+    dispatches: dict[str, Dispatch],
+    fused_into: dict[str, str],
+    sites: dict[str, tuple[SiteOps, ...]],
+) -> tuple[_Placed, dict[str, tuple[Any, int]]]:
+    """Each site's part for each tf op, on the linalg ops of the highest kind of
+    work that name it (`write_dispatch_sources`); per dispatch, its export op and
+    the part no linalg op names."""
+    placed: _Placed = []
     left_on: dict[str, tuple[Any, int]] = {}  # dispatch -> (export op, iree ps)
     for executable in module.body.operations:
         if executable.operation.name != "hal.executable":
@@ -93,8 +112,7 @@ def write_dispatch_sources(
             if dispatch is None:
                 continue
             left = 0
-            through = _site_translations(dispatch, (sites or {}).get(export_name, ()), named,
-                                         fused_into)  # fmt: skip
+            through = _site_translations(dispatch, sites.get(export_name, ()), named, fused_into)
             for site, translated in zip(dispatch.sites, through, strict=True):
                 for source, ps in site.parts().items():
                     ops = highest(named.get(translated.get(source, source), []), kinds)
@@ -104,6 +122,20 @@ def write_dispatch_sources(
                     for op, part in zip(ops, split_equally(ps, len(ops)), strict=True):
                         placed.append((op, source, export_name, part))
             left_on[export_name] = (export, left)
+    return placed, left_on
+
+
+def _attach(
+    module: Any,
+    placed: _Placed,
+    left_on: dict[str, tuple[Any, int]],
+    profile: IreeProfile,
+    dispatches: dict[str, Dispatch],
+) -> None:
+    """`profiler_data` on every op a part was placed on, and on each export the
+    part left on it."""
+    from iree.compiler import ir
+
     tf_parts = _tf_parts(placed, profile)
     with module.context:
         i64 = ir.IntegerType.get_signless(64)
@@ -137,9 +169,6 @@ def write_dispatch_sources(
                     "iree_self": ir.IntegerAttr.get(i64, left),
                 }
             )
-    text = module.operation.get_asm(large_elements_limit=ELIDE_ELEMENTS)
-    with atomic_output_file(path) as handle:
-        handle.write(text)
 
 
 def _site_translations(

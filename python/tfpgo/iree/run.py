@@ -22,7 +22,7 @@ fusion's is; a dispatch with no tf node name is listed apart, never dropped.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -274,6 +274,39 @@ def _timing(per_run_ps: list[list[int]]) -> DispatchTiming:
     )
 
 
+# Per dispatch, per site: (its tf ops, its time, its invocations a run; 0: one site
+# for the dispatch as a whole).
+_Planned = dict[str, tuple[tuple[tuple[str, ...], int, int], ...]]
+
+
+def _planned_sites(
+    timings: dict[str, DispatchTiming],
+    sources: dict[str, tuple[tuple[str, ...], str]],
+    sites: dict[str, tuple[SiteOps, ...]],
+    measured: Callable[[Sequence[str]], tuple[str, ...]],
+) -> tuple[_Planned, set[str]]:
+    """Each dispatch's sites with their ops and time, and the dispatches charged
+    invocation by invocation to their own sites (`build_profile`)."""
+    planned: _Planned = {}
+    by_program: set[str] = set()
+    for name, timing in timings.items():
+        own = sites.get(name, ())
+        order = invocation_sites(own, len(timing.invocation_ps)) if own else None
+        if order is not None:
+            site_ps, made = [0] * len(own), [0] * len(own)
+            for index, ps in zip(order, timing.invocation_ps, strict=True):
+                site_ps[index] += ps
+                made[index] += 1
+            planned[name] = tuple(
+                (measured(site.names), ps, invocations)
+                for site, ps, invocations in zip(own, site_ps, made, strict=True)
+            )
+            by_program.add(name)
+        else:
+            planned[name] = ((measured(sources.get(name, ((), ""))[0]), timing.total_ps, 0),)
+    return planned, by_program
+
+
 def invocation_sites(sites: Sequence[SiteOps], invocations: int) -> tuple[int, ...] | None:
     """Which site (index into `sites`, program order) each of a run's
     `invocations` of one dispatch runs at, in order; None when that cannot be
@@ -325,24 +358,7 @@ def build_profile(
         canonical = tuple(dict.fromkeys(fused_into.get(n, n) for n in named))
         return tuple(n for n in canonical if n in tf_self_ps) or canonical
 
-    # name -> per site: (ops, ps, invocations a run)
-    planned: dict[str, tuple[tuple[tuple[str, ...], int, int], ...]] = {}
-    by_program: set[str] = set()
-    for name, timing in timings.items():
-        own = (sites or {}).get(name, ())
-        order = invocation_sites(own, len(timing.invocation_ps)) if own else None
-        if order is not None:
-            site_ps, made = [0] * len(own), [0] * len(own)
-            for index, ps in zip(order, timing.invocation_ps, strict=True):
-                site_ps[index] += ps
-                made[index] += 1
-            planned[name] = tuple(
-                (measured(site.names), ps, invocations)
-                for site, ps, invocations in zip(own, site_ps, made, strict=True)
-            )
-            by_program.add(name)
-        else:
-            planned[name] = ((measured(sources.get(name, ((), ""))[0]), timing.total_ps, 0),)
+    planned, by_program = _planned_sites(timings, sources, sites or {}, measured)
     sites_of: dict[str, int] = {}
     for plan in planned.values():
         for ran, _, _ in plan:
