@@ -222,6 +222,20 @@ def test_a_loop_of_known_trips_is_unrolled_exactly_within_its_budget(tmp_path):
         (alias,) = re.findall(r"loc\((#loc\d*)\)$", line)
         names = _names(text, alias)
         assert {"while/Less", "while/Less_1", "while/LogicalAnd"} <= names, names
+    # A bound XLA defines inside the condition is a constant all the same.
+    inside = _counted(0, 1, 5, 0, 1, "7").replace(
+        "    %p = stablehlo.compare LT, %i, %na",
+        "    %five = stablehlo.constant dense<5> : tensor<i32>\n"
+        "    %p = stablehlo.compare LT, %i, %five",
+    )
+    rewritten = rewrite_loops(inside)
+    assert (rewritten.unrolled, rewritten.text.count("stablehlo.tanh")) == (1, 5)
+    counted = rewrite_loops(inside, unroll_ops=0)
+    assert counted.counted == 1 and "stablehlo.while" in counted.text
+    (tmp_path / "inside").mkdir()
+    got = _run(counted.text, tmp_path / "inside", x, w)
+    np.testing.assert_array_equal(got, _run(inside, tmp_path / "inside", x, w))
+    np.testing.assert_allclose(got, _reference(5, w), rtol=1e-5, atol=1e-6)
     # Over the budget (trips times the body's ops), the loop stays a counted loop.
     kept = rewrite_loops(_counted(0, 1, 32, 0, 1, "32"), unroll_ops=32 * 6 - 1)
     assert (kept.counted, kept.unrolled) == (1, 0)

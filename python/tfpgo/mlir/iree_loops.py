@@ -186,8 +186,9 @@ def _count(counted: _Counted) -> bool:
     condition = loop.regions[0].blocks[0]
     operations = list(condition.operations)
     terminator, tested = operations[-1], operations[:-1]
+    compares = [op for op in tested if op.name == "stablehlo.compare"]
     if len(tested) == 1 and _scalar(tested[0].operands[1], loop) is not None:
-        return False
+        return False  # one compare against a bound outside the loop
     compare = ir.Operation.create(
         "stablehlo.compare",
         results=[terminator.operands[0].type],
@@ -195,7 +196,7 @@ def _count(counted: _Counted) -> bool:
             condition.arguments[first.index],
             _constant(first.start + trips * first.step, loop, first, loop.location),
         ],
-        attributes={name: tested[0].attributes[name] for name in tested[0].attributes},
+        attributes={name: compares[0].attributes[name] for name in compares[0].attributes},
         ip=ir.InsertionPoint(terminator),
         loc=ir.Location.fused([op.location for op in tested]),
     )
@@ -217,8 +218,9 @@ def _count(counted: _Counted) -> bool:
     return True
 
 
-# What a condition of counters is made of (XLA adds reshapes of a value to its own type).
-_CONDITION_OPS = ("stablehlo.compare", "stablehlo.and", "stablehlo.reshape")
+# What a condition of counters is made of (XLA adds reshapes of a value to its own
+# type, and may define its bounds inside it).
+_CONDITION_OPS = ("stablehlo.compare", "stablehlo.and", "stablehlo.reshape", "stablehlo.constant")
 
 
 def _unroll(counted: _Counted) -> None:
@@ -407,7 +409,7 @@ def _counter(compare: Any, loop: Any, condition: Any, body: Any) -> _Counter | N
     if not isinstance(element, ir.IntegerType) or ir.IntegerType(element).is_unsigned:
         return None
     yielded = list(_terminator(body).operands)
-    bound = _scalar(limit, loop)
+    bound = _scalar(limit, None)  # a constant wherever it is defined
     carried = _argument_index(limit, condition)
     if bound is None and carried is not None:
         passed_on = _argument_index(_identity(yielded[carried]), body) == carried
