@@ -21,8 +21,8 @@ from tfpgo.toolpaths import tfpgo_opt
 # Every attribute the profile-guided passes set, and every carried record, is
 # spelled with it: a program without it has nothing to strip.
 _PROFILE_MARK = b"profiler_"
-# Programs stripped in this process: source → (its size and modification time
-# then, the copy).
+# Programs read in this process: source → (its size and modification time then,
+# what IREE compiles of it: its stripped copy, or itself when it carried none).
 _STRIPPED: dict[Path, tuple[int, int, Path]] = {}
 
 
@@ -34,6 +34,8 @@ def compiled_source(program: Path) -> Path:
     if made is not None and made[:2] == (stat.st_size, stat.st_mtime_ns) and made[2].is_file():
         return made[2]
     if _PROFILE_MARK not in program.read_bytes():
+        # Read once: a compile's forms and sites ask again of the same file.
+        _STRIPPED[program] = (stat.st_size, stat.st_mtime_ns, program)
         return program
     stripped = program.with_name(f"{program.stem}.program.mlir")
     run_command(

@@ -78,7 +78,7 @@ def write_iree_op_graph(
     for source, nodes in _untimed_by_name(document, profile, carriers).items():
         for node in nodes:  # TensorFlow started no kernel of it (ts 0): IREE's time is all
             node["profiler_data"] = {"source": source, "self": 0, "ts": 0}
-            carriers[source] = [*carriers.get(source, []), (node, 0)]
+            carriers.setdefault(source, []).append((node, 0))
     iree_parts: dict[int, dict[str, int]] = {}
     for source, held in carriers.items():
         ps = profile.op_ps.get(source)

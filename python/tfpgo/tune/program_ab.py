@@ -136,21 +136,25 @@ def choose_threads(vmfb: Path, workload: Workload, scratch: Path, run_s: float) 
     """The way of running IREE's worker threads (count, pinned or not) that the
     program's calls take least time with, on the mean (module docstring)."""
     cpus = cpus_of_process()
+    arm, seconds = program_arm(vmfb, workload), max(THREADS_S, MIN_ROUNDS * run_s)
     means = {}
     for count in range(1, len(cpus) + 1):
         for pinned in (True, False):
-            request = Request(
-                (program_arm(vmfb, workload),),
-                max(THREADS_S, MIN_ROUNDS * run_s),
-                count,
-                cpus[:count] if pinned else (),
-                (0,),
-                switch_calls=0,  # one program: no other's data in the caches
-            )
-            rounds = alternation.alternate(request, scratch, "--tune (threads)")
-            means[Way(count, pinned)] = statistics.fmean(row[0] for row in rounds.times_ns) / 1e6
+            where = cpus[:count] if pinned else ()
+            means[Way(count, pinned)] = alone_ms(arm, seconds, count, where, scratch, "threads")
     best = min(means, key=lambda way: (means[way], way.count, not way.pinned))
     return Threads(best, cpus[: best.count] if best.pinned else (), means)
+
+
+def alone_ms(
+    arm: Arm, seconds: float, threads: int, cpus: tuple[int, ...], scratch: Path, what: str
+) -> float:
+    """One program's mean call (ms) alone in a process of `seconds`, with `threads`
+    workers pinned to `cpus` (none: left to the scheduler)."""
+    # One program: no other's data in the caches, so no untimed call after a switch.
+    request = Request((arm,), seconds, threads, cpus, (0,), switch_calls=0)
+    rounds = alternation.alternate(request, scratch, f"--tune ({what})")
+    return statistics.fmean(row[0] for row in rounds.times_ns) / 1e6
 
 
 def plan(
@@ -258,9 +262,7 @@ def between_drivers(arms: tuple[Arm, Arm], call_s: float, scratch: Path) -> ABRe
     for pair in range(DRIVER_PAIRS):
         mean = {}
         for arm in turn_order(pair, 2):
-            request = Request((arms[arm],), seconds, cores, (), (0,), switch_calls=0)
-            rounds = alternation.alternate(request, scratch, "--tune (A/B between drivers)")
-            mean[arm] = statistics.fmean(row[0] for row in rounds.times_ns) / 1e6
+            mean[arm] = alone_ms(arms[arm], seconds, cores, (), scratch, "A/B between drivers")
             means_ms[arm].append(mean[arm])
         logs.append(math.log(mean[1] / mean[0]))
     estimate = trimmed(logs)
