@@ -3,34 +3,15 @@ StableHLO, and what IREE must reproduce of it (real TensorFlow)."""
 
 import numpy as np
 import pytest
+from sgd_step import sgd_step
 
 from tfpgo.errors import UserError
 from tfpgo.mlir import compiled_step
 from tfpgo.mlir.profile_names import by_node_names, with_profile_names
 
 
-def _sgd_step():
-    import tensorflow as tf
-
-    weights = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2), name="weights")
-    steps = tf.Variable(0, dtype=tf.int64, name="steps")
-    scale = tf.Variable(2.0, name="scale")  # read, never written
-
-    @tf.function
-    def step(x):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(tf.matmul(x, weights) * scale)
-        weights.assign_sub(0.5 * tape.gradient(loss, weights))
-        steps.assign_add(1)
-        return loss
-
-    x = tf.constant(np.ones((1, 3), np.float32))
-    step(x)  # a step that ran: TensorFlow knows its function
-    return step, (x,), (weights, steps, scale)
-
-
 def test_the_program_reads_every_variable_and_writes_the_updated_ones_back():
-    function, inputs, (weights, steps, scale) = _sgd_step()
+    function, inputs, (weights, steps, scale) = sgd_step()
     before = weights.numpy().copy()
     step = compiled_step.compile_step(function, inputs)
     assert "stablehlo.dot" in step.stablehlo or "stablehlo.dot_general" in step.stablehlo

@@ -8,7 +8,7 @@ import numpy as np
 
 from tfpgo.iree.run import DEVICE, IREE_FLAGS
 from tfpgo.iree.tools import run_tool
-from tfpgo.mlir.iree_loops import rewrite_loops
+from tfpgo.mlir.iree_loops import COUNTED, LEFT, UNROLLED, rewrite_loops
 
 # Keras's last RNN layer as the XLA bridge route lowers it: `%out` is a
 # one-element list the loop overwrites with the new state and never reads.
@@ -193,6 +193,9 @@ def test_a_loop_whose_bound_is_not_a_constant_is_left_alone():
         rewritten = rewrite_loops(loop)
         assert (rewritten.counted, rewritten.unrolled) == (0, 0)
         assert "stablehlo.while" in rewritten.text
+        (decision,) = rewritten.loops  # the report's loop table says why
+        assert (decision.action, decision.trips) == (LEFT, None)
+        assert "no constant" in decision.why and "while/LogicalAnd" in decision.names
 
 
 def test_a_loop_of_known_trips_is_unrolled_exactly_within_its_budget(tmp_path):
@@ -210,6 +213,8 @@ def test_a_loop_of_known_trips_is_unrolled_exactly_within_its_budget(tmp_path):
         original = _counted(a, sa, na, b, sb, str(nb))
         unrolled = rewrite_loops(original)
         assert (unrolled.counted, unrolled.unrolled) == (0, 1)
+        (decision,) = unrolled.loops
+        assert (decision.action, decision.trips, decision.ops_a_trip) == (UNROLLED, trips, 6)
         assert "stablehlo.while" not in unrolled.text
         assert unrolled.text.count("stablehlo.tanh") == trips
         directory = tmp_path / str(index)
@@ -239,6 +244,8 @@ def test_a_loop_of_known_trips_is_unrolled_exactly_within_its_budget(tmp_path):
     # Over the budget (trips times the body's ops), the loop stays a counted loop.
     kept = rewrite_loops(_counted(0, 1, 32, 0, 1, "32"), unroll_ops=32 * 6 - 1)
     assert (kept.counted, kept.unrolled) == (1, 0)
+    (decision,) = kept.loops
+    assert decision.action == COUNTED and "192 > --unroll-ops 191" in decision.why
 
 
 def _names(text: str, alias: str) -> set[str]:

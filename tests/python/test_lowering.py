@@ -8,13 +8,17 @@ from typing import Any
 
 import pytest
 
+from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.errors import UserError
 from tfpgo.flow.conservation import check_output
 from tfpgo.flow.lost_levels import lost_by_level
 from tfpgo.flow.stages import FlowOptions, run_flow
 from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.mlir import annotate, lowering, routes
+from tfpgo.mlir.iree_loops import COUNTED
 from tfpgo.mlir.lost_ops import Loss
+from tfpgo.render.metrics import format_ps
+from tfpgo.report.loop_tables import loop_rows
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 # What a lowering loses by design (tfpgo.mlir.lost_ops): variables become the
@@ -196,6 +200,16 @@ def test_a_keras_rnn_runs_under_iree_with_its_unread_loop_result_forwarded(tmp_p
     assert "sites in loops, invoked 32 times a run" in err
     report = (result.output_dir / "report.md").read_text()
     assert "| stablehlo | rnn_1/gru_1/while | stablehlo.while | 32 |" in report
+    # The loop table: what the lowering did, and the loop's time a trip, which is
+    # the time of every tf node under the loop's scope over its 32 trips.
+    (decision,) = {loop for level in result.levels for loop in level.route.loops}
+    assert (decision.name, decision.trips, decision.action) == ("rnn_1/gru_1/while", 32, COUNTED)
+    assert "| rnn_1/gru_1/while | 32 | " in report and "| counted: 32 trips x " in report
+    scoped = sum(ps for name, ps in profile.op_ps.items() if name.startswith("rnn_1/gru_1/while"))
+    assert scoped > 0 and {"rnn_1/gru_1/while/Less", f"{cell}MatMul"} <= set(decision.names)
+    ((*_, iree_a_trip, _, _),) = loop_rows((decision,), (), OpProfile.read(
+        result.output_dir / "op_profile.json"), 2, profile)  # fmt: skip
+    assert iree_a_trip == format_ps(round(scoped / profile.runs / 32))
     picture = (result.output_dir / "op_graph.stablehlo.svg").read_text()
     assert "stablehlo.while rnn_1/gru_1/while, 32 trips" in picture
     # Each loop-body op charged once at every level (its inlined location kept a

@@ -55,6 +55,25 @@ UNROLL_OPS = 16384
 _SHAPE_OPS = ("stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim")
 
 
+# What the rewrite did with a loop (`LoopDecision.action`).
+UNROLLED, COUNTED, LEFT = "unrolled", "counted", "left"
+
+
+@dataclass(frozen=True)
+class LoopDecision:
+    """One `stablehlo.while` of the step and what the rewrite did with it: its tf
+    node, its trips where the module fixes them, the ops of one trip, the action
+    and why; `names`, the tf nodes its ops carry (its control and its body: what
+    its time is found under at every level)."""
+
+    name: str
+    trips: int | None
+    ops_a_trip: int
+    action: str
+    why: str
+    names: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class LoopRewrites:
     """The module text after the rewrites, how many loop results they forwarded,
@@ -65,6 +84,7 @@ class LoopRewrites:
     barriers: int = 0
     counted: int = 0  # loop conditions made one counted bound
     unrolled: int = 0  # loops of known trips unrolled whole
+    loops: tuple[LoopDecision, ...] = ()  # in the module's order, a loop after those in it
 
 
 def rewrite_loops(text: str, unroll_ops: int = UNROLL_OPS) -> LoopRewrites:
@@ -103,17 +123,50 @@ def rewrite_loops(text: str, unroll_ops: int = UNROLL_OPS) -> LoopRewrites:
         forwarded = sum(_forward(loop) for loop in loops)
         barriers = sum(_keep_invariant_values(loop) for loop in loops)
         counted = unrolled = 0
+        decisions = []
         for loop in loops:  # inner loops first (a post-order walk)
             found = _counted(loop)
-            if found is not None and unroll_ops > 0 and found.trips * _size(loop) <= unroll_ops:
+            decision = _decision(loop, found, unroll_ops)
+            if found is not None and decision.action == UNROLLED:
                 _unroll(found)
                 unrolled += 1
             elif found is not None:
                 counted += _count(found)
+            decisions.append(decision)
+        decided = tuple(decisions)
         if not forwarded and not barriers and not counted and not unrolled:
-            return LoopRewrites(text, 0)
+            return LoopRewrites(text, 0, loops=decided)
         rewritten = module.operation.get_asm(enable_debug_info=True)
-        return LoopRewrites(rewritten, forwarded, barriers, counted, unrolled)
+        return LoopRewrites(rewritten, forwarded, barriers, counted, unrolled, decided)
+
+
+def _decision(loop: Any, found: _Counted | None, unroll_ops: int) -> LoopDecision:
+    """What to do with `loop` (read before any rewrite of it): unroll a counted
+    loop within `unroll_ops`, else count it; leave a loop of unknown trips."""
+    from iree.compiler import ir
+
+    from tfpgo.iree.sites import location_names
+
+    names: list[str] = list(location_names(loop.location))
+    name = names[0] if names else str(loop.location)
+
+    def collect(op: Any) -> Any:
+        names.extend(location_names(op.location))
+        return ir.WalkResult.ADVANCE
+
+    loop.walk(collect)
+    ops = _size(loop)
+    distinct = tuple(dict.fromkeys(names))
+    if found is None:
+        why = "its trips are not fixed by the module (a start, step or bound is no constant)"
+        return LoopDecision(name, None, ops, LEFT, why, distinct)
+    work = found.trips * ops
+    if unroll_ops > 0 and work <= unroll_ops:
+        why = f"{found.trips} trips x {ops} ops = {work} <= --unroll-ops {unroll_ops}"
+        return LoopDecision(name, found.trips, ops, UNROLLED, why, distinct)
+    beyond = f"> --unroll-ops {unroll_ops}" if unroll_ops > 0 else "(--unroll-ops 0: none)"
+    why = f"{found.trips} trips x {ops} ops = {work} {beyond}: one counted bound, an scf.for"
+    return LoopDecision(name, found.trips, ops, COUNTED, why, distinct)
 
 
 def _size(loop: Any) -> int:

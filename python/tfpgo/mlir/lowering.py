@@ -41,6 +41,7 @@ from tfpgo.mlir import (
     merged_work,
     profile_names,
     routes,
+    tied_state,
 )
 from tfpgo.mlir.compiled_step import CompiledStep
 from tfpgo.mlir.diagnostics import error_message
@@ -236,7 +237,9 @@ def lower_compiled_step(
                 "matched to the profile's up to uniquified scopes"
             )
         profile.write(by_node)
-        route = Route(COMPILED_ROUTE, why)
+        first_update = len(step.expected) - len(step.updates)
+        stablehlo = tied_state.tie_updates(stablehlo, step.updates, first_update)
+        route = Route(COMPILED_ROUTE, why, tied_variables=len(step.updates))
         lowered = _Lowered(stablehlo, route, read_json(tf_level.op_graph), by_node)
         return _lower_stablehlo(
             lowered, levels, out, profile_self_ps, iree_run, scratch, unroll_ops
@@ -285,6 +288,7 @@ def _lower_stablehlo(
         barriers=loops.barriers,
         counted_loops=loops.counted,
         unrolled_loops=loops.unrolled,
+        loops=loops.loops,
     )
     lowered = replace(lowered, stablehlo=loops.text, route=route)
     tf_sources = annotated_sources(lowered.tf_graph)

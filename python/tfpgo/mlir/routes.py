@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tfpgo.errors import UserError
 from tfpgo.mlir.diagnostics import error_message
+from tfpgo.mlir.iree_loops import LoopDecision
 
 TF_TO_STABLEHLO = "tf-shape-inference,tf-stablehlo"
 # TensorFlow's XLA bridge route, in the order of tf2xla's
@@ -60,6 +61,8 @@ class Route:
     barriers: int = 0
     counted_loops: int = 0  # conditions of several counters made one counted bound
     unrolled_loops: int = 0  # loops of known trips unrolled whole
+    tied_variables: int = 0  # written variables updated in their own buffers
+    loops: tuple[LoopDecision, ...] = ()  # each loop and what the rewrite did with it
 
     def text(self) -> str:
         if not self.why:
@@ -72,6 +75,11 @@ class Route:
             how += (
                 f"; {_count(self.forwarded_results, 'loop result')} the loop never reads "
                 "taken from the state reshaped"
+            )
+        if self.tied_variables:
+            how += (
+                f"; {_count(self.tied_variables, 'written variable')} updated in place "
+                "(iree.abi.output: no new buffer a call)"
             )
         if self.unrolled_loops:
             how += (

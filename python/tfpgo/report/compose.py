@@ -37,6 +37,7 @@ from tfpgo.report.iree_tables import (
     iree_summary,
     scope_rows,
 )
+from tfpgo.report.loop_tables import LOOP_HEADER, LOOP_TITLE, loop_rows
 from tfpgo.report.run_it import (
     PARAMETER_HEADER,
     RUN_IT_TITLE,
@@ -99,6 +100,27 @@ class ReportInputs:
     tune: TuneDocument | None = None  # --tune: what was tried, measured and kept
     program: ProgramManifest | None = None  # --lower iree: how to run the program
     output_dir: Path = Path(".")  # where the output lands (the snippets name it)
+
+
+def _loop_sections(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The loop table (tfpgo.report.loop_tables) where the lowering met loops, and
+    the loops the lowered levels still hold with their measured trip counts."""
+    sections = []
+    decisions = next((level.route.loops for level in inputs.levels if level.route.loops), ())
+    measured = [loop for level in inputs.levels for loop in level.loops]
+    if decisions:
+        steps = inputs.run.steps or 1
+        rows = loop_rows(decisions, measured, inputs.profile, steps, inputs.iree)
+        sections.append((LOOP_TITLE, LOOP_HEADER, rows))
+    kept = [
+        [level.level, loop.name, loop.op, f"{loop.trip_count:g}"]
+        for level in inputs.levels
+        for loop in level.loops
+    ]
+    if kept:
+        header = ["level", "loop (tf node)", "op", "trip count"]
+        sections.append(("Loops and their measured trip counts", header, kept))
+    return sections
 
 
 def _hottest_ops(graph: RenderGraph, count: int) -> list[tuple[RenderNode, NodeTiming]]:
@@ -299,14 +321,7 @@ def _sections(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]
         if lost:
             header = ["level", "tf op", "self", "why"]
             sections.append(("Profiled ops no lowered op carries", header, lost))
-        loops = [
-            [level.level, loop.name, loop.op, f"{loop.trip_count:g}"]
-            for level in inputs.levels
-            for loop in level.loops
-        ]
-        if loops:
-            header = ["level", "loop (tf node)", "op", "trip count"]
-            sections.append(("Loops and their measured trip counts", header, loops))
+        sections += _loop_sections(inputs)
     if attribution.merged:
         rows = [
             [entry.name, ", ".join(entry.ops), f"by {entry.merged_by}", format_ps(entry.self_ps)]

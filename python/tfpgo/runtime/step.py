@@ -5,7 +5,8 @@ program into IREE's runtime (the tuned one when `--tune` kept one) and returns a
 `Step`: called with the `tf.function`'s own arguments (numpy arrays, tensors),
 it returns the step's own nest of outputs (numpy arrays).
 
-A training step is stateful. The variables it carries are IREE device buffers:
+A training step is stateful. The variables it carries are IREE device buffers,
+updated in place (tfpgo.mlir.tied_state):
 each call's updated variables are the next call's parameters, with no copy to
 the host; `variables()` copies them out by name, `assign_to` writes them into
 TensorFlow's variables (then `tf.train.Checkpoint` and `model.save` see them).
