@@ -37,8 +37,8 @@ def loop_rows(
         trips: float | None = decision.trips
         if trips is None:
             trips = trip_counts.get(decision.name)
-        tf = sum(ps for name, ps in self_ps.items() if _in_loop(name, decision))
-        tf /= max(tf_steps, 1)
+        tf_ps = sum(ps for name, ps in self_ps.items() if _in_loop(name, decision))
+        tf = tf_ps / max(tf_steps, 1)
         iree_ps = None
         if iree is not None:
             placed = sum(ps for name, ps in iree.op_ps.items() if _in_loop(name, decision))
