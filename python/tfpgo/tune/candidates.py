@@ -258,40 +258,16 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
     on its own benchmark (dispatch_tiles). A later round leaves out the
     dispatches an earlier one searched and those its tiles already match (a
     spec matches by loop ranges), and keeps its tiles in the new spec."""
-    tuned = {config.loops for config in current.tiles}
-    skip = current.searched | {
-        d.name for d in evidence.profile.dispatches if loop_ranges(d.name) in tuned
-    }
-    later = bool(current.tiles)
-    wanted = dispatch_tiles.targets(evidence.profile, skip, later, evidence.limit)
-    if not wanted:
-        share = dispatch_tiles.LATER_MIN_SHARE if later else dispatch_tiles.MIN_SHARE
-        return (
-            f"no dispatch with {share:.0%} of the dispatch time"
-            f"{' and not searched before' if skip else ''} runs above its bound (its ops' "
-            "TensorFlow time, or the program's best contraction rate"
-            f"{', or within 15% of this machine' + chr(39) + 's limit' if evidence.limit else ''})"
-        )
-    workload = evidence.workload
-
-    def time_in_place(vmfb: Path) -> dict[str, float]:
-        timings = iree_run.profile_dispatches(
-            vmfb, workload.entry, workload.inputs, dispatch_tiles.IN_PLACE_RUNS, scratch, 1
-        )
-        return {name: t.total_ps / t.count for name, t in timings.items() if t.count}
-
-    def time_generation(default: Path, variants: Sequence[Path]) -> list[tuple[float, float]]:
-        arm = program_ab.benchmark_arm
-        what = "dispatch-tiles (a generation)"
-        return program_ab.generation(arm(default), [arm(v) for v in variants], default.parent, what)
-
+    wanted = _tile_targets(current, evidence)
+    if isinstance(wanted, str):
+        return wanted
     flags = tile_configs.without_spec(current.flags)
     found = dispatch_tiles.search(
         current.stablehlo,
         flags,
         wanted,
-        time_generation,
-        time_in_place,
+        _time_generation,
+        _in_place_timer(evidence.workload, scratch),
         scratch,
         evidence.deadline,
         evidence.compile_timeout_s,
@@ -317,12 +293,62 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
             f"{len(found.dispatches)} dispatches with most headroom{whence} "
             f"({dispatch_tiles.SEARCH} has the times and whence)"
         )
+    return _tiles_proposal(current, flags, found, evidence.profile, scratch)
+
+
+def _tile_targets(current: Variant, evidence: Evidence) -> list[dispatch_tiles.HotDispatch] | str:
+    """The dispatches to search (`dispatch_tiles.targets`), or why there is none."""
+    tuned = {config.loops for config in current.tiles}
+    skip = current.searched | {
+        d.name for d in evidence.profile.dispatches if loop_ranges(d.name) in tuned
+    }
+    later = bool(current.tiles)
+    wanted = dispatch_tiles.targets(evidence.profile, skip, later, evidence.limit)
+    if wanted:
+        return wanted
+    share = dispatch_tiles.LATER_MIN_SHARE if later else dispatch_tiles.MIN_SHARE
+    return (
+        f"no dispatch with {share:.0%} of the dispatch time"
+        f"{' and not searched before' if skip else ''} runs above its bound (its ops' "
+        "TensorFlow time, or the program's best contraction rate"
+        f"{', or within 15% of this machine' + chr(39) + 's limit' if evidence.limit else ''})"
+    )
+
+
+def _in_place_timer(workload: Workload, scratch: Path) -> Callable[[Path], dict[str, float]]:
+    """Times a compiled program's dispatches in place: ps an invocation, by dispatch."""
+
+    def time_in_place(vmfb: Path) -> dict[str, float]:
+        timings = iree_run.profile_dispatches(
+            vmfb, workload.entry, workload.inputs, dispatch_tiles.IN_PLACE_RUNS, scratch, 1
+        )
+        return {name: t.total_ps / t.count for name, t in timings.items() if t.count}
+
+    return time_in_place
+
+
+def _time_generation(default: Path, variants: Sequence[Path]) -> list[tuple[float, float]]:
+    """Times a generation of a climb's benchmark variants beside IREE's choice."""
+    arm = program_ab.benchmark_arm
+    what = "dispatch-tiles (a generation)"
+    return program_ab.generation(arm(default), [arm(v) for v in variants], default.parent, what)
+
+
+def _tiles_proposal(
+    current: Variant,
+    flags: tuple[str, ...],
+    found: dispatch_tiles.Search,
+    profile: IreeProfile,
+    scratch: Path,
+) -> Proposal:
+    """The current program with the spec of every winner in `found` (the search
+    wrote it in `scratch`), one decision per dispatch it tunes."""
     changes = "; ".join(
         f"{name.rsplit('_dispatch_', 1)[-1]}: {best.config.text()}"
         for name, best in found.chosen.items()
     )
     spec = f"{tile_configs.SPEC_FLAG}{scratch / tile_configs.SPEC}"
-    dispatches = {d.name: d for d in evidence.profile.dispatches}
+    dispatches = {d.name: d for d in profile.dispatches}
     decisions = []
     for name, best in found.chosen.items():
         count = dispatches[name].count
