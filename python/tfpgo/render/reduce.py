@@ -12,7 +12,14 @@ from collections import defaultdict, deque
 
 from tfpgo import HOT_OPS
 from tfpgo.render.metrics import Metric, metric_value
-from tfpgo.render.model import EdgeKind, NodeState, NodeTiming, RenderEdge, RenderGraph, RenderNode
+from tfpgo.render.model import (
+    NodeState,
+    NodeTiming,
+    RenderEdge,
+    RenderEdgeKind,
+    RenderGraph,
+    RenderNode,
+)
 
 # A `--nodes` view links two kept nodes when a path of at most this many dropped
 # nodes joins them; longer detours would draw edges nobody can trace anyway.
@@ -58,7 +65,7 @@ def mark_hot(
 
 def _merge_edges(edges: list[RenderEdge], rename: dict[int, int]) -> tuple[RenderEdge, ...]:
     """Re-targets edges onto representatives, dropping self-loops and merging duplicates."""
-    merged: dict[tuple[int, int, EdgeKind], int] = {}
+    merged: dict[tuple[int, int, RenderEdgeKind], int] = {}
     for edge in edges:
         source, target = rename.get(edge.source, edge.source), rename.get(edge.target, edge.target)
         if source == target:
@@ -191,7 +198,7 @@ def top_subgraph(graph: RenderGraph, count: int, metric: Metric) -> RenderGraph:
     for start in keep:
         for end in _kept_beyond(start, keep, successors):
             if (start, end) not in direct:
-                edges.append(RenderEdge(start, end, EdgeKind.ELIDED))
+                edges.append(RenderEdge(start, end, RenderEdgeKind.ELIDED))
     keep, edges = _drop_dead_end_junctions(keep, junctions, edges)
     edges = _drop_implied_elided(keep, edges)
     nodes = tuple(
@@ -259,7 +266,7 @@ def _drop_implied_elided(node_ids: set[int], edges: list[RenderEdge]) -> list[Re
     return [
         edge
         for edge in edges
-        if edge.kind is not EdgeKind.ELIDED
+        if edge.kind is not RenderEdgeKind.ELIDED
         or not indirect[index[edge.source]] >> index[edge.target] & 1
     ]
 
