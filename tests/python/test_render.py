@@ -91,7 +91,7 @@ def _metric_value(node, metric) -> float:
 
 @pytest.mark.parametrize("metric", list(Metric))
 def test_fill_color_order_follows_the_metric(metric):
-    graph = mark_hot(load_graph(GRU_OP_GRAPH), metric, hot_k=0, min_share=None)
+    graph = mark_hot(load_graph(GRU_OP_GRAPH), metric, hot_k=0, hot_share=None)
     scale = color_scale(graph, metric)
     timed = sorted(
         (n for n in graph.nodes if n.state is NodeState.EXECUTED),

@@ -33,15 +33,17 @@ JUNCTION_DETAIL = ("drawn as", "junction of paths between the hottest ops")
 
 
 def mark_hot(
-    graph: RenderGraph, metric: Metric, hot_k: int | None, min_share: float | None
+    graph: RenderGraph, metric: Metric, hot_k: int | None, hot_share: float | None
 ) -> RenderGraph:
-    """Marks the `hot_k` hottest nodes and those with share ≥ `min_share`.
+    """Marks the `hot_k` hottest nodes and, besides them, those with share ≥
+    `hot_share` (either rule marks: unlike the hotspot pass's `top-k` and
+    `min-share`, which must both hold).
 
     With neither given, a document that already carries `hot` flags (the op
     graph after tf-profile-mark-hotspots) keeps them, so the picture agrees with
     the MLIR; otherwise the `HOT_OPS` hottest nodes are marked.
     """
-    if hot_k is None and min_share is None:
+    if hot_k is None and hot_share is None:
         if any(node.hot for node in graph.nodes):
             return graph
         hot_k = HOT_OPS
@@ -53,7 +55,7 @@ def mark_hot(
     for rank, node in enumerate(ranked, start=1):
         timing = node.timing
         by_rank = hot_k is not None and rank <= hot_k
-        by_share = min_share is not None and timing is not None and timing.share >= min_share
+        by_share = hot_share is not None and timing is not None and timing.share >= hot_share
         if (by_rank or by_share) and (metric_value(node, metric) or 0.0) > 0:
             ranks[node.id] = rank
     nodes = tuple(
