@@ -25,7 +25,7 @@ from tfpgo.iree.tools import run_tool
 from tfpgo.report.tune_tables import held_back_rows, limit_text
 from tfpgo.tune import dispatch_tiles, program_ab, tile_configs
 from tfpgo.tune.db_records import TileTiming, VariantTimes
-from tfpgo.tune.document import Decision, Trial, TuneDocument
+from tfpgo.tune.document import CandidateTrial, Decision, TuneDocument
 from tfpgo.tune.headroom import held_back
 from tfpgo.tune.records import Records
 from tfpgo.tune.roofline import MachineLimit, hot_fractions, model_fraction
@@ -213,7 +213,7 @@ def test_the_report_says_what_holds_each_hot_dispatch_back(tmp_path):
     (tmp_path / "tiles.json").write_text(json.dumps(tiles))
     decision = Decision("dispatch-tiles", "g_dispatch_7_matmul_64x64x64_f32", ("op",),
                         "tiles [8, 8, 0]", 1000, 970, False)  # fmt: skip
-    o2 = Trial("O2", "--iree-opt-level=O2", "rejected", "", ab_samples.result(1.0))
+    o2 = CandidateTrial("O2", "--iree-opt-level=O2", "rejected", "", ab_samples.result(1.0))
     rows = held_back(profile, limit, [decision], [o2], tmp_path)
     assert [(r.dispatch, round(r.fraction, 2), r.bound_by) for r in rows] == [
         (wide.name, 0.42, "memory"),

@@ -20,7 +20,7 @@ from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import Workload, profile_program
 from tfpgo.report.tune_tables import tune_summary
 from tfpgo.tune import loop
-from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
+from tfpgo.tune.candidates import CANDIDATES, Candidate, CandidateContext, ProposedVariant, Variant
 from tfpgo.tune.loop import Tuning, tune
 from tfpgo.tune.tile_configs import SPEC_FLAG
 
@@ -115,8 +115,8 @@ def _own_copy(stablehlo: Path, tmp_path: Path) -> Path:
 
 
 def _o2(stablehlo: Path) -> tuple[Candidate, ...]:
-    def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
-        return Proposal(O2, Variant(stablehlo, (O2,)))
+    def propose(current: Variant, context: CandidateContext, scratch: Path) -> ProposedVariant:
+        return ProposedVariant(O2, Variant(stablehlo, (O2,)))
 
     return (Candidate("o2", propose),)
 

@@ -66,7 +66,7 @@ def test_svg_has_tooltips_labels_and_legend(tmp_path):
     "flags",
     [
         ["--metric", "mean"],
-        ["--metric", "share", "--min-share", "0.3"],
+        ["--metric", "share", "--hot-share", "0.3"],
         ["--depth", "2"],
         ["--nodes", "4"],
         ["--engine", "sfdp"],

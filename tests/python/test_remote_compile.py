@@ -21,7 +21,7 @@ from tfpgo.iree import remote_compile
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import Workload, profile_program
 from tfpgo.trace.host_parts import HostReading
-from tfpgo.tune.candidates import Candidate, Proposal, Variant
+from tfpgo.tune.candidates import Candidate, ProposedVariant, Variant
 from tfpgo.tune.loop import Tuning, tune
 from tfpgo.tune.tile_configs import SPEC_FLAG, neighbours, root_configs, spec_text
 
@@ -189,7 +189,7 @@ def test_the_loop_compiles_its_candidates_on_the_cluster(
     baseline.profile.write(tmp_path / "iree_profile.json")
 
     def flags(*added: str) -> Candidate:
-        proposal = Proposal(added[0], Variant(stablehlo, added))
+        proposal = ProposedVariant(added[0], Variant(stablehlo, added))
         return Candidate(added[0], lambda current, evidence, scratch: proposal)
 
     compiled: list[Path] = []

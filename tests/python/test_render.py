@@ -23,10 +23,10 @@ from tfpgo.render.colormap import ColorScale, colormap_rgb, text_color
 from tfpgo.render.graphml import write_graphml
 from tfpgo.render.metrics import format_ps, metric_value
 from tfpgo.render.model import (
-    EdgeKind,
     GraphKind,
     NodeTiming,
     RenderEdge,
+    RenderEdgeKind,
     RenderGraph,
     RenderNode,
 )
@@ -91,7 +91,7 @@ def _metric_value(node, metric) -> float:
 
 @pytest.mark.parametrize("metric", list(Metric))
 def test_fill_color_order_follows_the_metric(metric):
-    graph = mark_hot(load_graph(GRU_OP_GRAPH), metric, hot_k=0, min_share=None)
+    graph = mark_hot(load_graph(GRU_OP_GRAPH), metric, hot_k=0, hot_share=None)
     scale = color_scale(graph, metric)
     timed = sorted(
         (n for n in graph.nodes if n.state is NodeState.EXECUTED),
@@ -153,7 +153,7 @@ def test_collapse_aggregates_scopes():
     assert all(
         e.source in ids and e.target in ids and e.source != e.target for e in collapsed.edges
     )
-    assert any(e.source == summary.id and e.kind is EdgeKind.CALL for e in collapsed.edges)
+    assert any(e.source == summary.id and e.kind is RenderEdgeKind.CALL for e in collapsed.edges)
 
 
 def test_top_keeps_hottest_with_elided_paths():
@@ -169,8 +169,8 @@ def test_top_keeps_hottest_with_elided_paths():
     ids = {n.name: n.id for n in top.nodes}
     links = {(e.source, e.target): e.kind for e in top.edges}
     # MatMul_1 -> Tanh -> mul -> add -> call -> gru_cell/mul: four dropped ops between.
-    assert links[(ids["while/body/_1/gru/MatMul_1"], ids["gru_cell/mul"])] is EdgeKind.ELIDED
-    assert links[(ids["gru_cell/mul"], ids["gru_cell/sub"])] is EdgeKind.DATA
+    assert links[(ids["while/body/_1/gru/MatMul_1"], ids["gru_cell/mul"])] is RenderEdgeKind.ELIDED
+    assert links[(ids["gru_cell/mul"], ids["gru_cell/sub"])] is RenderEdgeKind.DATA
     assert all(s in ids.values() and t in ids.values() for s, t in links)
 
 
@@ -181,7 +181,7 @@ def _op(node_id: int, name: str, self_ps: int | None) -> RenderNode:
 
 
 def _op_graph(nodes: list[RenderNode], links: list[tuple[int, int]]) -> RenderGraph:
-    edges = tuple(RenderEdge(s, t, EdgeKind.DATA) for s, t in links)
+    edges = tuple(RenderEdge(s, t, RenderEdgeKind.DATA) for s, t in links)
     return RenderGraph(GraphKind.OP_GRAPH, Path("train.json"), tuple(nodes), edges)
 
 
@@ -229,7 +229,7 @@ def test_top_of_a_training_step_keeps_few_edges():
 def test_top_drops_a_junction_that_joins_nothing_drawn():
     top = top_subgraph(_training_step(JUNCTION_DEGREE), JUNCTION_DEGREE, Metric.SELF)
     assert {n.name for n in top.nodes} == {f"grad_{i}" for i in range(JUNCTION_DEGREE)}
-    assert all(e.kind is EdgeKind.DATA for e in top.edges)
+    assert all(e.kind is RenderEdgeKind.DATA for e in top.edges)
 
 
 def test_top_leaves_out_elided_edges_other_paths_imply():
@@ -241,10 +241,10 @@ def test_top_leaves_out_elided_edges_other_paths_imply():
     top = top_subgraph(_op_graph(nodes, links), 4, Metric.SELF)
     # a → z → c is implied by a → b → c; the real b → d stays although b → c → d implies it.
     assert {(e.source, e.target): e.kind for e in top.edges} == {
-        (0, 1): EdgeKind.ELIDED,
-        (1, 2): EdgeKind.ELIDED,
-        (2, 3): EdgeKind.DATA,
-        (1, 3): EdgeKind.DATA,
+        (0, 1): RenderEdgeKind.ELIDED,
+        (1, 2): RenderEdgeKind.ELIDED,
+        (2, 3): RenderEdgeKind.DATA,
+        (1, 3): RenderEdgeKind.DATA,
     }
 
 

@@ -13,7 +13,14 @@ from tfpgo.errors import UserError
 from tfpgo.render import Metric, NodeState, RenderOptions, fold, to_dot, write_pictures
 from tfpgo.render.fold import plan_fold, rankings
 from tfpgo.render.layout import run_graphviz
-from tfpgo.render.model import EdgeKind, GraphKind, NodeTiming, RenderEdge, RenderGraph, RenderNode
+from tfpgo.render.model import (
+    GraphKind,
+    NodeTiming,
+    RenderEdge,
+    RenderEdgeKind,
+    RenderGraph,
+    RenderNode,
+)
 
 
 def _graph(count: int, links: list[tuple[int, int]]) -> RenderGraph:
@@ -28,7 +35,7 @@ def _graph(count: int, links: list[tuple[int, int]]) -> RenderGraph:
         )
         for i in range(count)
     )
-    edges = tuple(RenderEdge(s, t, EdgeKind.DATA) for s, t in links)
+    edges = tuple(RenderEdge(s, t, RenderEdgeKind.DATA) for s, t in links)
     return RenderGraph(GraphKind.OP_GRAPH, Path("deep.json"), nodes, edges)
 
 

@@ -21,7 +21,7 @@ from render_fixtures import (
 
 from tfpgo.errors import UserError
 from tfpgo.render import GraphKind, NodeState, load_graph
-from tfpgo.render.model import EdgeKind
+from tfpgo.render.model import RenderEdgeKind
 
 
 def test_op_graph_states_and_timing():
@@ -37,7 +37,7 @@ def test_op_graph_states_and_timing():
     assert matmul.state is NodeState.FUSED and matmul.fused_into == relu.name
     assert by_name["func.return#10"].state is NodeState.NEVER_EXECUTED
     assert graph.groups == ("__inference_f_76",)
-    assert {edge.kind for edge in graph.edges} == {EdgeKind.DATA}
+    assert {edge.kind for edge in graph.edges} == {RenderEdgeKind.DATA}
 
 
 def test_op_graph_regions_and_functions():
@@ -45,7 +45,7 @@ def test_op_graph_regions_and_functions():
     assert graph.groups == ("__inference_serve_512", "__inference_gru_cell_77")
     body = [node for node in graph.nodes if node.parent == 2]
     assert {node.name for node in body} >= {"while/body/_1/gru/MatMul", "sequential/gru/while/Less"}
-    assert EdgeKind.CALL in {edge.kind for edge in graph.edges}
+    assert RenderEdgeKind.CALL in {edge.kind for edge in graph.edges}
 
 
 def _span(node) -> tuple[int, int]:

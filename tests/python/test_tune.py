@@ -39,10 +39,10 @@ from tfpgo.report.tune_tables import (
     tune_summary,
 )
 from tfpgo.tune import dispatch_tiles, loop, program_ab, tile_climb, tile_configs
-from tfpgo.tune.candidates import CANDIDATES, Candidate, Evidence, Proposal, Variant
+from tfpgo.tune.candidates import CANDIDATES, Candidate, CandidateContext, ProposedVariant, Variant
 from tfpgo.tune.db import default_path
 from tfpgo.tune.db_records import ProgramRun
-from tfpgo.tune.document import Decision, EndToEnd, OpChange, Trial, Tuned, TuneDocument
+from tfpgo.tune.document import CandidateTrial, Decision, EndToEnd, OpChange, Tuned, TuneDocument
 from tfpgo.tune.loop import Tuning, tune
 from tfpgo.tune.records import Records, RunSummary, file_digest
 from tfpgo.tune.roofline import AT_LIMIT, MachineLimit
@@ -106,19 +106,19 @@ def program(tmp_path_factory):
     return stablehlo, workload, baseline
 
 
-def _module(text: str) -> Callable[[Variant, Evidence, Path], Proposal]:
-    def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
-        assert evidence.profile_path.name == "iree_profile.json" and current.flags == ()
+def _module(text: str) -> Callable[[Variant, CandidateContext, Path], ProposedVariant]:
+    def propose(current: Variant, context: CandidateContext, scratch: Path) -> ProposedVariant:
+        assert context.profile_path.name == "iree_profile.json" and current.flags == ()
         path = scratch / "candidate.mlir"
         write_generic_stablehlo(text, path)  # as the flow hands StableHLO on
-        return Proposal(f"the program of {len(text)} characters", Variant(path))
+        return ProposedVariant(f"the program of {len(text)} characters", Variant(path))
 
     return propose
 
 
-def _flags(*flags: str) -> Callable[[Variant, Evidence, Path], Proposal]:
-    def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
-        return Proposal(" ".join(flags), Variant(current.stablehlo, flags))
+def _flags(*flags: str) -> Callable[[Variant, CandidateContext, Path], ProposedVariant]:
+    def propose(current: Variant, context: CandidateContext, scratch: Path) -> ProposedVariant:
+        return ProposedVariant(" ".join(flags), Variant(current.stablehlo, flags))
 
     return propose
 
@@ -133,7 +133,7 @@ def test_a_candidate_is_kept_only_when_it_computes_the_same_and_wins(
     left = injected_abs(monkeypatch, 0.3, 0.3)
     baseline.profile.write(tmp_path / "iree_profile.json")
 
-    def failing(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
+    def failing(current: Variant, context: CandidateContext, scratch: Path) -> ProposedVariant:
         raise UserError("dispatch-tiles (a generation): alternation failed: error: boom")
 
     tried = (
@@ -230,17 +230,19 @@ def test_a_repeating_candidate_goes_again_after_the_others_while_it_is_kept(prog
     seen: list[Variant] = []
     other = replace(TILE, loops=(16, 8, 8))
 
-    def tiles(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
+    def tiles(current: Variant, context: CandidateContext, scratch: Path) -> ProposedVariant:
         seen.append(current)
         if len(seen) == 1:
-            lean = _module(LEAN)(current, evidence, scratch)
+            lean = _module(LEAN)(current, context, scratch)
             return replace(lean, variant=replace(lean.variant, tiles=(TILE,)))
         missing = f"--iree-codegen-tuning-spec-path={scratch / 'missing.mlir'}"
-        return Proposal("more tiles", replace(current, flags=(missing,), tiles=(TILE, other)))
+        return ProposedVariant(
+            "more tiles", replace(current, flags=(missing,), tiles=(TILE, other))
+        )
 
     tried = (
         Candidate("tiles", tiles, repeats=True),
-        Candidate("after", lambda current, evidence, scratch: "nothing to try"),
+        Candidate("after", lambda current, context, scratch: "nothing to try"),
     )
     document = tune(stablehlo, workload, baseline, tmp_path, Tuning(600, 3), candidates=tried)
     assert [(t.name, t.outcome) for t in document.trials] == [
@@ -286,8 +288,8 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
     spec = f"{tile_configs.SPEC_FLAG}/earlier/tuning_spec.mlir"
     current = Variant(tmp_path / "m.mlir", ("--keep", spec), (TILE,),
                       frozenset({"m_dispatch_1_matmul_16x8x8_f32"}), "local-sync")  # fmt: skip
-    proposal = BY_NAME["dispatch-tiles"].propose(current, _evidence(profile), tmp_path)
-    assert isinstance(proposal, Proposal)
+    proposal = BY_NAME["dispatch-tiles"].propose(current, _context(profile), tmp_path)
+    assert isinstance(proposal, ProposedVariant)
     assert asked == {"targets": ["m_dispatch_2_matmul_32x8x8_f32"], "flags": ("--keep",),
                      "base": (TILE,)}  # fmt: skip
     new_spec = f"{tile_configs.SPEC_FLAG}{tmp_path / tile_configs.SPEC}"
@@ -309,7 +311,7 @@ def test_a_later_dispatch_tiles_round_tunes_other_dispatches_and_keeps_the_earli
     monkeypatch.setattr(
         dispatch_tiles, "search", lambda *_, **__: dispatch_tiles.Search({}, {}, {}, {})
     )
-    reason = BY_NAME["dispatch-tiles"].propose(current, _evidence(profile), tmp_path)
+    reason = BY_NAME["dispatch-tiles"].propose(current, _context(profile), tmp_path)
     assert reason == (
         "none of the 1 dispatches with most headroom has root-op tiles this search can read in "
         "IREE's dumped configuration (one lowering_config per loop; data tiling's mmt4d ops "
@@ -371,26 +373,28 @@ def _write_iree_profile(path: Path, dispatches: list[dict]) -> Path:
     return path
 
 
-def _evidence(profile: Path) -> Evidence:
+def _context(profile: Path) -> CandidateContext:
     workload = Workload("main", (), (), 1, 0, {}, {})
-    return Evidence(profile, IreeProfile.read(profile), workload, time.monotonic() + 60, 600)
+    return CandidateContext(
+        profile, IreeProfile.read(profile), workload, time.monotonic() + 60, 600
+    )
 
 
 def test_conv_to_dot_proposes_what_the_pass_rewrites_and_skips_otherwise(tmp_path):
     stablehlo = tmp_path / "conv.mlir"
     stablehlo.write_text(CONV)
     # The op took 90 ps under TensorFlow: its dispatch 2700 ps is 30x that.
-    slow = _evidence(_iree_profile(tmp_path / "slow.json", 2700, 100))
+    slow = _context(_iree_profile(tmp_path / "slow.json", 2700, 100))
     (tmp_path / "a").mkdir()
     proposal = BY_NAME["conv-to-dot"].propose(Variant(stablehlo), slow, tmp_path / "a")
-    assert isinstance(proposal, Proposal)
+    assert isinstance(proposal, ProposedVariant)
     assert proposal.change == "1 hot 1x1 convolutions as dot_generals: block/shortcut/BiasAdd"
     rewritten = proposal.variant.stablehlo.read_text()
     assert '"stablehlo.slice"' in rewritten and '"stablehlo.dot_general"' in rewritten
     assert '"stablehlo.convolution"' not in rewritten and "#loc" in rewritten  # profile kept
     report = json.loads((tmp_path / "a" / "rewrites.json").read_text())
     assert [r["slowdown"] for r in report["rewritten"]] == [30]
-    near = _evidence(_iree_profile(tmp_path / "near.json", 99, 100))  # 1.1x: near its bound
+    near = _context(_iree_profile(tmp_path / "near.json", 99, 100))  # 1.1x: near its bound
     (tmp_path / "b").mkdir()
     reason = BY_NAME["conv-to-dot"].propose(Variant(stablehlo), near, tmp_path / "b")
     assert reason == (
@@ -461,10 +465,12 @@ def test_each_rewrite_computes_what_tensorflow_computes(
             for i, source in enumerate(["block/shortcut/BiasAdd", "block/spatial/BiasAdd"])
         ],
     )
-    evidence = Evidence(profile, IreeProfile.read(profile), workload, time.monotonic() + 60, 600)
+    context = CandidateContext(
+        profile, IreeProfile.read(profile), workload, time.monotonic() + 60, 600
+    )
     (tmp_path / "scratch").mkdir()
-    proposal = BY_NAME[candidate].propose(Variant(stablehlo), evidence, tmp_path / "scratch")
-    assert isinstance(proposal, Proposal)
+    proposal = BY_NAME[candidate].propose(Variant(stablehlo), context, tmp_path / "scratch")
+    assert isinstance(proposal, ProposedVariant)
     assert [(d.tf_ops, d.change.split(" (")[0]) for d in proposal.decisions] == [
         ((rewritten_source,), form)
     ]
@@ -524,12 +530,14 @@ def test_window_tiling_convolutions_compute_what_tensorflow_computes(tmp_path):
         tmp_path / "iree_profile.json",
         [_dispatch(f"main_dispatch_{i}_conv", s, 3000, 100) for i, s in enumerate(sources)],
     )
-    evidence = Evidence(profile, IreeProfile.read(profile), workload, time.monotonic() + 60, 600)
+    context = CandidateContext(
+        profile, IreeProfile.read(profile), workload, time.monotonic() + 60, 600
+    )
     (tmp_path / "scratch").mkdir()
     proposal = BY_NAME["conv-to-tiled-dot"].propose(
-        Variant(stablehlo), evidence, tmp_path / "scratch"
+        Variant(stablehlo), context, tmp_path / "scratch"
     )
-    assert isinstance(proposal, Proposal)
+    assert isinstance(proposal, ProposedVariant)
     assert proposal.change.startswith("2 hot window-tiling convolutions as dot_generals: ")
     assert [(d.tf_ops, d.change.split(" (")[0]) for d in proposal.decisions] == [
         ((source,), "reshape + dot_general") for source in sources
@@ -541,7 +549,7 @@ def test_window_tiling_convolutions_compute_what_tensorflow_computes(tmp_path):
     assert check_outputs(vmfb, workload, tmp_path) < 1e-3
     # conv-to-shifted-dots leaves both to it: neither is a kxk rewrite.
     (tmp_path / "kxk").mkdir()
-    left = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), evidence, tmp_path / "kxk")
+    left = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), context, tmp_path / "kxk")
     assert isinstance(left, str) and "found no hot non-1x1 convolution" in left
     declined = json.loads((tmp_path / "kxk" / "rewrites.kxk.json").read_text())["declined"]
     assert {d["reason"] for d in declined} == {
@@ -589,10 +597,10 @@ def test_kxk_rewrites_only_the_forms_that_win_alone(tmp_path, monkeypatch):
         tmp_path / "iree_profile.json",
         [_dispatch("main_dispatch_0_conv", "block/spatial/BiasAdd", 3000, 100)],
     )
-    evidence = _evidence(profile)
+    context = _context(profile)
     timed = _time_forms(monkeypatch, convolution_ms=2.0, rewritten_ms=1.95)  # 2.5%: noise
     (tmp_path / "a").mkdir()
-    reason = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), evidence, tmp_path / "a")
+    reason = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), context, tmp_path / "a")
     assert reason == (
         "none of the 1 forms of the 1 hot, slow non-1x1 convolutions ran faster rewritten, "
         "each timed alone (conv_forms.json says how long, or why not)"
@@ -608,8 +616,8 @@ def test_kxk_rewrites_only_the_forms_that_win_alone(tmp_path, monkeypatch):
     }
     _time_forms(monkeypatch, convolution_ms=2.0, rewritten_ms=1.0)
     (tmp_path / "b").mkdir()
-    proposal = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), evidence, tmp_path / "b")
-    assert isinstance(proposal, Proposal)
+    proposal = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), context, tmp_path / "b")
+    assert isinstance(proposal, ProposedVariant)
     (decision,) = proposal.decisions
     assert decision.change.endswith(", alone 2.00 -> 1.00 ms")
     # A form IREE cannot time is left as it was, with IREE's line, not the loop ended.
@@ -619,7 +627,7 @@ def test_kxk_rewrites_only_the_forms_that_win_alone(tmp_path, monkeypatch):
 
     monkeypatch.setattr(program_ab, "generation", fails)
     (tmp_path / "c").mkdir()
-    reason = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), evidence, tmp_path / "c")
+    reason = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), context, tmp_path / "c")
     assert isinstance(reason, str) and reason.startswith("none of the 1 forms")
     (form,) = json.loads((tmp_path / "c" / "conv_forms.json").read_text())
     assert form["rewritten"] is False and form["convolution_ps"] is None
@@ -631,23 +639,25 @@ def test_kxk_rewrites_only_the_forms_that_win_alone(tmp_path, monkeypatch):
 
 def test_o2_is_proposed_once(tmp_path):
     current = Variant(Path("m.mlir"))
-    evidence = _evidence(_iree_profile(tmp_path / "p.json", 1, 1))
-    proposal = BY_NAME["iree-O2"].propose(current, evidence, tmp_path)
-    assert isinstance(proposal, Proposal) and proposal.variant.flags == ("--iree-opt-level=O2",)
-    again = BY_NAME["iree-O2"].propose(proposal.variant, evidence, tmp_path)
+    context = _context(_iree_profile(tmp_path / "p.json", 1, 1))
+    proposal = BY_NAME["iree-O2"].propose(current, context, tmp_path)
+    assert isinstance(proposal, ProposedVariant) and proposal.variant.flags == (
+        "--iree-opt-level=O2",
+    )
+    again = BY_NAME["iree-O2"].propose(proposal.variant, context, tmp_path)
     assert again == "the current program is compiled with it already"
     # Data tiling makes matmuls mmt4d: a tuning spec for the old root ops is dropped.
     spec = "--iree-codegen-tuning-spec-path=/s/tuning_spec.mlir"
     searched = frozenset({"d_dispatch_0_matmul_8x8x8_f32"})
     tuned = Variant(Path("m.mlir"), (spec,), (TILE,), searched, "local-sync")
-    tiled = BY_NAME["iree-data-tiling"].propose(tuned, evidence, tmp_path)
-    assert isinstance(tiled, Proposal) and tiled.change.endswith(
+    tiled = BY_NAME["iree-data-tiling"].propose(tuned, context, tmp_path)
+    assert isinstance(tiled, ProposedVariant) and tiled.change.endswith(
         "(without the tuning spec, whose tiles are for other root ops)"
     )
     data_tiling = ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
     assert tiled.variant == Variant(Path("m.mlir"), data_tiling, driver="local-sync")
-    o2 = BY_NAME["iree-O2"].propose(tuned, evidence, tmp_path)
-    assert isinstance(o2, Proposal)  # O2 keeps the spec, its tiles and what was searched
+    o2 = BY_NAME["iree-O2"].propose(tuned, context, tmp_path)
+    assert isinstance(o2, ProposedVariant)  # O2 keeps the spec, its tiles and what was searched
     assert o2.variant == replace(tuned, flags=(spec, "--iree-opt-level=O2"))
 
 
@@ -662,8 +672,8 @@ def test_the_report_section_states_what_was_kept_and_what_it_sped_up():
         600.0,
         2,
         (
-            Trial("conv-to-dot", "2 hot 1x1 convolutions", "kept", "helps", helps, 1e-6),
-            Trial("iree-O2", "", "not tried", "the --tune-budget was spent"),
+            CandidateTrial("conv-to-dot", "2 hot 1x1 convolutions", "kept", "helps", helps, 1e-6),
+            CandidateTrial("iree-O2", "", "not tried", "the --tune-budget was spent"),
         ),
         (decision,),
         (),
@@ -747,9 +757,9 @@ def test_identical_convolutions_are_one_decision_with_their_shared_time(tmp_path
     _time_forms(monkeypatch, convolution_ms=2.0, rewritten_ms=1.0)
     (tmp_path / "a").mkdir()
     proposal = BY_NAME["conv-to-shifted-dots"].propose(
-        Variant(stablehlo), _evidence(profile), tmp_path / "a"
+        Variant(stablehlo), _context(profile), tmp_path / "a"
     )
-    assert isinstance(proposal, Proposal)
+    assert isinstance(proposal, ProposedVariant)
     assert '"stablehlo.convolution"' not in proposal.variant.stablehlo.read_text()
     (decision,) = proposal.decisions
     assert decision.dispatch == "main_dispatch_0_conv"
@@ -773,7 +783,7 @@ def _records(path: Path, stablehlo: Path, retune: bool = False) -> Records:
     return records
 
 
-def _never(current: Variant, evidence: Evidence, scratch: Path) -> Proposal:
+def _never(current: Variant, context: CandidateContext, scratch: Path) -> ProposedVariant:
     raise AssertionError("a candidate the records settled was proposed again")
 
 
@@ -842,7 +852,7 @@ def test_a_run_cut_short_goes_on_where_it_stopped(program, tmp_path):
     original, workload, baseline = program
     stablehlo = _own_copy(original, tmp_path)
     records = _records(tmp_path / "tuning.db", stablehlo)
-    wrong = Trial("wrong", "the program of 9 characters", "rejected", "differs")
+    wrong = CandidateTrial("wrong", "the program of 9 characters", "rejected", "differs")
     records.record([(wrong, Variant(stablehlo), (), False)], Variant(stablehlo), stablehlo,
                    RunSummary("m", False, None, 1.0, ("lean",)))  # fmt: skip
     tried = (Candidate("wrong", _never), Candidate("lean", _module(LEAN)))
@@ -864,11 +874,11 @@ def test_a_candidate_whose_search_was_cut_is_proposed_again(program, tmp_path):
     original, workload, baseline = program
     proposed: list[Path] = []
 
-    def cut_short(current: Variant, evidence: Evidence, scratch: Path) -> str:
+    def cut_short(current: Variant, context: CandidateContext, scratch: Path) -> str:
         proposed.append(scratch)
         found = dispatch_tiles.Search({}, {}, {}, {}, cut=["main_dispatch_0"])
-        assert evidence.tile_records is not None
-        evidence.tile_records.record_search(found, scratch / "none", (), current.stablehlo)
+        assert context.tile_records is not None
+        context.tile_records.record_search(found, scratch / "none", (), current.stablehlo)
         return "no tile variant beat IREE's own in the time its climbs had"
 
     for run in ("first", "second"):
@@ -1026,22 +1036,22 @@ def test_local_sync_is_decided_from_the_host_share_and_recorded(program, tmp_pat
     stablehlo = _own_copy(original, tmp_path)
     sync = BY_NAME["local-sync"]
     dispatch_s = baseline.profile.dispatch_ps / baseline.profile.runs / 1e12
-    evidence = Evidence(
+    context = CandidateContext(
         tmp_path / "iree_profile.json", baseline.profile, workload, time.monotonic() + 60, 60,
         call_s=lambda: dispatch_s / 1.2,
     )  # fmt: skip
-    filled = sync.propose(Variant(stablehlo), evidence, tmp_path)
+    filled = sync.propose(Variant(stablehlo), context, tmp_path)
     assert isinstance(filled, str) and filled.startswith("its dispatches add up to 120% of a call")
     assert filled.endswith("on one core they would take the whole call at least")
     # 90%: on one core between 0.9 and 1.8 calls (two workers): the A/B decides.
-    most = replace(evidence, call_s=lambda: dispatch_s / 0.9)
+    most = replace(context, call_s=lambda: dispatch_s / 0.9)
     between = sync.propose(Variant(stablehlo), most, tmp_path)
-    assert isinstance(between, Proposal) and "add up to 90% of a call" in between.change
-    untimed = sync.propose(Variant(stablehlo), replace(evidence, call_s=None), tmp_path)
+    assert isinstance(between, ProposedVariant) and "add up to 90% of a call" in between.change
+    untimed = sync.propose(Variant(stablehlo), replace(context, call_s=None), tmp_path)
     assert untimed == "the program's call was not timed, so its host share is not known"
-    host = replace(evidence, call_s=lambda: dispatch_s / 0.04)
+    host = replace(context, call_s=lambda: dispatch_s / 0.04)
     proposal = sync.propose(Variant(stablehlo), host, tmp_path)
-    assert isinstance(proposal, Proposal)
+    assert isinstance(proposal, ProposedVariant)
     assert "(its dispatches add up to 4% of a call" in proposal.change
     assert proposal.variant == Variant(stablehlo, driver="local-sync")
     again = sync.propose(proposal.variant, host, tmp_path)

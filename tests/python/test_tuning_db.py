@@ -196,7 +196,7 @@ def test_records_of_the_loop(tmp_path):
         ),
     )
     result = ABResult(0.9, 0.85, 0.95, Verdict.HELPS, 10.0, 9.0, 5, 0.95, 0.05)
-    loop_trial = tune_document.Trial("iree-O2", "O2", "kept", "helps: ...", result, 1e-9)
+    loop_trial = tune_document.CandidateTrial("iree-O2", "O2", "kept", "helps: ...", result, 1e-9)
     decision = CandidateRecord.of_trial(loop_trial, "p" * 16, ("--iree-opt-level=O2",), True, 1.0)
     assert decision == _decision("iree-O2")
 

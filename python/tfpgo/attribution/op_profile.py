@@ -32,6 +32,7 @@ from tfpgo.attribution.device_attribution import DeviceAttribution, attribute_de
 from tfpgo.attribution.device_profile import (
     DeviceCopies,
     DeviceKernel,
+    DeviceProfile,
     DeviceStep,
     DeviceTime,
     build_device_profile,
@@ -316,92 +317,23 @@ def build_op_profile(
     (see the module doc); `xla` is `tfpgo.attribution.xla_attribution.attribute(table)` and
     `device` `tfpgo.attribution.device_attribution.attribute_device(table)` if the caller
     has them already."""
-    op_names = table.op_names
     xla = xla or attribute(table)
     device = device or attribute_device(table)
     on_device = build_device_profile(table, device)
-    nodes = sorted(
-        {op[0] for op in op_names if op is not None}
-        | {p.node for p in xla.parts}
-        | {node.name for node in device.nodes}
-    )
-    node_index = {node: i for i, node in enumerate(nodes)}
-    node_of_name = np.array(
-        [node_index[op[0]] if op else -1 for op in op_names] or [-1], dtype=np.int64
-    )
-    # a mask per name, then per event: no int64 column over every event (device
-    # events are never host ops, whatever their name)
-    host_op = (node_of_name >= 0)[table.name_id] if len(table) else np.zeros(0, bool)
-    if device.rows.size:
-        host_op &= ~device_track_mask(table)[table.track_id]
-    rows = np.flatnonzero(host_op)
-    del host_op
+    nodes = _profiled_nodes(table, xla, device)
+    rows = _host_op_rows(table, nodes, device)
     hlo_rows = np.array([event.index for event in xla.events], dtype=np.int64)
     # HLO events nest in the ops that ran them (`_XlaRun`): they count as ops for self time.
     timed_rows = np.concatenate([rows, hlo_rows])
-    selfs = self_times(table, timed_rows)[: rows.size]
-    part_ps = np.array([part.ps for part in xla.parts], dtype=np.int64)
-    node = np.concatenate(
-        [node_of_name[table.name_id[rows]], [node_index[p.node] for p in xla.parts]]
-    ).astype(np.int64)
-    durations = np.concatenate([table.duration_ps[rows], part_ps])
-    selfs = np.concatenate([selfs, part_ps])
-    starts = np.concatenate([table.start_ps[rows], [p.event.start_ps for p in xla.parts]]).astype(
-        np.int64
-    )
-    sorted_nodes, sorted_all = sort_within_groups(node, durations)
-    bounds = np.searchsorted(sorted_nodes, np.arange(len(nodes) + 1))
-    self_sum = np.bincount(node, weights=selfs, minlength=len(nodes))
-    first = np.full(len(nodes), np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, node, starts)
-    duration_total, self_total = int(durations.sum()), int(selfs.sum())
-    del node, durations, selfs, starts, sorted_nodes  # the steps below peak without them
-    types: list[set[str]] = [set() for _ in nodes]
-    for op in op_names:
-        if op is not None:
-            types[node_index[op[0]]].add(op[1])
-    for part in xla.parts:
-        types[node_index[part.node]].add(part.op_type)
-    for device_node in device.nodes:
-        types[node_index[device_node.name]].add(device_node.op_type)
-    origins = origins_by_node(xla, device)
-    device_of = {node_index[node.name]: at for at, node in enumerate(device.nodes)}
-    ops = []
-    for i, name in enumerate(nodes):
-        sorted_durations = sorted_all[bounds[i] : bounds[i + 1]]
-        count = int(sorted_durations.shape[0])
-        on = device_of.get(i)
-        device_count = int(on_device.node_count[on]) if on is not None else 0
-        if count == 0 and device_count == 0:
-            continue  # the name exists, but its events were filtered away
-        total = int(sorted_durations.sum())
-        ops.append(
-            OpStats(
-                name,
-                tuple(sorted(t for t in types[i] if t)),
-                count,
-                total,
-                round(self_sum[i]),
-                total // count if count else 0,
-                int(sorted_durations[0]) if count else 0,
-                int(sorted_durations[-1]) if count else 0,
-                nearest_rank(sorted_durations, 0.5) if count else 0,
-                nearest_rank(sorted_durations, 0.95) if count else 0,
-                int(first[i]) if count else int(on_device.node_first_ps[on]),
-                Durations(sorted_durations),
-                origins.get(name, ()),
-                int(on_device.node_ps[on]) if on is not None else 0,
-                device_count,
-                on_device.per_device.get(on, ()) if on is not None else (),
-            )
-        )
-    del sorted_all
+    executions = _node_executions(table, rows, timed_rows, xla, nodes)
+    types = _node_types(table, xla, device, nodes)
+    ops = _op_entries(nodes, executions, types, xla, device, on_device)
     # device time first where there is any (the host only launched it)
     ops.sort(key=lambda op: (-op.device_self_ps, -op.self_ps, op.name))
     totals = Totals(
         _wall(table),
-        duration_total,
-        self_total,
+        executions.total_ps,
+        executions.total_self_ps,
         non_op_time(table, timed_rows),
         int(rows.size) + len(xla.events) - len(xla.inserted),
         len(table),
@@ -431,6 +363,152 @@ def build_op_profile(
         on_device.copies,
         on_device.steps,
     )
+
+
+@dataclass(frozen=True)
+class _ProfiledNodes:
+    """The runtime node names the profile can have an entry for: those of TF op
+    events, of HLO parts and of device parts, sorted."""
+
+    names: list[str]
+    index: dict[str, int]
+    # per event name id: the index of its TF op's node, -1 for a name no TF op has
+    of_name: np.ndarray
+
+
+def _profiled_nodes(
+    table: EventTable, xla: HloAttribution, device: DeviceAttribution
+) -> _ProfiledNodes:
+    op_names = table.op_names
+    names = sorted(
+        {op[0] for op in op_names if op is not None}
+        | {p.node for p in xla.parts}
+        | {node.name for node in device.nodes}
+    )
+    index = {node: i for i, node in enumerate(names)}
+    of_name = np.array([index[op[0]] if op else -1 for op in op_names] or [-1], dtype=np.int64)
+    return _ProfiledNodes(names, index, of_name)
+
+
+def _host_op_rows(
+    table: EventTable, nodes: _ProfiledNodes, device: DeviceAttribution
+) -> np.ndarray:
+    """The rows of the TF op events that ran on the host."""
+    # a mask per name, then per event: no int64 column over every event (device
+    # events are never host ops, whatever their name)
+    host_op = (nodes.of_name >= 0)[table.name_id] if len(table) else np.zeros(0, bool)
+    if device.rows.size:
+        host_op &= ~device_track_mask(table)[table.track_id]
+    return np.flatnonzero(host_op)
+
+
+@dataclass(frozen=True)
+class _NodeExecutions:
+    """Every host execution of the nodes (TF op events and HLO parts), per node index."""
+
+    # the durations grouped by node, ascending within a node; node i's are
+    # sorted_durations[bounds[i] : bounds[i + 1]]
+    sorted_durations: np.ndarray
+    bounds: np.ndarray
+    self_ps: np.ndarray
+    first_start_ps: np.ndarray
+    # over all nodes
+    total_ps: int
+    total_self_ps: int
+
+
+def _node_executions(
+    table: EventTable,
+    rows: np.ndarray,
+    timed_rows: np.ndarray,
+    xla: HloAttribution,
+    nodes: _ProfiledNodes,
+) -> _NodeExecutions:
+    """Groups the TF op events `rows` and the HLO parts of `xla` by node; the self
+    times are those among `timed_rows` (the op events, then the HLO events). Its
+    columns over every execution go when it returns: the later steps peak without them."""
+    selfs = self_times(table, timed_rows)[: rows.size]
+    part_ps = np.array([part.ps for part in xla.parts], dtype=np.int64)
+    node = np.concatenate(
+        [nodes.of_name[table.name_id[rows]], [nodes.index[p.node] for p in xla.parts]]
+    ).astype(np.int64)
+    durations = np.concatenate([table.duration_ps[rows], part_ps])
+    selfs = np.concatenate([selfs, part_ps])
+    starts = np.concatenate([table.start_ps[rows], [p.event.start_ps for p in xla.parts]]).astype(
+        np.int64
+    )
+    count = len(nodes.names)
+    sorted_nodes, sorted_durations = sort_within_groups(node, durations)
+    first = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, node, starts)
+    return _NodeExecutions(
+        sorted_durations,
+        np.searchsorted(sorted_nodes, np.arange(count + 1)),
+        np.bincount(node, weights=selfs, minlength=count),
+        first,
+        int(durations.sum()),
+        int(selfs.sum()),
+    )
+
+
+def _node_types(
+    table: EventTable, xla: HloAttribution, device: DeviceAttribution, nodes: _ProfiledNodes
+) -> list[set[str]]:
+    """Per node index, the op types its TF op events, HLO parts and device parts name."""
+    types: list[set[str]] = [set() for _ in nodes.names]
+    for op in table.op_names:
+        if op is not None:
+            types[nodes.index[op[0]]].add(op[1])
+    for part in xla.parts:
+        types[nodes.index[part.node]].add(part.op_type)
+    for device_node in device.nodes:
+        types[nodes.index[device_node.name]].add(device_node.op_type)
+    return types
+
+
+def _op_entries(
+    nodes: _ProfiledNodes,
+    executions: _NodeExecutions,
+    types: list[set[str]],
+    xla: HloAttribution,
+    device: DeviceAttribution,
+    on_device: DeviceProfile,
+) -> list[OpStats]:
+    """One entry per node with a host execution or device time, in node order."""
+    origins = origins_by_node(xla, device)
+    device_of = {nodes.index[node.name]: at for at, node in enumerate(device.nodes)}
+    ops = []
+    for i, name in enumerate(nodes.names):
+        sorted_durations = executions.sorted_durations[
+            executions.bounds[i] : executions.bounds[i + 1]
+        ]
+        count = int(sorted_durations.shape[0])
+        on = device_of.get(i)
+        device_count = int(on_device.node_count[on]) if on is not None else 0
+        if count == 0 and device_count == 0:
+            continue  # the name exists, but its events were filtered away
+        total = int(sorted_durations.sum())
+        ops.append(
+            OpStats(
+                name,
+                tuple(sorted(t for t in types[i] if t)),
+                count,
+                total,
+                round(executions.self_ps[i]),
+                total // count if count else 0,
+                int(sorted_durations[0]) if count else 0,
+                int(sorted_durations[-1]) if count else 0,
+                nearest_rank(sorted_durations, 0.5) if count else 0,
+                nearest_rank(sorted_durations, 0.95) if count else 0,
+                int(executions.first_start_ps[i]) if count else int(on_device.node_first_ps[on]),
+                Durations(sorted_durations),
+                origins.get(name, ()),
+                int(on_device.node_ps[on]) if on is not None else 0,
+                device_count,
+                on_device.per_device.get(on, ()) if on is not None else (),
+            )
+        )
+    return ops
 
 
 def _step_walls(table: EventTable, steps: tuple[int, ...]) -> tuple[int, ...]:

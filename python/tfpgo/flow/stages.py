@@ -48,7 +48,7 @@ from tfpgo.render import (
 )
 from tfpgo.render.exports import ExportInput, write_exports
 from tfpgo.render.exports.model_explorer import adapter_dialects, adapter_readable
-from tfpgo.render.model import EdgeKind
+from tfpgo.render.model import RenderEdgeKind
 from tfpgo.render.scope_chart import write_scope_chart
 from tfpgo.report import compose
 from tfpgo.runtime.manifest import MANIFEST, ProgramManifest
@@ -619,7 +619,7 @@ def _dataflow(graph: RenderGraph) -> OpDataflow:
         tuple(
             (index[edge.source], index[edge.target])
             for edge in graph.edges
-            if edge.kind is EdgeKind.DATA and edge.source in index and edge.target in index
+            if edge.kind is RenderEdgeKind.DATA and edge.source in index and edge.target in index
         ),
     )
 

@@ -99,41 +99,10 @@ def run(
     processes from 16 MB of host files on; see tfpgo.trace.hosts); the result is the
     same whichever way.
     """
-    report = progress or (lambda _message: None)
-    timings: dict[str, float] = {}
-    clock = time.perf_counter()
-
-    def lap(stage: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        timings[stage] = now - clock
-        clock = now
-
-    if _is_huge(path):
-        return_freed_memory_early()
-    table = read_logdir_trace(path, run=run_name, progress=report, reading=reading)
-    if show_source is not None:
-        table.source = show_source(table.source)
-    lap("read")
-    report(f"read {len(table):,} events from {len(table.tracks)} lines in {timings['read']:.1f} s")
-    filters = filters or EventFilter()
-    if not filters.is_empty():
-        table = filters.apply(table)
-        lap("filter")
-        if len(table) == 0:
-            raise errors.UserError(
-                f"{path}: no event passes the filters; widen --start-us/--end-us, --steps, "
-                "--hosts, --thread, --name or --min-duration-us"
-            )
-        report(f"{len(table):,} events pass the filters")
-    dag = None
-    if build_graph or dag_out is not None:
-        dag = build_dag(table, dag_events)
-        lap("dag")
-        report(
-            f"DAG: {len(dag):,} nodes, {dag.edges.shape[0]:,} edges, critical path "
-            f"{dag.critical_path.size:,} nodes ({dag.critical_path_ps / 1e6:.1f} us)"
-        )
+    stages = _Stages(progress or (lambda _message: None))
+    table = _read(path, run_name, reading, show_source, stages)
+    table = _filtered(table, filters or EventFilter(), path, stages)
+    dag = _built_dag(table, dag_events, stages) if build_graph or dag_out is not None else None
     # The DAG JSON is rendered and written in C, without the GIL, on a thread while
     # the profiles are computed and written. Every output is staged and takes its
     # name only when all are written, so a failure on the way leaves none behind.
@@ -148,54 +117,128 @@ def run(
             dag_written = None  # (an EventDag without nodes is falsy: compare with None)
             if dag is not None and dag_out is not None:
                 dag_written = pool.submit(write_dag, dag, staged(dag_out))
-            xla = attribute(table)
-            device = attribute_device(table, keep_nodes)
-            profile = build_op_profile(table, xla, device)
-            on_instructions = any(r.instruction for r in device.resolutions)
-            hlo = (
-                build_hlo_profile(table.source, xla, device, table)
-                if xla.events or on_instructions
-                else None
-            )
-            lap("op_profile")
-            if profile.has_device:
-                totals = profile.totals
-                report(
-                    f"device: {totals.device_events:,} events on {len(device.devices)} "
-                    f"device(s), {totals.device_attributed_ps / max(totals.device_ps, 1):.1%} "
-                    "of their time on ops"
-                )
-            if hlo is not None and xla.events:
-                report(
-                    f"XLA: {len(hlo.modules)} modules, {len(xla.events):,} HLO events, "
-                    f"{hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} of their time on TF nodes, "
-                    f"{hlo.xla_inserted_ps / 1e6:.1f} us XLA-inserted"
-                )
-            empty_reason = "" if profile.ops else no_op_events_reason(table)
-            if empty_reason:
-                report(f"warning: {empty_reason}; the op profile is empty")
-            hlo_path = hlo_profile_out if hlo is not None else None
+            profiles = _built_profiles(table, keep_nodes, stages)
+            hlo_path = hlo_profile_out if profiles.hlo is not None else None
             if op_profile_out is not None:
-                profile.write(staged(op_profile_out))
-            if hlo is not None and hlo_path is not None:
-                hlo.write(staged(hlo_path))
+                profiles.op_profile.write(staged(op_profile_out))
+            if profiles.hlo is not None and hlo_path is not None:
+                profiles.hlo.write(staged(hlo_path))
             if dag_written is not None:
                 dag_written.result()
     for output in written:
-        report(f"wrote {output}")
-    lap("write")
+        stages.report(f"wrote {output}")
+    stages.lap("write")
     return TraceReaderResult(
         table.source,
         len(table),
         dag,
-        profile,
+        profiles.op_profile,
         dag_out,
         op_profile_out,
-        timings,
-        hlo,
+        stages.timings,
+        profiles.hlo,
         hlo_path,
-        empty_reason,
+        profiles.empty_reason,
     )
+
+
+class _Stages:
+    """The progress messages of one run, and the seconds each stage took: a lap is
+    the time since the previous one (or since the run started)."""
+
+    def __init__(self, report: Callable[[str], None]) -> None:
+        self.report = report
+        self.timings: dict[str, float] = {}
+        self._clock = time.perf_counter()
+
+    def lap(self, stage: str) -> float:
+        now = time.perf_counter()
+        self.timings[stage] = now - self._clock
+        self._clock = now
+        return self.timings[stage]
+
+
+def _read(
+    path: Path,
+    run_name: str | None,
+    reading: HostReading | None,
+    show_source: Callable[[str], str] | None,
+    stages: _Stages,
+) -> EventTable:
+    if _is_huge(path):
+        return_freed_memory_early()
+    table = read_logdir_trace(path, run=run_name, progress=stages.report, reading=reading)
+    if show_source is not None:
+        table.source = show_source(table.source)
+    seconds = stages.lap("read")
+    stages.report(f"read {len(table):,} events from {len(table.tracks)} lines in {seconds:.1f} s")
+    return table
+
+
+def _filtered(table: EventTable, filters: EventFilter, path: Path, stages: _Stages) -> EventTable:
+    """The events that pass `filters`; a UserError if none does."""
+    if filters.is_empty():
+        return table
+    table = filters.apply(table)
+    stages.lap("filter")
+    if len(table) == 0:
+        raise errors.UserError(
+            f"{path}: no event passes the filters; widen --start-us/--end-us, --steps, "
+            "--hosts, --thread, --name or --min-duration-us"
+        )
+    stages.report(f"{len(table):,} events pass the filters")
+    return table
+
+
+def _built_dag(table: EventTable, dag_events: DagEvents, stages: _Stages) -> EventDag:
+    dag = build_dag(table, dag_events)
+    stages.lap("dag")
+    stages.report(
+        f"DAG: {len(dag):,} nodes, {dag.edges.shape[0]:,} edges, critical path "
+        f"{dag.critical_path.size:,} nodes ({dag.critical_path_ps / 1e6:.1f} us)"
+    )
+    return dag
+
+
+@dataclass(frozen=True)
+class _Profiles:
+    op_profile: OpProfile
+    hlo: HloProfile | None  # None: the trace holds no HLO events
+    empty_reason: str  # why the op profile is empty; "" when it is not
+
+
+def _built_profiles(
+    table: EventTable, keep_nodes: Collection[str] | None, stages: _Stages
+) -> _Profiles:
+    """The op profile and, when there are HLO events or device events on
+    instructions, the HLO profile."""
+    xla = attribute(table)
+    device = attribute_device(table, keep_nodes)
+    profile = build_op_profile(table, xla, device)
+    on_instructions = any(r.instruction for r in device.resolutions)
+    hlo = (
+        build_hlo_profile(table.source, xla, device, table)
+        if xla.events or on_instructions
+        else None
+    )
+    stages.lap("op_profile")
+    if profile.has_device:
+        totals = profile.totals
+        stages.report(
+            f"device: {totals.device_events:,} events on {len(device.devices)} "
+            f"device(s), {totals.device_attributed_ps / max(totals.device_ps, 1):.1%} "
+            "of their time on ops"
+        )
+    if hlo is not None and xla.events:
+        stages.report(
+            f"XLA: {len(hlo.modules)} modules, {len(xla.events):,} HLO events, "
+            f"{hlo.attributed_ps / max(hlo.hlo_ps, 1):.1%} of their time on TF nodes, "
+            f"{hlo.xla_inserted_ps / 1e6:.1f} us XLA-inserted"
+        )
+    empty_reason = "" if profile.ops else no_op_events_reason(table)
+    if empty_reason:
+        stages.report(f"warning: {empty_reason}; the op profile is empty")
+    return _Profiles(profile, hlo, empty_reason)
 
 
 def no_op_events_reason(table: EventTable) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,13 @@ from tfpgo.proposer.blocks import (
     second_text,
 )
 from tfpgo.proposer.budget import Budget, profile_run_steps, promised, trial_steps
-from tfpgo.proposer.measure import ABSettings, ProfileReader, measure, profile_candidate
+from tfpgo.proposer.measure import (
+    ABSettings,
+    Measured,
+    ProfileReader,
+    measure,
+    profile_candidate,
+)
 from tfpgo.proposer.proposal import Evidence, EvidenceKind, NotApplicable, Proposal, narrowed
 from tfpgo.proposer.trials import (
     BUDGET_SPENT,
@@ -216,112 +222,169 @@ def run_optimize(
     `profile_steps`, profiles the best candidate and diffs it against
     `baseline_profile` into `out/optimize/`. `read_profile` reads the candidates'
     profiles (a refinement's, the best's)."""
-    from tfpgo.diff import compare
-    from tfpgo.diff.output import summary_rows, write_outputs
+    run = _OptimizeRun(
+        case,
+        spec,
+        baseline_profile,
+        out,
+        settings,
+        profile_steps,
+        budget,
+        read_profile,
+        progress or (lambda _message: None),
+    )
+    run.try_all(list(propose(analysis)))
+    best = _best(run.trials)
+    diff = run.diff_best(best) if best is not None and profile_steps > 0 else _BestDiff()
+    result = OptimizeResult(
+        case.name,
+        settings,
+        tuple(run.trials),
+        best.rule if best else None,
+        diff.summary,
+        diff.files,
+        budget.seconds if budget is not None else None,
+        diff.not_made,
+    )
+    result.write(out / "optimize.json")
+    return result
 
-    note = progress or (lambda _message: None)
 
-    def room(steps: int) -> bool:
+@dataclass(frozen=True)
+class _BestDiff:
+    """The best candidate's profile diff against the baseline: its summary rows and
+    files (relative to the output dir), or why it was not made."""
+
+    summary: tuple[tuple[str, str], ...] = ()
+    files: tuple[str, ...] = ()
+    not_made: str = ""
+
+
+@dataclass
+class _OptimizeRun:
+    """One `run_optimize`: its arguments, the trials so far and the candidates measured."""
+
+    case: ModelCase
+    spec: ModelSpec | None
+    baseline_profile: OpProfile
+    out: Path
+    settings: ABSettings
+    profile_steps: int
+    budget: Budget | None
+    read_profile: ProfileReader
+    note: Callable[[str], None]
+    trials: list[Trial] = field(default_factory=list)
+    # each measured proposal and its candidate, by rule: the best one is profiled again
+    arms: dict[str, tuple[Proposal, ModelCase | None]] = field(default_factory=dict)
+
+    def room(self, steps: int) -> bool:
         """Whether the budget, if any, has room for `steps` steps now."""
-        return budget is None or budget.has_room(steps)
+        return self.budget is None or self.budget.has_room(steps)
 
-    def profiled(
-        proposal: Proposal, candidate: ModelCase | None, directory: Path, steps: int
-    ) -> OpProfile:
-        directory.mkdir(parents=True, exist_ok=True)
-        note(f"{proposal.rule}: profiling the candidate, {steps} steps")
-        return profile_candidate(
-            proposal, candidate, spec, directory, settings, steps, read_profile
-        )
-
-    trials: list[Trial] = []
-    arms = {}
-    pending = list(propose(analysis))
-    if budget is not None:
-        pending.sort(key=promised, reverse=True)  # stable: rule order among equals
-    while pending:
-        proposal = pending.pop(0)
-        head = (proposal.rule, proposal.change, proposal.reason, proposal.evidence)
-        steps = trial_steps(proposal, settings)
-        if not room(steps):
-            note(f"{proposal.rule}: not tried: {BUDGET_SPENT}")
-            trials.append(Trial(*head, not_tried=BUDGET_SPENT))
-            continue
-        rejected = rejected_before(trials, proposal.rule)
-        confidence = holm_confidence(proposal.tests, rejected)
-        started = budget.clock() if budget is not None else 0.0
-        try:
-            measured = measure(proposal, case, spec, settings, note, confidence)
-        except NotApplicable as reason:
-            note(f"{proposal.rule}: not applied: {reason}")
-            trials.append(Trial(*head, not_applicable=str(reason)))
-            continue
-        if budget is not None:
-            budget.took(steps, budget.clock() - started)
-        samples, again = measured.samples, measured.again
-        outcome, other = judge_twice(samples, again, settings.noise, settings.floor, confidence)
-        note(f"{proposal.rule}: {describe(outcome)}{second_text(other)}")
-        for rival in measured.rivals:
-            _note_rival(proposal.rule, rival, note)
-        trials.append(Trial(*head, samples=samples, result=outcome, numerics=measured.numerics,
-                            rivals=measured.rivals, samples_again=again, tests=proposal.tests,
-                            rejected_before=rejected))  # fmt: skip
-        if (instead := advised_rival(trials[-1])) is not None:
-            note(
-                f"{proposal.rule}: not advised; {instead.rule} is, measured faster or alone helping"
-            )
-        arms[proposal.rule] = (proposal, measured.candidate)
-        if proposal.refine is not None and not advised(trials[-1]):
-            refine_steps = max(profile_steps, REFINE_STEPS)
-            # Room for the profile and the narrowed proposal's trial, as long as this one.
-            if room(profile_run_steps(refine_steps, settings) + steps):
-                directory = out / DIFF_DIR / proposal.rule
-                profile = profiled(proposal, measured.candidate, directory, refine_steps)
-                narrower = _refine(proposal, baseline_profile, profile, directory, note)
-            else:
-                note(f"{proposal.rule}: not narrowed: {BUDGET_SPENT}")
-                narrower = Trial(*_narrowed_head(proposal), not_tried=BUDGET_SPENT)
+    def try_all(self, proposals: list[Proposal]) -> None:
+        """A trial of each proposal, in the order of their promise under a budget; a
+        narrower proposal is tried next after the one it narrows."""
+        pending = proposals
+        if self.budget is not None:
+            pending.sort(key=promised, reverse=True)  # stable: rule order among equals
+        while pending:
+            proposal = pending.pop(0)
+            measured = self._try(proposal)
+            if measured is None or proposal.refine is None or advised(self.trials[-1]):
+                continue
+            narrower = self._narrow(proposal, measured.candidate)
             if isinstance(narrower, Proposal):
                 pending.insert(0, narrower)
             else:
-                trials.append(narrower)
+                self.trials.append(narrower)
+
+    def _try(self, proposal: Proposal) -> Measured | None:
+        """Appends the trial of `proposal`; its measurement, None if it was not measured."""
+        head = (proposal.rule, proposal.change, proposal.reason, proposal.evidence)
+        steps = trial_steps(proposal, self.settings)
+        if not self.room(steps):
+            self.note(f"{proposal.rule}: not tried: {BUDGET_SPENT}")
+            self.trials.append(Trial(*head, not_tried=BUDGET_SPENT))
+            return None
+        rejected = rejected_before(self.trials, proposal.rule)
+        confidence = holm_confidence(proposal.tests, rejected)
+        started = self.budget.clock() if self.budget is not None else 0.0
+        try:
+            measured = measure(proposal, self.case, self.spec, self.settings, self.note, confidence)
+        except NotApplicable as reason:
+            self.note(f"{proposal.rule}: not applied: {reason}")
+            self.trials.append(Trial(*head, not_applicable=str(reason)))
+            return None
+        if self.budget is not None:
+            self.budget.took(steps, self.budget.clock() - started)
+        samples, again = measured.samples, measured.again
+        noise, floor = self.settings.noise, self.settings.floor
+        outcome, other = judge_twice(samples, again, noise, floor, confidence)
+        self.note(f"{proposal.rule}: {describe(outcome)}{second_text(other)}")
+        for rival in measured.rivals:
+            _note_rival(proposal.rule, rival, self.note)
+        self.trials.append(Trial(*head, samples=samples, result=outcome, numerics=measured.numerics,
+                                 rivals=measured.rivals, samples_again=again, tests=proposal.tests,
+                                 rejected_before=rejected))  # fmt: skip
+        if (instead := advised_rival(self.trials[-1])) is not None:
+            self.note(
+                f"{proposal.rule}: not advised; {instead.rule} is, measured faster or alone helping"
+            )
+        self.arms[proposal.rule] = (proposal, measured.candidate)
+        return measured
+
+    def _narrow(self, proposal: Proposal, candidate: ModelCase | None) -> Proposal | Trial:
+        """The narrower proposal made from the candidate's profile, or the trial
+        saying why there is none."""
+        refine_steps = max(self.profile_steps, REFINE_STEPS)
+        # Room for the profile and the narrowed proposal's trial, as long as this one.
+        needed = profile_run_steps(refine_steps, self.settings)
+        if not self.room(needed + trial_steps(proposal, self.settings)):
+            self.note(f"{proposal.rule}: not narrowed: {BUDGET_SPENT}")
+            return Trial(*_narrowed_head(proposal), not_tried=BUDGET_SPENT)
+        directory = self.out / DIFF_DIR / proposal.rule
+        profile = self._profiled(proposal, candidate, directory, refine_steps)
+        return _refine(proposal, self.baseline_profile, profile, directory, self.note)
+
+    def diff_best(self, best: Trial) -> _BestDiff:
+        """Profiles the candidate of `best` and diffs it against the baseline, if the
+        budget has room."""
+        from tfpgo.diff import compare
+        from tfpgo.diff.output import summary_rows, write_outputs
+
+        if not self.room(profile_run_steps(self.profile_steps, self.settings)):
+            self.note(f"the best candidate ({best.rule}) is not profiled: {BUDGET_SPENT}")
+            return _BestDiff(not_made=BUDGET_SPENT)
+        directory = self.out / DIFF_DIR
+        self.note(f"the best candidate: {best.rule}")
+        profile = self._profiled(*self.arms[best.rule], directory, self.profile_steps)
+        diff = compare(self.baseline_profile, profile, "baseline", best.rule)
+        written = write_outputs(diff, directory)
+        files = tuple(str(path.relative_to(self.out)) for path in written)
+        return _BestDiff(tuple(summary_rows(diff)), files)
+
+    def _profiled(
+        self, proposal: Proposal, candidate: ModelCase | None, directory: Path, steps: int
+    ) -> OpProfile:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.note(f"{proposal.rule}: profiling the candidate, {steps} steps")
+        return profile_candidate(
+            proposal, candidate, self.spec, directory, self.settings, steps, self.read_profile
+        )
+
+
+def _best(trials: list[Trial]) -> Trial | None:
+    """The measured trial with the lowest ratio, of those no rival beat."""
     ratios = {
         trial.rule: trial.result.ratio
         for trial in trials
         if trial.result is not None and faster_rival(trial) is None
     }
-    best = min(
+    return min(
         (trial for trial in trials if trial.rule in ratios),
         key=lambda trial: ratios[trial.rule],
         default=None,
     )
-    summary: tuple[tuple[str, str], ...] = ()
-    files: tuple[str, ...] = ()
-    not_made = ""
-    if best is not None and profile_steps > 0:
-        if not room(profile_run_steps(profile_steps, settings)):
-            not_made = BUDGET_SPENT
-            note(f"the best candidate ({best.rule}) is not profiled: {BUDGET_SPENT}")
-        else:
-            directory = out / DIFF_DIR
-            note(f"the best candidate: {best.rule}")
-            profile = profiled(*arms[best.rule], directory, profile_steps)
-            diff = compare(baseline_profile, profile, "baseline", best.rule)
-            written = write_outputs(diff, directory)
-            summary = tuple(summary_rows(diff))
-            files = tuple(str(path.relative_to(out)) for path in written)
-    result = OptimizeResult(
-        case.name,
-        settings,
-        tuple(trials),
-        best.rule if best else None,
-        summary,
-        files,
-        budget.seconds if budget is not None else None,
-        not_made,
-    )
-    result.write(out / "optimize.json")
-    return result
 
 
 def _note_rival(rule: str, rival: RivalTrial, note: Callable[[str], None]) -> None:

@@ -41,6 +41,30 @@ READY = "ready"
 
 
 def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    from tfpgo.models import check_model_spec, parse_mode
+
+    check_model_spec(args.model)  # a bad spec fails before TensorFlow loads
+    parse_mode(args.mode)
+    grappler = grappler_options(args.grappler)
+    if args.precision and not _built_from_code(args.model):
+        raise UserError(
+            f"{args.model}: a Keras dtype policy applies to models built from code (a "
+            "built-in model or a .py hook), not to a saved model with its own dtypes"
+        )
+    regions = _xla_regions(args)
+    _set_load_environment(args, regions)
+    case = _load(args, grappler, regions)
+    if args.profile_dir:
+        from tfpgo.models.profiling import profile
+
+        profile(case, Path(args.profile_dir), args.steps, args.warmup)
+        return 0
+    _serve(case, args.warmup)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tfpgo.proposer.worker")
     parser.add_argument("--model", required=True)
     parser.add_argument("--mode", required=True)
@@ -71,21 +95,14 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--profile-dir", help="profile --steps steps into this logdir and exit")
     parser.add_argument("--steps", type=int, default=5)
-    args = parser.parse_args(argv)
-    from tfpgo.models import check_model_spec, parse_mode
+    return parser
 
-    check_model_spec(args.model)  # a bad spec fails before TensorFlow loads
-    parse_mode(args.mode)
-    grappler = grappler_options(args.grappler)
-    if args.precision and not _built_from_code(args.model):
-        raise UserError(
-            f"{args.model}: a Keras dtype policy applies to models built from code (a "
-            "built-in model or a .py hook), not to a saved model with its own dtypes"
-        )
-    regions = _xla_regions(args)
-    if args.onednn is not None:  # read when TensorFlow loads
+
+def _set_load_environment(args: argparse.Namespace, regions: XlaRegions | None) -> None:
+    """oneDNN and XLA auto-clustering as asked: TensorFlow reads them when it loads."""
+    if args.onednn is not None:
         os.environ["TF_ENABLE_ONEDNN_OPTS"] = args.onednn
-    if args.auto_jit:  # read when TensorFlow loads
+    if args.auto_jit:
         from tfpgo.proposer.auto_clustering import XLA_FLAGS
 
         flags = [os.environ.get("TF_XLA_FLAGS", ""), *XLA_FLAGS]
@@ -93,6 +110,13 @@ def main(argv: list[str]) -> int:
     if regions is not None:  # _XlaScope is honoured only with auto-jit off
         flags = [os.environ.get("TF_XLA_FLAGS", ""), "--tf_xla_auto_jit=0"]
         os.environ["TF_XLA_FLAGS"] = " ".join(flag for flag in flags if flag)
+
+
+def _load(
+    args: argparse.Namespace, grappler: dict[str, bool], regions: XlaRegions | None
+) -> ModelCase:
+    """The model's step with the thread pools, dtype policy, Grappler options and
+    XLA compilation asked for."""
     import tensorflow as tf
 
     # Before any op runs: afterwards TensorFlow refuses (RuntimeError).
@@ -102,8 +126,6 @@ def main(argv: list[str]) -> int:
         tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
     from tfpgo.models import load_model
     from tfpgo.models.user import SignatureChoice
-    from tfpgo.proposer.blocks import step_timer
-    from tfpgo.proposer.numerics import random_op_types, repeated_first_step
 
     if args.precision:
         import keras
@@ -113,23 +135,24 @@ def main(argv: list[str]) -> int:
     case = load_model(args.model, args.mode, args.batch_size, choice)
     if grappler:  # after the model's own code, before a function's graph is optimized
         tf.config.optimizer.set_experimental_options(grappler)
-    case = _compiled(case, args.jit_compile, regions)
-    if args.profile_dir:
-        from tfpgo.models.profiling import profile
+    return _compiled(case, args.jit_compile, regions)
 
-        profile(case, Path(args.profile_dir), args.steps, args.warmup)
-        return 0
+
+def _serve(case: ModelCase, warmup: int) -> None:
+    """Prints the first step's outputs and READY, then times the steps stdin asks for."""
+    from tfpgo.proposer.blocks import step_timer
+    from tfpgo.proposer.numerics import random_op_types, repeated_first_step
+
     # The first step's outputs, twice from the freshly loaded (seeded) state: the
     # parent compares them with the other worker's (the numerics check).
     first, again, restored = repeated_first_step(case)
     random_ops = sorted(random_op_types(case))
     document = {"first": first, "again": again, "restored": restored, "random_ops": random_ops}
     print(json.dumps(document), flush=True)
-    run = step_timer(case.step, args.warmup)
+    run = step_timer(case.step, warmup)
     print(READY, flush=True)
     for line in sys.stdin:
         print(json.dumps(list(run(int(line)))), flush=True)
-    return 0
 
 
 def _xla_regions(args: argparse.Namespace) -> XlaRegions | None:

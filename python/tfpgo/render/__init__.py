@@ -77,7 +77,7 @@ class RenderOptions:
 
     metric: Metric = Metric.SELF
     hot_k: int | None = None
-    min_share: float | None = None
+    hot_share: float | None = None
     depth: int | None = None  # collapse name scopes deeper than this
     top: int | None = None  # keep only the N hottest nodes
     engine: str = "auto"
@@ -85,7 +85,7 @@ class RenderOptions:
 
 def prepare(graph: RenderGraph, options: RenderOptions) -> RenderGraph:
     """Applies hot marking, then scope collapse, then the top-N cut."""
-    graph = mark_hot(graph, options.metric, options.hot_k, options.min_share)
+    graph = mark_hot(graph, options.metric, options.hot_k, options.hot_share)
     if options.depth is not None:
         graph = collapse_scopes(graph, options.depth)
     if options.top is not None:

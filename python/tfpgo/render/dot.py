@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from tfpgo.render.colormap import ColorScale, colormap_hex
 from tfpgo.render.fold import Fold, plan_fold
 from tfpgo.render.metrics import Metric, format_ps, format_value, metric_value
-from tfpgo.render.model import EdgeKind, GraphKind, RenderGraph, RenderNode
+from tfpgo.render.model import GraphKind, RenderEdgeKind, RenderGraph, RenderNode
 from tfpgo.render.style import (
     CRITICAL_COLOR,
     FUSED_FILL,
@@ -34,14 +34,14 @@ LEGEND_STEPS = 7
 COMPACT_NODES = 2500
 COMPACT_LABELS = 100
 _EDGE_STYLE = {
-    EdgeKind.TIME: 'color="#9a9a9a"',
-    EdgeKind.FLOW: 'color="#1f4e9a"',
-    EdgeKind.DATA: 'color="#606060"',
-    EdgeKind.CALL: 'color="#1f4e9a", style=dashed',
-    EdgeKind.CONTROL: 'color="#9a9a9a", style=dotted',
+    RenderEdgeKind.TIME: 'color="#9a9a9a"',
+    RenderEdgeKind.FLOW: 'color="#1f4e9a"',
+    RenderEdgeKind.DATA: 'color="#606060"',
+    RenderEdgeKind.CALL: 'color="#1f4e9a", style=dashed',
+    RenderEdgeKind.CONTROL: 'color="#9a9a9a", style=dotted',
     # No label: `dot` lays a labeled edge out as an extra node and rank, which
     # nearly doubled the layout time of a 190-node `--nodes` view; the legend keys it.
-    EdgeKind.ELIDED: 'color="#9a9a9a", style=dashed',
+    RenderEdgeKind.ELIDED: 'color="#9a9a9a", style=dashed',
 }
 ELIDED_KEY = "- - → through ops not drawn"
 _METRIC_TITLE = {
@@ -209,7 +209,7 @@ def legend_html(graph: RenderGraph, metric: Metric, scale: ColorScale) -> str:
     )
     if any(node.xla_fusion for node in graph.nodes):
         keys += f'<TD BGCOLOR="{XLA_FILL}" BORDER="1" COLOR="{XLA_COLOR}">XLA fusion</TD>'
-    if any(edge.kind is EdgeKind.ELIDED for edge in graph.edges):
+    if any(edge.kind is RenderEdgeKind.ELIDED for edge in graph.edges):
         keys += f'<TD><FONT COLOR="#7a7a7a">{html(ELIDED_KEY)}</FONT></TD>'
     return (
         '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="3">'

@@ -25,11 +25,11 @@ from tfpgo.attribution.op_profile import nested_self_times
 from tfpgo.documents import document_header, read_json
 from tfpgo.errors import UserError
 from tfpgo.render.model import (
-    EdgeKind,
     GraphKind,
     NodeState,
     NodeTiming,
     RenderEdge,
+    RenderEdgeKind,
     RenderGraph,
     RenderNode,
 )
@@ -76,11 +76,11 @@ def graph_from_document(path: Path, document: Any) -> RenderGraph:
     )
 
 
-def _edge_kind(path: Path, where: str, raw: Any, default: EdgeKind) -> EdgeKind:
+def _edge_kind(path: Path, where: str, raw: Any, default: RenderEdgeKind) -> RenderEdgeKind:
     if raw is None:
         return default
     try:
-        return EdgeKind(raw)
+        return RenderEdgeKind(raw)
     except ValueError:
         raise UserError(f"{path}: {where}: unknown edge kind {raw!r}") from None
 
@@ -90,7 +90,7 @@ def _edges(
     document: dict,
     nodes: list[RenderNode],
     ends: tuple[str, str],
-    default: EdgeKind,
+    default: RenderEdgeKind,
 ) -> list[RenderEdge]:
     """The document's edges (`ends`: the keys of their source and target ids),
     once its node ids are known unique and every edge joins two of them."""
@@ -175,7 +175,7 @@ def _load_event_dag(path: Path, document: dict) -> RenderGraph:
                 details=details,
             )
         )
-    edges = _edges(path, document, nodes, ("edgeFrom", "edgeTo"), EdgeKind.TIME)
+    edges = _edges(path, document, nodes, ("edgeFrom", "edgeTo"), RenderEdgeKind.TIME)
     groups = tuple(dict.fromkeys(node.group for node in nodes if node.group))
     return RenderGraph(
         kind=GraphKind.EVENT_DAG,
@@ -270,7 +270,7 @@ def _load_op_graph(path: Path, document: dict) -> RenderGraph:
                 + ((("XLA module", xla_module),) if xla_module else ()),
             )
         )
-    edges = _edges(path, document, nodes, ("from", "to"), EdgeKind.DATA)
+    edges = _edges(path, document, nodes, ("from", "to"), RenderEdgeKind.DATA)
     ids = {node.id for node in nodes}
     for node in nodes:
         if node.parent is not None and node.parent not in ids:

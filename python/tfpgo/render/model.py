@@ -26,8 +26,9 @@ class NodeState(enum.Enum):
     NEVER_EXECUTED = "never_executed"
 
 
-class EdgeKind(enum.Enum):
-    """Edge kinds of both documents plus the ones the reducers create."""
+class RenderEdgeKind(enum.Enum):
+    """The kinds of a drawn graph's edges: those of both documents (the event DAG's
+    are `tfpgo.trace.dag.EdgeKind`'s labels) plus the ones the reducers create."""
 
     TIME = "time"
     FLOW = "flow"
@@ -85,7 +86,7 @@ class RenderEdge:
 
     source: int
     target: int
-    kind: EdgeKind
+    kind: RenderEdgeKind
     count: int = 1
 
 

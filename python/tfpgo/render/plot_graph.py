@@ -111,10 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"mark the K hottest ops red (default: the document's hot marks, else {HOT_OPS})",
     )
     parser.add_argument(
-        "--min-share",
+        "--hot-share",
         type=fraction,
         metavar="F",
-        help="also mark ops with at least this share of self time",
+        help="also mark red every op with at least this share of self time (besides "
+        "--hot-k's; pgo's --min-share is a filter, this adds)",
     )
     parser.add_argument(
         "--depth",
@@ -166,7 +167,7 @@ def main(argv: list[str]) -> int:
     options = RenderOptions(
         metric=Metric(args.metric),
         hot_k=args.hot_k,
-        min_share=args.min_share,
+        hot_share=args.hot_share,
         depth=args.depth,
         top=args.nodes,
         engine=args.engine,

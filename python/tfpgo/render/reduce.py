@@ -12,7 +12,14 @@ from collections import defaultdict, deque
 
 from tfpgo import HOT_OPS
 from tfpgo.render.metrics import Metric, metric_value
-from tfpgo.render.model import EdgeKind, NodeState, NodeTiming, RenderEdge, RenderGraph, RenderNode
+from tfpgo.render.model import (
+    NodeState,
+    NodeTiming,
+    RenderEdge,
+    RenderEdgeKind,
+    RenderGraph,
+    RenderNode,
+)
 
 # A `--nodes` view links two kept nodes when a path of at most this many dropped
 # nodes joins them; longer detours would draw edges nobody can trace anyway.
@@ -26,15 +33,17 @@ JUNCTION_DETAIL = ("drawn as", "junction of paths between the hottest ops")
 
 
 def mark_hot(
-    graph: RenderGraph, metric: Metric, hot_k: int | None, min_share: float | None
+    graph: RenderGraph, metric: Metric, hot_k: int | None, hot_share: float | None
 ) -> RenderGraph:
-    """Marks the `hot_k` hottest nodes and those with share ≥ `min_share`.
+    """Marks the `hot_k` hottest nodes and, besides them, those with share ≥
+    `hot_share` (either rule marks: unlike the hotspot pass's `top-k` and
+    `min-share`, which must both hold).
 
     With neither given, a document that already carries `hot` flags (the op
     graph after tf-profile-mark-hotspots) keeps them, so the picture agrees with
     the MLIR; otherwise the `HOT_OPS` hottest nodes are marked.
     """
-    if hot_k is None and min_share is None:
+    if hot_k is None and hot_share is None:
         if any(node.hot for node in graph.nodes):
             return graph
         hot_k = HOT_OPS
@@ -46,7 +55,7 @@ def mark_hot(
     for rank, node in enumerate(ranked, start=1):
         timing = node.timing
         by_rank = hot_k is not None and rank <= hot_k
-        by_share = min_share is not None and timing is not None and timing.share >= min_share
+        by_share = hot_share is not None and timing is not None and timing.share >= hot_share
         if (by_rank or by_share) and (metric_value(node, metric) or 0.0) > 0:
             ranks[node.id] = rank
     nodes = tuple(
@@ -58,7 +67,7 @@ def mark_hot(
 
 def _merge_edges(edges: list[RenderEdge], rename: dict[int, int]) -> tuple[RenderEdge, ...]:
     """Re-targets edges onto representatives, dropping self-loops and merging duplicates."""
-    merged: dict[tuple[int, int, EdgeKind], int] = {}
+    merged: dict[tuple[int, int, RenderEdgeKind], int] = {}
     for edge in edges:
         source, target = rename.get(edge.source, edge.source), rename.get(edge.target, edge.target)
         if source == target:
@@ -191,7 +200,7 @@ def top_subgraph(graph: RenderGraph, count: int, metric: Metric) -> RenderGraph:
     for start in keep:
         for end in _kept_beyond(start, keep, successors):
             if (start, end) not in direct:
-                edges.append(RenderEdge(start, end, EdgeKind.ELIDED))
+                edges.append(RenderEdge(start, end, RenderEdgeKind.ELIDED))
     keep, edges = _drop_dead_end_junctions(keep, junctions, edges)
     edges = _drop_implied_elided(keep, edges)
     nodes = tuple(
@@ -259,7 +268,7 @@ def _drop_implied_elided(node_ids: set[int], edges: list[RenderEdge]) -> list[Re
     return [
         edge
         for edge in edges
-        if edge.kind is not EdgeKind.ELIDED
+        if edge.kind is not RenderEdgeKind.ELIDED
         or not indirect[index[edge.source]] >> index[edge.target] & 1
     ]
 

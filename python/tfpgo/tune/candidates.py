@@ -93,7 +93,7 @@ class Variant:
 
 
 @dataclass(frozen=True)
-class Proposal:
+class ProposedVariant:
     """A variant to measure, what it changes, and where: one decision per
     dispatch it targets (the loop fills in `candidate`, `kept` and, once the kept
     program is profiled, a missing `after_ps`)."""
@@ -121,7 +121,7 @@ class TileRecords(Protocol):
 
 
 @dataclass(frozen=True)
-class Evidence:
+class CandidateContext:
     """What a candidate decides from: the current program's dispatch profile (and
     its file), what it runs on, when the tuning budget ends (a time.monotonic()
     value), how long a compile of the whole program may take before it is
@@ -141,24 +141,29 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A kind of change. `propose` gets the current program, the evidence and a
-    scratch directory, and returns a proposal or the reason there is nothing to
-    try; files it writes there named in `EVIDENCE` are kept in the output. One
-    that `repeats` is tried again, after the others, on the program its kept
-    proposal made, for as long as it is kept and the budget lasts."""
+    """A kind of change. `propose` gets the current program, what it decides
+    from (`CandidateContext`) and a scratch directory, and returns a proposal or
+    the reason there is nothing to try; files it writes there named in
+    `EVIDENCE` are kept in the output. One that `repeats` is tried again, after
+    the others, on the program its kept proposal made, for as long as it is kept
+    and the budget lasts."""
 
     name: str
-    propose: Callable[[Variant, Evidence, Path], Proposal | str]
+    propose: Callable[[Variant, CandidateContext, Path], ProposedVariant | str]
     repeats: bool = False
 
 
-def _conv_to_dot(kernels: str) -> Callable[[Variant, Evidence, Path], Proposal | str]:
+def _conv_to_dot(
+    kernels: str,
+) -> Callable[[Variant, CandidateContext, Path], ProposedVariant | str]:
     """The hot, slow convolutions of one kind (the pass's `kernels`: 1x1, tiles
     or kxk) as dot_generals, decided by the pass; the kxk forms also timed
     alone both ways."""
     kind = KINDS[kernels]
 
-    def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
+    def propose(
+        current: Variant, context: CandidateContext, scratch: Path
+    ) -> ProposedVariant | str:
         rewritten = scratch / "conv_to_dot.stablehlo.mlir"
         report = scratch / REWRITES[kernels]
 
@@ -169,7 +174,7 @@ def _conv_to_dot(kernels: str) -> Callable[[Variant, Evidence, Path], Proposal |
                 rewritten,
                 [
                     "--mlir-print-op-generic",
-                    f"--{CONV_TO_DOT}=target-profile={evidence.profile_path} "
+                    f"--{CONV_TO_DOT}=target-profile={context.profile_path} "
                     f"kernels={kernels} min-slowdown={MIN_SLOWDOWN[kernels]} "
                     f"report-output={report} {' '.join(options)}",
                 ],
@@ -188,7 +193,7 @@ def _conv_to_dot(kernels: str) -> Callable[[Variant, Evidence, Path], Proposal |
         if kernels != "kxk":  # one matrix product each: the profile decides
             return _rewrite_proposal(current, rewritten, rewrites, kind, {})
         timings = rewrite_screen.screen(
-            rewrites, scratch / "forms", evidence.deadline, evidence.compile_timeout_s
+            rewrites, scratch / "forms", context.deadline, context.compile_timeout_s
         )
         (scratch / FORMS).write_text(json.dumps([t.to_json() for t in timings], indent=1) + "\n")
         winners = [source for timing in timings if timing.wins for source in timing.sources]
@@ -216,7 +221,7 @@ def _rewrite_proposal(
     rewrites: list[dict],
     kind: str,
     alone: dict[str, FormTiming],
-) -> Proposal:
+) -> ProposedVariant:
     """The rewritten program, with one decision per set of rewritten
     convolutions that ran in the same dispatches (IREE's one executable for
     identical sites: its time counted once, the tf ops all of theirs) and,
@@ -238,7 +243,7 @@ def _rewrite_proposal(
         )
         for dispatches, group in shared.items()
     )
-    return Proposal(
+    return ProposedVariant(
         f"{len(rewrites)} hot {kind} convolutions as dot_generals: {sources}",
         # Dispatch names are the old program's: tiles (matched by loop ranges)
         # carry over, what was searched does not.
@@ -253,54 +258,32 @@ def _alone(timing: FormTiming | None) -> str:
     return f", alone {timing.convolution_ps / 1e9:.2f} -> {timing.rewritten_ps / 1e9:.2f} ms"
 
 
-def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
+def _dispatch_tiles(
+    current: Variant, context: CandidateContext, scratch: Path
+) -> ProposedVariant | str:
     """Tile sizes of the dispatches with most headroom, searched by measuring each
     on its own benchmark (dispatch_tiles). A later round leaves out the
     dispatches an earlier one searched and those its tiles already match (a
     spec matches by loop ranges), and keeps its tiles in the new spec."""
-    tuned = {config.loops for config in current.tiles}
-    skip = current.searched | {
-        d.name for d in evidence.profile.dispatches if loop_ranges(d.name) in tuned
-    }
-    later = bool(current.tiles)
-    wanted = dispatch_tiles.targets(evidence.profile, skip, later, evidence.limit)
-    if not wanted:
-        share = dispatch_tiles.LATER_MIN_SHARE if later else dispatch_tiles.MIN_SHARE
-        return (
-            f"no dispatch with {share:.0%} of the dispatch time"
-            f"{' and not searched before' if skip else ''} runs above its bound (its ops' "
-            "TensorFlow time, or the program's best contraction rate"
-            f"{', or within 15% of this machine' + chr(39) + 's limit' if evidence.limit else ''})"
-        )
-    workload = evidence.workload
-
-    def time_in_place(vmfb: Path) -> dict[str, float]:
-        timings = iree_run.profile_dispatches(
-            vmfb, workload.entry, workload.inputs, dispatch_tiles.IN_PLACE_RUNS, scratch, 1
-        )
-        return {name: t.total_ps / t.count for name, t in timings.items() if t.count}
-
-    def time_generation(default: Path, variants: Sequence[Path]) -> list[tuple[float, float]]:
-        arm = program_ab.benchmark_arm
-        what = "dispatch-tiles (a generation)"
-        return program_ab.generation(arm(default), [arm(v) for v in variants], default.parent, what)
-
+    wanted = _tile_targets(current, context)
+    if isinstance(wanted, str):
+        return wanted
     flags = tile_configs.without_spec(current.flags)
     found = dispatch_tiles.search(
         current.stablehlo,
         flags,
         wanted,
-        time_generation,
-        time_in_place,
+        _time_generation,
+        _in_place_timer(context.workload, scratch),
         scratch,
-        evidence.deadline,
-        evidence.compile_timeout_s,
+        context.deadline,
+        context.compile_timeout_s,
         current.tiles,
-        recorded=evidence.tile_records.prior if evidence.tile_records else None,
+        recorded=context.tile_records.prior if context.tile_records else None,
     )
     dispatch_tiles.write_search(found, scratch, current.tiles)
-    if evidence.tile_records is not None:
-        evidence.tile_records.record_search(
+    if context.tile_records is not None:
+        context.tile_records.record_search(
             found, scratch / "configurations", flags, current.stablehlo
         )
     if not found.dispatches:
@@ -317,12 +300,64 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
             f"{len(found.dispatches)} dispatches with most headroom{whence} "
             f"({dispatch_tiles.SEARCH} has the times and whence)"
         )
+    return _tiles_proposal(current, flags, found, context.profile, scratch)
+
+
+def _tile_targets(
+    current: Variant, context: CandidateContext
+) -> list[dispatch_tiles.HotDispatch] | str:
+    """The dispatches to search (`dispatch_tiles.targets`), or why there is none."""
+    tuned = {config.loops for config in current.tiles}
+    skip = current.searched | {
+        d.name for d in context.profile.dispatches if loop_ranges(d.name) in tuned
+    }
+    later = bool(current.tiles)
+    wanted = dispatch_tiles.targets(context.profile, skip, later, context.limit)
+    if wanted:
+        return wanted
+    share = dispatch_tiles.LATER_MIN_SHARE if later else dispatch_tiles.MIN_SHARE
+    return (
+        f"no dispatch with {share:.0%} of the dispatch time"
+        f"{' and not searched before' if skip else ''} runs above its bound (its ops' "
+        "TensorFlow time, or the program's best contraction rate"
+        f"{', or within 15% of this machine' + chr(39) + 's limit' if context.limit else ''})"
+    )
+
+
+def _in_place_timer(workload: Workload, scratch: Path) -> Callable[[Path], dict[str, float]]:
+    """Times a compiled program's dispatches in place: ps an invocation, by dispatch."""
+
+    def time_in_place(vmfb: Path) -> dict[str, float]:
+        timings = iree_run.profile_dispatches(
+            vmfb, workload.entry, workload.inputs, dispatch_tiles.IN_PLACE_RUNS, scratch, 1
+        )
+        return {name: t.total_ps / t.count for name, t in timings.items() if t.count}
+
+    return time_in_place
+
+
+def _time_generation(default: Path, variants: Sequence[Path]) -> list[tuple[float, float]]:
+    """Times a generation of a climb's benchmark variants beside IREE's choice."""
+    arm = program_ab.benchmark_arm
+    what = "dispatch-tiles (a generation)"
+    return program_ab.generation(arm(default), [arm(v) for v in variants], default.parent, what)
+
+
+def _tiles_proposal(
+    current: Variant,
+    flags: tuple[str, ...],
+    found: dispatch_tiles.Search,
+    profile: IreeProfile,
+    scratch: Path,
+) -> ProposedVariant:
+    """The current program with the spec of every winner in `found` (the search
+    wrote it in `scratch`), one decision per dispatch it tunes."""
     changes = "; ".join(
         f"{name.rsplit('_dispatch_', 1)[-1]}: {best.config.text()}"
         for name, best in found.chosen.items()
     )
     spec = f"{tile_configs.SPEC_FLAG}{scratch / tile_configs.SPEC}"
-    dispatches = {d.name: d for d in evidence.profile.dispatches}
+    dispatches = {d.name: d for d in profile.dispatches}
     decisions = []
     for name, best in found.chosen.items():
         count = dispatches[name].count
@@ -338,7 +373,7 @@ def _dispatch_tiles(current: Variant, evidence: Evidence, scratch: Path) -> Prop
             )
         )
     searched = frozenset(name for name, tried in found.tried.items() if tried) | set(found.reused)
-    return Proposal(
+    return ProposedVariant(
         f"tuning spec for {len(found.chosen)} dispatches ({changes})",
         replace(
             current,
@@ -356,7 +391,9 @@ def _whence(found: dispatch_tiles.Search, name: str) -> str:
     return found.reused.get(name) or found.seeded.get(name) or "searched"
 
 
-def _synchronous(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
+def _synchronous(
+    current: Variant, context: CandidateContext, scratch: Path
+) -> ProposedVariant | str:
     """IREE's local-sync driver unless the program's dispatches fill its call
     (SYNC_SHARE). The rest of a call is the host's, mostly local-task's workers
     woken and waited for at every dispatch and barrier (a loop's trips pay it
@@ -369,10 +406,10 @@ def _synchronous(current: Variant, evidence: Evidence, scratch: Path) -> Proposa
     of dispatches in calls measured at 1.7-2.9 ms, 1.05 ms on local-sync)."""
     if current.driver == iree_run.SYNC:
         return "the current program runs on local-sync already"
-    if evidence.call_s is None:
+    if context.call_s is None:
         return "the program's call was not timed, so its host share is not known"
-    call_s = evidence.call_s()
-    dispatch_s = evidence.profile.run_dispatch_s
+    call_s = context.call_s()
+    dispatch_s = context.profile.run_dispatch_s
     share = dispatch_s / call_s
     # Dispatches a submission runs side by side on the workers each count: a
     # program that keeps both cores busy adds up to more than its call.
@@ -383,18 +420,20 @@ def _synchronous(current: Variant, evidence: Evidence, scratch: Path) -> Proposa
     if share >= SYNC_SHARE:
         return f"{filled}: on one core they would take the whole call at least"
     change = f"run on IREE's {iree_run.SYNC} driver ({filled}: the rest is the host's)"
-    return Proposal(change, replace(current, driver=iree_run.SYNC))
+    return ProposedVariant(change, replace(current, driver=iree_run.SYNC))
 
 
 def _compiler_flags(
     *flags: str, drops_spec: bool = False
-) -> Callable[[Variant, Evidence, Path], Proposal | str]:
+) -> Callable[[Variant, CandidateContext, Path], ProposedVariant | str]:
     """A whole-program compiler option over the current program. `drops_spec`: the
     option changes what the root ops are (data tiling makes matmuls mmt4d), so a
     tuning spec tuned for the old ones is left out rather than misapplied (IREE
     fails to build its pipeline with both)."""
 
-    def propose(current: Variant, evidence: Evidence, scratch: Path) -> Proposal | str:
+    def propose(
+        current: Variant, context: CandidateContext, scratch: Path
+    ) -> ProposedVariant | str:
         if all(flag in current.flags for flag in flags):
             return "the current program is compiled with it already"
         kept = tile_configs.without_spec(current.flags) if drops_spec else current.flags
@@ -402,10 +441,10 @@ def _compiler_flags(
         change = f"iree-compile {' '.join(flags)}"
         if len(kept) < len(current.flags):
             change += " (without the tuning spec, whose tiles are for other root ops)"
-            return Proposal(
+            return ProposedVariant(
                 change, replace(current, flags=(*kept, *added), tiles=(), searched=frozenset())
             )
-        return Proposal(change, replace(current, flags=(*kept, *added)))
+        return ProposedVariant(change, replace(current, flags=(*kept, *added)))
 
     return propose
 

@@ -219,6 +219,41 @@ def search(
     after one cut short, a climb resumed from its best; from the same op at
     other sizes, a climb seeded (`seeded` says whence for both)."""
     scratch.mkdir(parents=True, exist_ok=True)
+    compiled = _compile_default(stablehlo, flags, base, scratch, compile_timeout_s)
+    roots, benchmarks = compiled.roots, compiled.benchmarks
+    chosen_targets = [t for t in wanted if t.name in roots and t.name in benchmarks]
+    found = Search({t.name: roots[t.name] for t in chosen_targets}, {}, {}, {})
+    to_climb, priors = _recall(found, chosen_targets, recorded, compiled.configurations, flags)
+    base = (*base, *(found.chosen[name].config for name in found.reused if name in found.chosen))
+    _climb_each(found, to_climb, priors, compiled, flags, time_generation, scratch, deadline)
+    _confirm_in_place(
+        stablehlo, flags, base, found, time_in_place, scratch, deadline, compile_timeout_s
+    )
+    return found
+
+
+@dataclass(frozen=True)
+class _DefaultCompile:
+    """What the program compiled with IREE's own tiles (and `base`) dumped: its
+    dispatches' root configs and benchmarks."""
+
+    configurations: Path  # the dumped configurations: what records are matched on
+    roots: dict[str, RootConfig]
+    benchmarks: dict[str, Path]  # without IREE's configuration
+    # A benchmark's compile may hang on tiles IREE mishandles: bounded by a few
+    # times the whole program's.
+    benchmark_timeout_s: float
+
+
+def _compile_default(
+    stablehlo: Path,
+    flags: tuple[str, ...],
+    base: Sequence[RootConfig],
+    scratch: Path,
+    compile_timeout_s: float,
+) -> _DefaultCompile:
+    """Compiles the program with `base`'s tiles (default.vmfb), dumping IREE's
+    configurations and the dispatch benchmarks."""
     configurations, benchmarks = scratch / "configurations", scratch / "benchmarks"
     started = time.monotonic()
     if base:
@@ -236,27 +271,54 @@ def search(
         ),
         compile_timeout_s,
     )
-    # A benchmark's compile may hang on tiles IREE mishandles: bounded by a few
-    # times the whole program's.
     timeout_s = max(COMPILE_TIMEOUT_MIN_S, COMPILE_TIMEOUT_FACTOR * (time.monotonic() - started))
-    known = root_configs(configurations)
-    sources = dispatch_benchmark.unconfigured_benchmarks(benchmarks, scratch / "unconfigured")
-    chosen_targets = [t for t in wanted if t.name in known and t.name in sources]
-    found = Search({t.name: known[t.name] for t in chosen_targets}, {}, {}, {})
+    return _DefaultCompile(
+        configurations,
+        root_configs(configurations),
+        dispatch_benchmark.unconfigured_benchmarks(benchmarks, scratch / "unconfigured"),
+        timeout_s,
+    )
+
+
+def _recall(
+    found: Search,
+    targets: list[HotDispatch],
+    recorded: Recorded | None,
+    configurations: Path,
+    flags: tuple[str, ...],
+) -> tuple[list[HotDispatch], dict[str, Prior]]:
+    """What the records know of each target (`search`'s docstring): the outcome of
+    a search that ended goes into `found` as it is; the targets left to climb, and
+    the records each of their climbs starts from."""
+    to_climb = list(targets)
     priors: dict[str, Prior] = {}
-    for target in list(chosen_targets):
+    for target in targets:
         prior = recorded(target.name, configurations, flags) if recorded else None
         if prior is not None and prior.final:
             found.reused[target.name] = prior.whence
             if prior.winner is not None:
                 found.chosen[target.name] = prior.winner
-            chosen_targets.remove(target)
+            to_climb.remove(target)
         elif prior is not None:
             priors[target.name], found.seeded[target.name] = prior, prior.whence
-    base = (*base, *(found.chosen[name].config for name in found.reused if name in found.chosen))
+    return to_climb, priors
+
+
+def _climb_each(
+    found: Search,
+    targets: list[HotDispatch],
+    priors: dict[str, Prior],
+    compiled: _DefaultCompile,
+    flags: tuple[str, ...],
+    time_generation: TimeGeneration,
+    scratch: Path,
+    deadline: float,
+) -> None:
+    """A climb on each target's benchmark, in its share of CLIMB_SHARE of the time
+    left; sets `found.tried`, `found.cut` and, for a winner, `found.chosen`."""
     climbs_end = time.monotonic() + max(deadline - time.monotonic(), 0.0) * CLIMB_SHARE
-    for index, target in enumerate(chosen_targets):
-        headroom_left = sum(t.headroom_ps for t in chosen_targets[index:])
+    for index, target in enumerate(targets):
+        headroom_left = sum(t.headroom_ps for t in targets[index:])
         share = target.headroom_ps / headroom_left if headroom_left else 1.0
         until = time.monotonic() + max(climbs_end - time.monotonic(), 0.0) * share
         if time.monotonic() >= until:
@@ -264,20 +326,16 @@ def search(
             found.cut.append(target.name)
             continue
         climb = Climb(
-            target.name, known[target.name], flags, time_generation, timeout_s,
-            priors.get(target.name),
+            target.name, compiled.roots[target.name], flags, time_generation,
+            compiled.benchmark_timeout_s, priors.get(target.name),
         )  # fmt: skip
-        climb.run(sources[target.name], scratch / f"dispatch_{index}", until)
+        climb.run(compiled.benchmarks[target.name], scratch / f"dispatch_{index}", until)
         found.tried[target.name] = climb.tried
         found.failed.update({f"{target.name} {k}": v for k, v in climb.failed.items()})
         if not climb.ended:
             found.cut.append(target.name)
         if climb.best is not None and climb.best.ratio < 1 - SCREEN_MARGIN:
             found.chosen[target.name] = climb.best
-    _confirm_in_place(
-        stablehlo, flags, base, found, time_in_place, scratch, deadline, compile_timeout_s
-    )
-    return found
 
 
 def _confirm_in_place(

@@ -17,7 +17,7 @@ TUNE_DOCUMENT = "tune.json"
 
 
 @dataclass(frozen=True)
-class Trial:
+class CandidateTrial:
     """One candidate: what it changes, and what became of it."""
 
     name: str
@@ -38,7 +38,7 @@ class Trial:
         }
 
     @classmethod
-    def from_json(cls, document: dict[str, Any]) -> Trial:
+    def from_json(cls, document: dict[str, Any]) -> CandidateTrial:
         result = document["ab"]
         return cls(
             document["name"],
@@ -48,6 +48,11 @@ class Trial:
             ABResult.from_json(result) if result is not None else None,
             document["max_abs"],
         )
+
+
+# The old name, for tune/db_records.py alone (under other hands at this rename);
+# it goes when db_records imports CandidateTrial.
+Trial = CandidateTrial
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,7 @@ class HeldBack:
 class TuneDocument:
     budget_s: float
     runs: int  # the profiled runs Decision and OpChange times cover
-    trials: tuple[Trial, ...]
+    trials: tuple[CandidateTrial, ...]
     decisions: tuple[Decision, ...]
     flags: tuple[str, ...]  # iree-compile flags of the kept program
     tuned: Tuned | None  # None: nothing won, or the whole was not confirmed
@@ -202,7 +207,7 @@ class TuneDocument:
         return cls(
             float(document["budget_s"]),
             int(document["runs"]),
-            tuple(Trial.from_json(trial) for trial in document["trials"]),
+            tuple(CandidateTrial.from_json(trial) for trial in document["trials"]),
             tuple(Decision.from_json(decision) for decision in document["decisions"]),
             tuple(document["flags"]),
             None

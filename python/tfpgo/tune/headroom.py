@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.tune.dispatch_tiles import MIN_SHARE, SEARCH
-from tfpgo.tune.document import Decision, HeldBack, Trial
+from tfpgo.tune.document import CandidateTrial, Decision, HeldBack
 from tfpgo.tune.roofline import (
     AT_LIMIT,
     MachineLimit,
@@ -40,7 +40,7 @@ def held_back(
     profile: IreeProfile,
     limit: MachineLimit,
     decisions: Sequence[Decision],
-    trials: Sequence[Trial],
+    trials: Sequence[CandidateTrial],
     out: Path,
 ) -> tuple[HeldBack, ...]:
     """The module docstring's rows for `profile`, hottest first; the tile

@@ -46,13 +46,20 @@ from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import ProfiledProgram, Workload, check_outputs, profile_program
 from tfpgo.iree.tools import ToolTimeout, tool_timeout_s, tools_deadline
 from tfpgo.tune import program_ab, resume, tuned_output
-from tfpgo.tune.candidates import CANDIDATES, EVIDENCE, Candidate, Evidence, Proposal, Variant
+from tfpgo.tune.candidates import (
+    CANDIDATES,
+    EVIDENCE,
+    Candidate,
+    CandidateContext,
+    ProposedVariant,
+    Variant,
+)
 from tfpgo.tune.dispatch_tiles import MIN_SHARE
 from tfpgo.tune.document import (
     TUNE_DOCUMENT,
+    CandidateTrial,
     Decision,
     EndToEnd,
-    Trial,
     Tuned,
     TuneDocument,
 )
@@ -147,25 +154,25 @@ class _Run:
 @dataclass
 class _Loop:
     """The loop's state: the best program so far (its variant, its profile and
-    the evidence candidates read), and what was tried, decided and measured."""
+    the `CandidateContext` candidates decide from), and what was tried, decided and measured."""
 
     current: Variant
     program: ProfiledProgram
-    evidence: Evidence
-    trials: list[Trial] = field(default_factory=list)
+    context: CandidateContext
+    trials: list[CandidateTrial] = field(default_factory=list)
     # Each decision, the flags its change added (a tuning spec aside) and the tiles.
     decisions: list[tuple[Decision, frozenset[str], frozenset[RootConfig]]] = field(
         default_factory=list
     )
     # Each trial measured this run, the program it was measured on and its flags.
-    measured: list[tuple[Trial, Variant, tuple[str, ...]]] = field(default_factory=list)
+    measured: list[tuple[CandidateTrial, Variant, tuple[str, ...]]] = field(default_factory=list)
 
     def now_on(self, variant: Variant, program: ProfiledProgram, profile_path: Path) -> None:
         """The loop goes on from `program` (written to `profile_path`): the next
         candidate decides from what it changed."""
         self.current, self.program = variant, program
         program.profile.write(profile_path)
-        self.evidence = replace(self.evidence, profile_path=profile_path, profile=program.profile)
+        self.context = replace(self.context, profile_path=profile_path, profile=program.profile)
 
 
 @dataclass(frozen=True)
@@ -257,7 +264,7 @@ def _at_limit_document(
         "to gain here"
     )
     run.note(f"tune: {reason}; no candidate tried")
-    skipped = tuple(Trial(c.name, "", "not tried", reason) for c in candidates)
+    skipped = tuple(CandidateTrial(c.name, "", "not tried", reason) for c in candidates)
     return TuneDocument(
         run.tuning.budget_s, run.baseline.profile.runs, skipped, (), (), None, None,
         at_limit=hot, limit_fraction=whole,
@@ -268,11 +275,11 @@ def _start(run: _Run, limit: MachineLimit | None) -> _Loop:
     """The loop's state at its start: the original program, or the one a run the
     budget cut short had kept (its trial says so)."""
     tuning = run.tuning
-    evidence = Evidence(
+    context = CandidateContext(
         run.out / "iree_profile.json", run.baseline.profile, run.workload, run.deadline,
         run.timeout_s, limit, run.records, None if tuning.ab is None else tuning.ab.call_s,
     )  # fmt: skip
-    loop = _Loop(Variant(run.stablehlo), run.baseline, evidence)
+    loop = _Loop(Variant(run.stablehlo), run.baseline, context)
     last = run.records.last_run() if run.records is not None else None
     if last is None or run.records is None:
         return loop
@@ -296,12 +303,14 @@ def _try_candidates(run: _Run, loop: _Loop, candidates: tuple[Candidate, ...]) -
         # longest so far: the budget bounds the whole loop, not only its starts.
         cutoff = run.deadline - 2 * measuring_s
         if time.monotonic() >= cutoff:
-            loop.trials.append(Trial(name, "", "not tried", "the --tune-budget was spent"))
+            loop.trials.append(CandidateTrial(name, "", "not tried", "the --tune-budget was spent"))
             continue
         records = run.records
         recorded = records.decided(loop.current).get(name) if records is not None else None
         if recorded is not None and recorded.verdict != Verdict.HELPS.value:
-            loop.trials.append(Trial(name, recorded.change, "skipped", from_record(recorded)))
+            loop.trials.append(
+                CandidateTrial(name, recorded.change, "skipped", from_record(recorded))
+            )
             run.note(f"tune: {name}: skipped: {loop.trials[-1].reason}")
             continue
         started = time.monotonic()
@@ -326,14 +335,14 @@ def _try(
     directory.mkdir()
     records = run.records
     cut = records.cut() if records is not None else frozenset()
-    evidence = replace(loop.evidence, deadline=cutoff)
-    proposal = _proposed(candidate, loop.current, evidence, directory)
+    context = replace(loop.context, deadline=cutoff)
+    proposal = _proposed(candidate, loop.current, context, directory)
     _keep_evidence(directory, run.out, round_)
     # A candidate whose search the budget cut short is not recorded as decided:
     # the next run proposes it again, and its search resumes where it stopped.
     decided = records is None or records.cut() == cut
-    if not isinstance(proposal, Proposal):
-        loop.trials.append(Trial(name, "", *proposal))
+    if not isinstance(proposal, ProposedVariant):
+        loop.trials.append(CandidateTrial(name, "", *proposal))
         if decided:
             loop.measured.append((loop.trials[-1], loop.current, ()))
         run.note(f"tune: {name}: {proposal[0]}: {proposal[1]}")
@@ -453,14 +462,14 @@ def _written(document: TuneDocument, out: Path, note: Callable[[str], None]) -> 
 
 
 def _proposed(
-    candidate: Candidate, current: Variant, evidence: Evidence, directory: Path
-) -> Proposal | tuple[str, str]:
+    candidate: Candidate, current: Variant, context: CandidateContext, directory: Path
+) -> ProposedVariant | tuple[str, str]:
     """The candidate's proposal, or its outcome and why there is none: `skipped`
     with the candidate's reason, `rejected` when an IREE tool or process it ran
     (a tile benchmark's compile, a generation's alternation) was killed or
     failed, with that line."""
     try:
-        proposal = candidate.propose(current, evidence, directory)
+        proposal = candidate.propose(current, context, directory)
     except ClusterError:
         raise  # not the candidate's fault, and no other can be compiled either
     except UserError as error:  # an IREE tool it ran hung, failed or was stopped
@@ -469,8 +478,8 @@ def _proposed(
 
 
 def _profiled_if_kept(
-    trial: Trial, variant: Variant, directory: Path, workload: Workload
-) -> tuple[Trial, ProfiledProgram | None]:
+    trial: CandidateTrial, variant: Variant, directory: Path, workload: Workload
+) -> tuple[CandidateTrial, ProfiledProgram | None]:
     """A kept trial's program profiled like the original (its vmfb the one just
     measured, copied: tools.compile_once); one that cannot be (an IREE tool hung
     or failed) is rejected after all, with why."""
@@ -504,7 +513,7 @@ def _confirmed(
     return overall, ""
 
 
-def _whole_program(proposal: Proposal, trial: Trial, runs: int) -> Decision:
+def _whole_program(proposal: ProposedVariant, trial: CandidateTrial, runs: int) -> Decision:
     """The decision of a whole-program option: its A/B's run times over as many
     runs as the profile has, or no time when it was not timed."""
     result = trial.result
@@ -535,7 +544,7 @@ def _keep_evidence(directory: Path, out: Path, round_: int) -> None:
 
 def _measure(
     name: str,
-    proposal: Proposal,
+    proposal: ProposedVariant,
     compile_timeout_s: float,
     current_vmfb: Path,
     current_driver: str,
@@ -543,7 +552,7 @@ def _measure(
     directory: Path,
     tuning: Tuning,
     compile_vmfb: CompileVmfb,
-) -> Trial:
+) -> CandidateTrial:
     """Compiles the proposal, checks its outputs, and times it against the current
     best, each on its driver: kept only if it helps."""
     vmfb = directory / "model.iree.vmfb"
@@ -554,14 +563,14 @@ def _measure(
     except ClusterError:
         raise  # not the candidate's fault, and no other can be compiled either
     except UserError as error:
-        return Trial(name, proposal.change, "rejected", str(error))
+        return CandidateTrial(name, proposal.change, "rejected", str(error))
     try:
         result = _ab(current_vmfb, vmfb, workload, tuning, (current_driver, variant.driver))
     except ToolTimeout as error:  # an A/B process hung, or the deadline passed
-        return Trial(name, proposal.change, "rejected", str(error), None, max_abs)
+        return CandidateTrial(name, proposal.change, "rejected", str(error), None, max_abs)
     outcome = "kept" if result.verdict is Verdict.HELPS else "rejected"
     reason = f"{result.verdict.value}: {program_ab.result_text(result)}"
-    return Trial(name, proposal.change, outcome, reason, result, max_abs)
+    return CandidateTrial(name, proposal.change, outcome, reason, result, max_abs)
 
 
 def _ab(

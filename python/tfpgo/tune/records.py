@@ -45,7 +45,7 @@ from tfpgo.tune.db_records import (
     root_ops,
 )
 from tfpgo.tune.dispatch_tiles import Search
-from tfpgo.tune.document import Trial
+from tfpgo.tune.document import CandidateTrial
 from tfpgo.tune.roofline import MachineLimit, measure
 from tfpgo.tune.tile_climb import Prior, TileTrial
 from tfpgo.tune.tile_configs import SPEC, SPEC_FLAG, without_spec
@@ -199,7 +199,7 @@ class Records:
 
     def record(
         self,
-        measured: Sequence[tuple[Trial, Variant, tuple[str, ...], bool]],
+        measured: Sequence[tuple[CandidateTrial, Variant, tuple[str, ...], bool]],
         final: Variant,
         original: Path,
         run: RunSummary,

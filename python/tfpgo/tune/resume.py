@@ -16,7 +16,7 @@ from tfpgo.iree.run import DEVICE
 from tfpgo.tune import program_ab, tuned_output
 from tfpgo.tune.candidates import Variant
 from tfpgo.tune.db_records import ProgramRun
-from tfpgo.tune.document import EndToEnd, Trial, Tuned, TuneDocument
+from tfpgo.tune.document import CandidateTrial, EndToEnd, Tuned, TuneDocument
 from tfpgo.tune.records import Records
 from tfpgo.tune.tile_configs import SPEC, without_spec
 
@@ -37,7 +37,7 @@ def resumed(
     directory: Path,
     workload: Workload,
     note: Callable[[str], None],
-) -> tuple[tuple[Variant, ProfiledProgram], Trial] | None:
+) -> tuple[tuple[Variant, ProfiledProgram], CandidateTrial] | None:
     """The program a run cut short by its budget had kept, compiled and profiled to
     go on from, with the trial that says so; None when it kept nothing or cannot
     be built again (then the loop starts from the original)."""
@@ -53,7 +53,7 @@ def resumed(
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last.when))
     reason = f"resumed: what the run of {when} kept before its budget ran out"
     note(f"tune: {reason}")
-    return (variant, program), Trial("tuning record", _change_of(last), "kept", reason)
+    return (variant, program), CandidateTrial("tuning record", _change_of(last), "kept", reason)
 
 
 def _recorded_variant(
@@ -128,7 +128,7 @@ def rebuilt(
         why = (
             f"the run of {when} finished and kept nothing: the program --lower iree compiled stays"
         )
-        trial = Trial("tuning record", "nothing", "skipped", why)
+        trial = CandidateTrial("tuning record", "nothing", "skipped", why)
         return TuneDocument(budget_s, runs, (trial,), (), (), None, None)
     variant = _recorded_variant(last, records, stablehlo, directory, note, "tuning again")
     if variant is None:
@@ -141,7 +141,7 @@ def rebuilt(
             compile_vmfb(variant.stablehlo, vmfb, variant.flags, timeout_s)
             max_abs = check_outputs(vmfb, workload, directory)
         except UserError as error:
-            trial = Trial("tuning record", change, "rejected", str(error))
+            trial = CandidateTrial("tuning record", change, "rejected", str(error))
             document = TuneDocument(0, runs, (trial,), (), (), None, None, str(error))
             return document
         (out / tuned_output.TUNED_VMFB).write_bytes(vmfb.read_bytes())
@@ -149,7 +149,7 @@ def rebuilt(
             (out / SPEC).write_text(last.spec)
         same = records.rebuild_text(last, vmfb)
         reason = f"built from the run of {when}{then}, {same}; not timed (--tune-budget 0)"
-        trial = Trial("tuning record", change, "kept", reason, None, max_abs)
+        trial = CandidateTrial("tuning record", change, "kept", reason, None, max_abs)
         note(f"tune: {reason}: {tuned_output.TUNED_VMFB}")
         built = Tuned(tuned_output.TUNED_VMFB, "", (), last.driver)
         document = TuneDocument(0, runs, (trial,), (), last.flags, built, None)
@@ -160,7 +160,9 @@ def rebuilt(
     # One sequential A/B: a settled gain stops it at its first look.
     overall, unconfirmed = confirm(baseline.vmfb, program.vmfb, variant.driver)
     reason = f"built from the run of {when}{then}, {records.rebuild_text(last, program.vmfb)}"
-    trial = Trial("tuning record", change, "kept", reason, None, program.profile.outputs_max_abs)
+    trial = CandidateTrial(
+        "tuning record", change, "kept", reason, None, program.profile.outputs_max_abs
+    )
     end_to_end = None if overall is None else EndToEnd.of(overall, program.profile.outputs_max_abs)
     tuned = None
     if overall is not None and overall.verdict is Verdict.HELPS:

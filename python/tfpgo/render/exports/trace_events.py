@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from tfpgo.errors import UserError
 from tfpgo.render.exports.format import graph_document_export
-from tfpgo.render.model import EdgeKind, GraphKind, RenderGraph, RenderNode
+from tfpgo.render.model import GraphKind, RenderEdgeKind, RenderGraph, RenderNode
 
 
 def _us(ps: int) -> float:
@@ -64,7 +64,9 @@ def trace_events(graph: RenderGraph, graph_name: str | None = None) -> dict:
             }
         )
         placed[node.id] = (pid, tid, ts, dur)
-    for flow_id, edge in enumerate((e for e in graph.edges if e.kind is EdgeKind.FLOW), start=1):
+    for flow_id, edge in enumerate(
+        (e for e in graph.edges if e.kind is RenderEdgeKind.FLOW), start=1
+    ):
         source, target = placed[edge.source], placed[edge.target]
         common = {"name": "flow", "cat": "flow", "id": flow_id}
         events.append(
