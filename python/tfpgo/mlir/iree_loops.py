@@ -47,6 +47,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tfpgo.mlir.ir_edit import remap_operands
+
 # A counted loop is unrolled whole where its trips times the ops of one trip are
 # at most this many: no trip then waits on the host, and IREE updates the values
 # the loop carried (a training step's saved activations) in place.
@@ -295,7 +297,7 @@ def _unroll(counted: _Counted) -> None:
         mapping = dict(zip(body.arguments, values, strict=True))
         for op in operations[:-1]:
             clone = op.clone(ip=point).operation
-            _remap(clone, mapping)
+            remap_operands(clone, mapping)
             # The loop's control (the loop, its condition, its counters' steps,
             # which the compiler folds into constants once unrolled) is the
             # sequence of copies now: its records ride on every copied op.
@@ -325,22 +327,6 @@ def _counter_steps(body: Any) -> list[Any]:
         ):
             stepping.append(op)
     return stepping
-
-
-def _remap(op: Any, mapping: dict[Any, Any]) -> None:
-    """Points the operands of `op` and of every op nested in it at their values in
-    `mapping` (a copy of a loop body reads its own trip's values)."""
-    from iree.compiler import ir
-
-    def remap(inner: Any) -> Any:
-        operands = inner.operands
-        for index in range(len(operands)):
-            found = mapping.get(operands[index])
-            if found is not None:
-                operands[index] = found
-        return ir.WalkResult.ADVANCE
-
-    op.walk(remap)
 
 
 def _fits(value: int, loop: Any, counter: _Counter) -> bool:

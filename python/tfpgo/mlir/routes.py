@@ -62,6 +62,7 @@ class Route:
     counted_loops: int = 0  # conditions of several counters made one counted bound
     unrolled_loops: int = 0  # loops of known trips unrolled whole
     tied_variables: int = 0  # written variables updated in their own buffers
+    filter_gradients: int = 0  # convolution filter gradients made batched matmuls
     loops: tuple[LoopDecision, ...] = ()  # each loop and what the rewrite did with it
 
     def text(self) -> str:
@@ -80,6 +81,11 @@ class Route:
             how += (
                 f"; {_count(self.tied_variables, 'written variable')} updated in place "
                 "(iree.abi.output: no new buffer a call)"
+            )
+        if self.filter_gradients:
+            how += (
+                f"; {_count(self.filter_gradients, 'convolution filter gradient')} as a batched "
+                "matmul of patches"
             )
         if self.unrolled_loops:
             how += (

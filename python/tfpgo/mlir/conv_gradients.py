@@ -1,0 +1,221 @@
+"""Filter gradients of 2-D convolutions rewritten, exactly, into the batched
+matmul IREE's CPU pipeline compiles well.
+
+TensorFlow's XLA compiler writes `Conv2DBackpropFilter` as a
+`stablehlo.convolution` whose reduction runs over the batch and the image:
+the input's channels are the convolution's batch, the images its features,
+the output gradient its kernel (`[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]`), and
+the kernel's taps its output positions. IREE's CPU pipeline is built for the
+forward layouts and runs this one on its generic path: on a 2-core Xeon, a
+3x3 filter gradient of a 32x16x16x16 input ran 20 ms against TensorFlow's 1.3
+(oneDNN).
+
+Each output position `p` (a tap) of the kernel reads the padded input at
+`p * window_stride + q * rhs_dilation` for every position `q` of the output
+gradient, so the gradient is, exactly (up to the order of the sums),
+
+    patches[n, (p, c), q] = padded_input[n, c, p * s + q * d]     (strided slices)
+    grad[(p, c), o] = sum over n of (patches[n] @ output_grad[n])[(p, c), o]
+
+a matmul a sample, batched over the samples, then summed over them (the batch
+splits the long reduction, so the samples' matmuls run in parallel). Measured
+on that gradient: 3 ms instead of 20. Every new op carries the convolution's
+location, so its record rides on and the lower levels split its time over them.
+
+Only what this form covers is rewritten: 2-D, one feature group and one batch
+group (a depthwise gradient has as many batch groups as channels), no input
+dilation, no window reversal, no negative padding; any other convolution is
+left as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from tfpgo.mlir.ir_edit import relocate, remap_operands
+
+# The dimension numbers XLA gives a 2-D filter gradient.
+_FILTER_GRADIENT = "[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]"
+_DIMENSIONS = re.compile(r"#stablehlo\.conv<(.*)>")
+
+
+@dataclass(frozen=True)
+class ConvRewrites:
+    """The module text after the rewrite and how many filter gradients it made
+    batched matmuls."""
+
+    text: str
+    filter_gradients: int
+
+
+def rewrite_filter_gradients(text: str) -> ConvRewrites:
+    """`text` (StableHLO printed with debug locations) with every 2-D filter
+    gradient the module docstring covers as slices, a batched matmul and a sum."""
+    if "stablehlo.convolution" not in text or _FILTER_GRADIENT not in text:
+        return ConvRewrites(text, 0)
+    from iree.compiler import ir
+
+    with ir.Context() as context:
+        context.allow_unregistered_dialects = True
+        module = ir.Module.parse(text)
+        found: list[Any] = []
+
+        def collect(op: Any) -> Any:
+            if op.name == "stablehlo.convolution" and _covered(op) is not None:
+                found.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(collect)
+        for convolution in found:
+            _rewrite(convolution, _covered(convolution))
+        if not found:
+            return ConvRewrites(text, 0)
+        return ConvRewrites(module.operation.get_asm(enable_debug_info=True), len(found))
+
+
+@dataclass(frozen=True)
+class _Gradient:
+    """A covered filter gradient's shapes and window: input (n, h, w, c), output
+    gradient (n, h', w', o), kernel taps (kh, kw), and per spatial dimension
+    the padding, the window stride and the output gradient's dilation."""
+
+    element: str
+    input_shape: tuple[int, ...]
+    grad_shape: tuple[int, ...]
+    taps: tuple[int, int]
+    padding: tuple[tuple[int, int], ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+
+
+def _covered(op: Any) -> _Gradient | None:
+    """`op`'s gradient, if it is a filter gradient the rewrite covers."""
+    from iree.compiler import ir
+
+    attributes = {name: op.attributes[name] for name in op.attributes}
+    numbers = _DIMENSIONS.search(str(attributes.get("dimension_numbers", "")))
+    if numbers is None or numbers[1] != _FILTER_GRADIENT:
+        return None
+    for name in ("feature_group_count", "batch_group_count"):
+        if name in attributes and ir.IntegerAttr(attributes[name]).value != 1:
+            return None
+    if _ints(attributes.get("lhs_dilation"), (1, 1)) != (1, 1):
+        return None
+    if any(_ints(attributes.get("window_reversal"), (0, 0))):
+        return None
+    padding = _ints(attributes.get("padding"), (0, 0, 0, 0))
+    if min(padding) < 0 or len(padding) != 4:
+        return None
+    lhs, rhs = (ir.RankedTensorType(value.type) for value in op.operands)
+    result = ir.RankedTensorType(op.results[0].type)
+    if not (lhs.has_static_shape and rhs.has_static_shape and result.has_static_shape):
+        return None
+    return _Gradient(
+        str(lhs.element_type),
+        tuple(lhs.shape),
+        tuple(rhs.shape),
+        (result.shape[0], result.shape[1]),
+        ((padding[0], padding[1]), (padding[2], padding[3])),
+        _ints(attributes.get("window_strides"), (1, 1)),
+        _ints(attributes.get("rhs_dilation"), (1, 1)),
+    )
+
+
+def _ints(attribute: Any, default: tuple[int, ...]) -> tuple[int, ...]:
+    """The integers of a dense array or elements attribute (booleans as 0/1)."""
+    if attribute is None:
+        return default
+    return tuple(int(value) for value in re.findall(r"-?\d+|true|false", _values(attribute)))
+
+
+def _values(attribute: Any) -> str:
+    """An attribute's values as text: `array<i64: 1, 2>`, `dense<[[1, 1], [0, 0]]>`
+    (a splat `dense<1> : tensor<2x2xi64>` spelled out), `array<i1: false, true>`."""
+    text = str(attribute)
+    splat = re.fullmatch(r"dense<(-?\d+)> : tensor<(\d+)x(\d+)xi64>", text)
+    if splat is not None:
+        return ", ".join([splat[1]] * (int(splat[2]) * int(splat[3])))
+    text = re.sub(r"^(array<i\d+:|dense<)|>( : tensor<[^>]*>)?$", "", text)
+    return text.replace("true", "1").replace("false", "0")
+
+
+def _rewrite(convolution: Any, gradient: _Gradient | None) -> None:
+    """Replaces `convolution` by the ops of `_batched_text`, each carrying its
+    location."""
+    from iree.compiler import ir
+
+    assert gradient is not None
+    replacement = ir.Module.parse(_batched_text(gradient, str(convolution.results[0].type)))
+    function = replacement.body.operations[0]
+    block = function.regions[0].blocks[0]
+    mapping = dict(zip(block.arguments, convolution.operands, strict=True))
+    point = ir.InsertionPoint(convolution)
+    operations = list(block.operations)
+    for op in operations[:-1]:
+        clone = op.clone(ip=point).operation
+        remap_operands(clone, mapping)
+        relocate(clone, convolution.location)
+        for original, copied in zip(op.results, clone.results, strict=True):
+            mapping[original] = copied
+    convolution.results[0].replace_all_uses_with(mapping[operations[-1].operands[0]])
+    convolution.erase()
+
+
+def _batched_text(gradient: _Gradient, result_type: str) -> str:
+    """The gradient as a function of (input, output gradient): the input's
+    samples and channels first, padded; one strided slice a tap; the taps'
+    patches beside each other; a matmul a sample; the sum over samples; the
+    kernel's layout (h, w, in, out)."""
+    n, h, w, c = gradient.input_shape
+    _, gh, gw, o = gradient.grad_shape
+    kh, kw = gradient.taps
+    (top, bottom), (left, right) = gradient.padding
+    ph, pw = h + top + bottom, w + left + right
+    (sh, sw), (dh, dw) = gradient.strides, gradient.dilations
+    t = gradient.element
+    image, grads = f"{gh}x{gw}", gh * gw
+
+    def tensor(*shape: int) -> str:
+        return f"tensor<{'x'.join(str(size) for size in shape)}x{t}>"
+
+    lines = [
+        f"func.func @gradient(%input: {tensor(n, h, w, c)}, %grad: {tensor(n, gh, gw, o)}) "
+        f"-> {result_type} {{",
+        f"  %zero = stablehlo.constant dense<0.0> : tensor<{t}>",
+        f"  %nchw = stablehlo.transpose %input, dims = [0, 3, 1, 2] : ({tensor(n, h, w, c)}) "
+        f"-> {tensor(n, c, h, w)}",
+        f"  %padded = stablehlo.pad %nchw, %zero, low = [0, 0, {top}, {left}], "
+        f"high = [0, 0, {bottom}, {right}], interior = [0, 0, 0, 0] : "
+        f"({tensor(n, c, h, w)}, tensor<{t}>) -> {tensor(n, c, ph, pw)}",
+    ]
+    patches = []
+    for i in range(kh):
+        for j in range(kw):
+            y, x = i * sh, j * sw
+            lines += [
+                f"  %tap{i}_{j} = stablehlo.slice %padded [0:{n}, 0:{c}, "
+                f"{y}:{y + (gh - 1) * dh + 1}:{dh}, {x}:{x + (gw - 1) * dw + 1}:{dw}] : "
+                f"({tensor(n, c, ph, pw)}) -> tensor<{n}x{c}x{image}x{t}>",
+                f"  %row{i}_{j} = stablehlo.reshape %tap{i}_{j} : "
+                f"(tensor<{n}x{c}x{image}x{t}>) -> {tensor(n, 1, c, grads)}",
+            ]
+            patches.append(f"%row{i}_{j}")
+    taps = kh * kw
+    lines += [
+        f"  %patches = stablehlo.concatenate {', '.join(patches)}, dim = 1 : "
+        f"({', '.join([tensor(n, 1, c, grads)] * taps)}) -> {tensor(n, taps, c, grads)}",
+        f"  %lhs = stablehlo.reshape %patches : ({tensor(n, taps, c, grads)}) "
+        f"-> {tensor(n, taps * c, grads)}",
+        f"  %rhs = stablehlo.reshape %grad : ({tensor(n, gh, gw, o)}) -> {tensor(n, grads, o)}",
+        "  %each = stablehlo.dot_general %lhs, %rhs, batching_dims = [0] x [0], "
+        f"contracting_dims = [2] x [1] : ({tensor(n, taps * c, grads)}, "
+        f"{tensor(n, grads, o)}) -> {tensor(n, taps * c, o)}",
+        "  %sum = stablehlo.reduce(%each init: %zero) applies stablehlo.add across "
+        f"dimensions = [0] : ({tensor(n, taps * c, o)}, tensor<{t}>) -> {tensor(taps * c, o)}",
+        f"  %kernel = stablehlo.reshape %sum : ({tensor(taps * c, o)}) -> {result_type}",
+        f"  return %kernel : {result_type}",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
