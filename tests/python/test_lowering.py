@@ -18,7 +18,7 @@ from tfpgo.mlir import annotate, lowering, routes
 from tfpgo.mlir.iree_loops import COUNTED
 from tfpgo.mlir.lost_ops import Loss
 from tfpgo.render.metrics import format_ps
-from tfpgo.report.loop_tables import loop_rows
+from tfpgo.report.rewrite_tables import loop_rows
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 # What a lowering loses by design (tfpgo.mlir.lost_ops): variables become the
@@ -270,6 +270,11 @@ def test_a_training_step_runs_under_iree_with_its_variables_as_parameters(tmp_pa
     assert "100.00% of their time on tf ops, outputs within" in err
     linalg = (result.output_dir / "model.linalg.mlir").read_text()
     assert 'source = "gradient_tape/convnet_1/conv_1/convolution/Conv2DBackpropFilter"' in linalg
+    # Its filter gradient took the batched matmul form; the report says so.
+    assert "; 1 convolution filter gradient as a batched matmul of patches" in err
+    report = (result.output_dir / "report.md").read_text()
+    row = "| gradient_tape/convnet_1/conv_1/convolution/Conv2DBackpropFilter | <4x16x16x3xf32> x "
+    assert row in report and "| batched matmul of patches |" in report
 
 
 def test_tune_gets_a_compiled_steps_program_with_each_ops_records(tmp_path, monkeypatch):
@@ -287,7 +292,9 @@ def test_tune_gets_a_compiled_steps_program_with_each_ops_records(tmp_path, monk
     monkeypatch.setattr(loop, "tune", capture)
     _lowered_flow(tmp_path, "small_convnet.py", mode="train", tune_budget_s=1.0)
     (text,) = handed
-    gradient = re.search(r'"stablehlo.convolution".*Conv2DBackpropFilter.*', text)
+    # The filter gradient is a batched matmul now (tfpgo.mlir.conv_gradients),
+    # carrying the gradient's records.
+    gradient = re.search(r'"stablehlo.dot_general".*Conv2DBackpropFilter.*', text)
     assert gradient is not None and "profiler_data = {" in gradient[0]
     assert "dense_resource" in text or "dense<" in text  # weights, not elided
     assert "__elided__" not in text

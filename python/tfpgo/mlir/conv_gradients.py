@@ -41,13 +41,29 @@ _FILTER_GRADIENT = "[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]"
 _DIMENSIONS = re.compile(r"#stablehlo\.conv<(.*)>")
 
 
+# The form a filter gradient took (`GradientForm.form`).
+BATCHED_MATMUL, CONVOLUTION = "batched matmul of patches", "convolution (left)"
+
+
+@dataclass(frozen=True)
+class GradientForm:
+    """A filter gradient of the module: its tf node, its shapes, the form it took
+    and, where left a convolution, why."""
+
+    name: str
+    shapes: str  # input x output gradient -> kernel
+    form: str
+    why: str = ""
+
+
 @dataclass(frozen=True)
 class ConvRewrites:
-    """The module text after the rewrite and how many filter gradients it made
-    batched matmuls."""
+    """The module text after the rewrite, how many filter gradients it made
+    batched matmuls, and each filter gradient's form."""
 
     text: str
     filter_gradients: int
+    forms: tuple[GradientForm, ...] = ()
 
 
 def rewrite_filter_gradients(text: str) -> ConvRewrites:
@@ -60,19 +76,35 @@ def rewrite_filter_gradients(text: str) -> ConvRewrites:
     with ir.Context() as context:
         context.allow_unregistered_dialects = True
         module = ir.Module.parse(text)
-        found: list[Any] = []
+        found: list[tuple[Any, _Gradient | str]] = []
 
         def collect(op: Any) -> Any:
-            if op.name == "stablehlo.convolution" and _covered(op) is not None:
-                found.append(op)
+            if op.name == "stablehlo.convolution" and _FILTER_GRADIENT in str(op):
+                found.append((op, _covered(op)))
             return ir.WalkResult.ADVANCE
 
         module.operation.walk(collect)
-        for convolution in found:
-            _rewrite(convolution, _covered(convolution))
-        if not found:
-            return ConvRewrites(text, 0)
-        return ConvRewrites(module.operation.get_asm(enable_debug_info=True), len(found))
+        forms = []
+        for convolution, gradient in found:
+            forms.append(_form(convolution, gradient))
+            if isinstance(gradient, _Gradient):
+                _rewrite(convolution, gradient)
+        rewritten = sum(form.form == BATCHED_MATMUL for form in forms)
+        if not rewritten:
+            return ConvRewrites(text, 0, tuple(forms))
+        asm = module.operation.get_asm(enable_debug_info=True)
+        return ConvRewrites(asm, rewritten, tuple(forms))
+
+
+def _form(convolution: Any, gradient: _Gradient | str) -> GradientForm:
+    from tfpgo.iree.sites import location_names
+
+    name = next(iter(location_names(convolution.location)), str(convolution.location))
+    types = [str(value.type) for value in (*convolution.operands, convolution.results[0])]
+    shapes = f"{types[0]} x {types[1]} -> {types[2]}".replace("tensor<", "<")
+    if isinstance(gradient, str):
+        return GradientForm(name, shapes, CONVOLUTION, gradient)
+    return GradientForm(name, shapes, BATCHED_MATMUL)
 
 
 @dataclass(frozen=True)
@@ -90,28 +122,28 @@ class _Gradient:
     dilations: tuple[int, ...]
 
 
-def _covered(op: Any) -> _Gradient | None:
-    """`op`'s gradient, if it is a filter gradient the rewrite covers."""
+def _covered(op: Any) -> _Gradient | str:
+    """`op`'s gradient where the rewrite covers it, else why not."""
     from iree.compiler import ir
 
     attributes = {name: op.attributes[name] for name in op.attributes}
     numbers = _DIMENSIONS.search(str(attributes.get("dimension_numbers", "")))
     if numbers is None or numbers[1] != _FILTER_GRADIENT:
-        return None
+        return "not a 2-D filter gradient's dimension numbers"
     for name in ("feature_group_count", "batch_group_count"):
         if name in attributes and ir.IntegerAttr(attributes[name]).value != 1:
-            return None
+            return f"{name} {ir.IntegerAttr(attributes[name]).value} (grouped or depthwise)"
     if _ints(attributes.get("lhs_dilation"), (1, 1)) != (1, 1):
-        return None
+        return "input dilation"
     if any(_ints(attributes.get("window_reversal"), (0, 0))):
-        return None
+        return "window reversal"
     padding = _ints(attributes.get("padding"), (0, 0, 0, 0))
-    if min(padding) < 0 or len(padding) != 4:
-        return None
+    if len(padding) != 4 or min(padding) < 0:
+        return "negative padding"
     lhs, rhs = (ir.RankedTensorType(value.type) for value in op.operands)
     result = ir.RankedTensorType(op.results[0].type)
     if not (lhs.has_static_shape and rhs.has_static_shape and result.has_static_shape):
-        return None
+        return "dynamic shapes"
     return _Gradient(
         str(lhs.element_type),
         tuple(lhs.shape),
@@ -141,12 +173,11 @@ def _values(attribute: Any) -> str:
     return text.replace("true", "1").replace("false", "0")
 
 
-def _rewrite(convolution: Any, gradient: _Gradient | None) -> None:
+def _rewrite(convolution: Any, gradient: _Gradient) -> None:
     """Replaces `convolution` by the ops of `_batched_text`, each carrying its
     location."""
     from iree.compiler import ir
 
-    assert gradient is not None
     replacement = ir.Module.parse(_batched_text(gradient, str(convolution.results[0].type)))
     function = replacement.body.operations[0]
     block = function.regions[0].blocks[0]

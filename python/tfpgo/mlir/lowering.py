@@ -294,6 +294,7 @@ def _lower_stablehlo(
         unrolled_loops=loops.unrolled,
         loops=loops.loops,
         filter_gradients=convolutions.filter_gradients,
+        gradient_forms=convolutions.forms,
     )
     lowered = replace(lowered, stablehlo=convolutions.text, route=route)
     tf_sources = annotated_sources(lowered.tf_graph)

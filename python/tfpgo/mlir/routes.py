@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo.errors import UserError
+from tfpgo.mlir.conv_gradients import GradientForm
 from tfpgo.mlir.diagnostics import error_message
 from tfpgo.mlir.iree_loops import LoopDecision
 
@@ -63,6 +64,7 @@ class Route:
     unrolled_loops: int = 0  # loops of known trips unrolled whole
     tied_variables: int = 0  # written variables updated in their own buffers
     filter_gradients: int = 0  # convolution filter gradients made batched matmuls
+    gradient_forms: tuple[GradientForm, ...] = ()  # the form each filter gradient took
     loops: tuple[LoopDecision, ...] = ()  # each loop and what the rewrite did with it
 
     def text(self) -> str:

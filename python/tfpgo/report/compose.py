@@ -37,7 +37,14 @@ from tfpgo.report.iree_tables import (
     iree_summary,
     scope_rows,
 )
-from tfpgo.report.loop_tables import LOOP_HEADER, LOOP_TITLE, loop_rows
+from tfpgo.report.rewrite_tables import (
+    GRADIENT_HEADER,
+    GRADIENT_TITLE,
+    LOOP_HEADER,
+    LOOP_TITLE,
+    gradient_rows,
+    loop_rows,
+)
 from tfpgo.report.run_it import (
     PARAMETER_HEADER,
     RUN_IT_TITLE,
@@ -103,15 +110,21 @@ class ReportInputs:
 
 
 def _loop_sections(inputs: ReportInputs) -> list[tuple[str, list[str], list[list[str]]]]:
-    """The loop table (tfpgo.report.loop_tables) where the lowering met loops, and
-    the loops the lowered levels still hold with their measured trip counts."""
+    """The loop and filter gradient tables (tfpgo.report.rewrite_tables) where the
+    lowering met them, and the loops the lowered levels still hold with their
+    measured trip counts."""
     sections = []
     decisions = next((level.route.loops for level in inputs.levels if level.route.loops), ())
     measured = [loop for level in inputs.levels for loop in level.loops]
+    steps = inputs.run.steps or 1
     if decisions:
-        steps = inputs.run.steps or 1
         rows = loop_rows(decisions, measured, inputs.profile, steps, inputs.iree)
         sections.append((LOOP_TITLE, LOOP_HEADER, rows))
+    routes = [level.route for level in inputs.levels]
+    forms = next((route.gradient_forms for route in routes if route.gradient_forms), ())
+    if forms:
+        rows = gradient_rows(forms, inputs.profile, steps, inputs.iree)
+        sections.append((GRADIENT_TITLE, GRADIENT_HEADER, rows))
     kept = [
         [level.level, loop.name, loop.op, f"{loop.trip_count:g}"]
         for level in inputs.levels

@@ -1,12 +1,18 @@
-"""The report's loop table (`--lower`): each `while` loop of the step, its trips,
-its time a trip in TensorFlow and in IREE's program, and what the lowering did
-with it (tfpgo.mlir.iree_loops: unrolled, counted, or left, and why).
+"""The report's tables of what the lowering rewrote (`--lower`).
+
+The loop table: each `while` loop of the step, its trips, its time a trip in
+TensorFlow and in IREE's program, and what the lowering did with it
+(tfpgo.mlir.iree_loops: unrolled, counted, or left, and why).
 
 A loop's time is that of its tf nodes: those its ops carry (its control and its
 body, nested loops included) and those of its scope (`while/...`, the body's
 ops wherever a lowering moved them): TensorFlow's self time of those nodes and
 IREE's dispatch time placed on them, each a step, divided by the trips. Trips are the
-module's where it fixes them, else the trip count the profile measured."""
+module's where it fixes them, else the trip count the profile measured.
+
+The gradient table: each convolution filter gradient, its shapes, its time a step
+in TensorFlow and in IREE's program, and the form it took
+(tfpgo.mlir.conv_gradients)."""
 
 from __future__ import annotations
 
@@ -14,12 +20,16 @@ from collections.abc import Sequence
 
 from tfpgo.attribution.op_profile import OpProfile
 from tfpgo.iree.profile_document import IreeProfile
+from tfpgo.mlir.conv_gradients import GradientForm
 from tfpgo.mlir.iree_loops import LoopDecision
 from tfpgo.mlir.lowering import Loop
 from tfpgo.render.metrics import format_ps
 
 LOOP_TITLE = "Loops: what the lowering did with each"
 LOOP_HEADER = ["loop (tf node)", "trips", "TF a trip", "IREE a trip", "IREE / TF", "lowering"]
+GRADIENT_TITLE = "Convolution filter gradients: the form each took"
+GRADIENT_HEADER = ["filter gradient (tf node)", "shapes", "TF a step", "IREE a step", "IREE / TF",
+                   "form"]  # fmt: skip
 
 
 def loop_rows(
@@ -67,3 +77,26 @@ def _a_trip(step_ps: float, trips: float | None) -> str:
     if not trips:
         return f"{format_ps(round(step_ps))} a step"
     return format_ps(round(step_ps / trips))
+
+
+def gradient_rows(
+    forms: Sequence[GradientForm], profile: OpProfile, tf_steps: int, iree: IreeProfile | None
+) -> list[list[str]]:
+    """One row a filter gradient, in the module's order."""
+    self_ps = {op.name: op.self_ps for op in profile.ops}
+    rows = []
+    for gradient in forms:
+        tf = self_ps.get(gradient.name, 0) / max(tf_steps, 1)
+        iree_ps = None if iree is None else iree.op_ps.get(gradient.name, 0) / max(iree.runs, 1)
+        form = f"{gradient.form}: {gradient.why}" if gradient.why else gradient.form
+        rows.append(
+            [
+                gradient.name,
+                gradient.shapes,
+                format_ps(round(tf)),
+                "–" if iree_ps is None else format_ps(round(iree_ps)),
+                f"{iree_ps / tf:.2f}x" if iree_ps is not None and tf else "–",
+                form,
+            ]
+        )
+    return rows
