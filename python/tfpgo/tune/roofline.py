@@ -3,7 +3,7 @@ bandwidth, measured once per target, and each dispatch's roofline under them.
 
 `measure` runs the native kernel `//tools:roofline` (tools/roofline/roofline.cc:
 FMA chains on all cores, STREAM's copy and triad) and returns a `MachineLimit`
-keyed by the target IREE compiles for (`remote_compile.host_target`: the CPU's
+keyed by the target IREE compiles for (`target.host_target`: the CPU's
 name and features), so that a tuning database keeps one per target.
 
 A dispatch's bound (`dispatch_bound`) is the larger of its FLOPs at the peak of
@@ -33,7 +33,7 @@ from typing import Any
 from tfpgo import toolpaths
 from tfpgo.documents import expect_format
 from tfpgo.errors import UserError
-from tfpgo.iree.remote_compile import HostTarget, host_target
+from tfpgo.iree.target import HostTarget, host_target
 from tfpgo.tune.dispatch_names import dispatch_flops, dispatch_kind, loop_ranges
 
 FORMAT = "tfpgo.roofline"
