@@ -65,7 +65,7 @@ def _twin(out: Path) -> tuple[Path, str]:
     (ResNet50: three compiles, three sizes), a byte copy of the program instead,
     and the second value says so."""
     twin = out / "ab_noise" / "model.twin.vmfb"
-    original = (out / "model.iree.vmfb").read_bytes()
+    original = (out / iree_program.PROGRAM_VMFB).read_bytes()
     if not twin.is_file():
         twin.parent.mkdir(parents=True, exist_ok=True)
         iree_run.compile_vmfb(out / "model.stablehlo.mlirbc", twin, ())
@@ -141,7 +141,7 @@ def _new(
 def _model(label: str, root: Path, repeats: int, short: int) -> dict[str, Any]:
     out = _lower(label, root, 0)
     twin, made = _twin(out)
-    vmfb = out / "model.iree.vmfb"
+    vmfb = out / iree_program.PROGRAM_VMFB
     workload = _workload(out)
     profile = json.loads((out / "iree_profile.json").read_text())
     run_s = profile["totals"]["dispatch_ps"] / max(profile["runs"], 1) / 1e12

@@ -27,6 +27,7 @@ from bench_ab_noise import _iteration_times, _workload
 from bench_step_wallclock import _VIT, MODELS, UNSEEN, Model, _lower
 
 from tfpgo.ab.result import ABResult
+from tfpgo.iree.program import PROGRAM_VMFB
 from tfpgo.proposer import blocks
 from tfpgo.runtime.manifest import TUNED, ProgramManifest
 from tfpgo.tune.document import TuneDocument
@@ -73,11 +74,11 @@ def _outside(out: Path, seconds: float) -> ABResult | None:
     driver = ProgramManifest.read(out).drivers[TUNED]
     # A call as the tool times it: the profile's dispatch time leaves out the
     # host's share (the GRU's 0.67 ms of dispatches take 15.6 ms a call).
-    run_s = statistics.median(_iteration_times(out / "model.iree.vmfb", workload, 5)) / 1e9
+    run_s = statistics.median(_iteration_times(out / PROGRAM_VMFB, workload, 5)) / 1e9
     iterations = min(max(math.ceil(0.5 / run_s), 3), 1000)
     repetitions = max(5, math.ceil(seconds / (2 * (iterations * run_s + 0.2))))
     samples = blocks.interleave(
-        lambda n: _iteration_times(out / "model.iree.vmfb", workload, n),
+        lambda n: _iteration_times(out / PROGRAM_VMFB, workload, n),
         lambda n: _iteration_times(tuned, workload, n, driver),
         repetitions,
         iterations,

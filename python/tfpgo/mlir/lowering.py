@@ -31,7 +31,7 @@ from tfpgo import HOT_OPS
 from tfpgo.documents import expect_format, read_json
 from tfpgo.errors import UserError
 from tfpgo.iree import executable_sources
-from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
+from tfpgo.iree.program import PROGRAM_VMFB, ProfiledProgram, Workload, profile_program
 from tfpgo.iree.tools import run_tool
 from tfpgo.mlir import (
     annotate,
@@ -408,7 +408,7 @@ def _compile_and_run(
         fused_into,
         may_differ=RANDOM_DRAWS if "stablehlo.rng" in stablehlo_text else "",
     )
-    program = profile_program(stablehlo, (), scratch / "iree", workload, "model.iree.vmfb")
+    program = profile_program(stablehlo, (), scratch / "iree", workload, PROGRAM_VMFB)
     if program.profile.outputs_unchecked:  # --tune holds variants to this program's outputs
         workload = workload.held_to(program.outputs)
     program.profile.write(out / "iree_profile.json")

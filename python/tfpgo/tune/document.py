@@ -9,6 +9,7 @@ from typing import Any
 
 from tfpgo.ab.result import ABResult
 from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
+from tfpgo.iree.program import PROGRAM_VMFB
 from tfpgo.iree.run import DEVICE
 
 FORMAT = "tfpgo.tune"
@@ -167,7 +168,7 @@ class TuneDocument:
     def to_json(self) -> dict[str, Any]:
         tuned = self.tuned
         return {
-            **new_header(FORMAT, VERSION, "model.iree.vmfb"),
+            **new_header(FORMAT, VERSION, PROGRAM_VMFB),
             "budget_s": self.budget_s,
             "runs": self.runs,
             "trials": [trial.to_json() for trial in self.trials],
