@@ -21,8 +21,7 @@ import numpy as np
 
 from tfpgo.attribution.device_attribution import DeviceAttribution
 from tfpgo.attribution.xla_attribution import SPLIT_RULE, HloAttribution
-from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
-from tfpgo.errors import UserError
+from tfpgo.documents import new_header, read_versioned, write_compact_json
 from tfpgo.trace.events import EventTable
 
 FORMAT = "tfpgo.hlo_profile"
@@ -110,21 +109,20 @@ class HloProfile:
 
     @staticmethod
     def read(path: Path) -> HloProfile:
-        document = read_json(path)
-        expect_format(path, document, FORMAT)
-        try:
-            totals = document["totals"]
-            return HloProfile(
-                document["source"],
-                totals["hlo_ps"],
-                totals["attributed_ps"],
-                totals["xla_inserted_ps"],
-                tuple(_module_from_json(module) for module in document["modules"]),
-                totals.get("device_ps", 0),
-                totals.get("device_attributed_ps", 0),
-            )
-        except (KeyError, TypeError) as error:
-            raise UserError(f"{path}: malformed {FORMAT} document ({error})") from None
+        return read_versioned(path, FORMAT, HloProfile.from_json)
+
+    @staticmethod
+    def from_json(document: dict[str, Any]) -> HloProfile:
+        totals = document["totals"]
+        return HloProfile(
+            document["source"],
+            totals["hlo_ps"],
+            totals["attributed_ps"],
+            totals["xla_inserted_ps"],
+            tuple(_module_from_json(module) for module in document["modules"]),
+            totals.get("device_ps", 0),
+            totals.get("device_attributed_ps", 0),
+        )
 
 
 def build_hlo_profile(

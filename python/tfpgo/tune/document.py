@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.ab.result import ABResult
-from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
+from tfpgo.documents import new_header, read_versioned, write_compact_json
 from tfpgo.iree.program import PROGRAM_VMFB
 from tfpgo.iree.run import DEVICE
 
@@ -197,8 +197,10 @@ class TuneDocument:
 
     @classmethod
     def read(cls, path: Path) -> TuneDocument:
-        document = read_json(path)
-        expect_format(path, document, FORMAT)
+        return read_versioned(path, FORMAT, cls.from_json)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> TuneDocument:
         tuned = document["tuned"]
         return cls(
             float(document["budget_s"]),

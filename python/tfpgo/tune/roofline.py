@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo import toolpaths
-from tfpgo.documents import expect_format
+from tfpgo.documents import expect_format, malformed_as_error
 from tfpgo.errors import UserError
 from tfpgo.iree.target import HostTarget, host_target
 from tfpgo.tune.dispatch_names import dispatch_flops, dispatch_kind, loop_ranges
@@ -126,7 +126,7 @@ class MachineLimit:
     ) -> MachineLimit:
         """The kernel's output (one JSON object) as the limit of `target`."""
         expect_format(where, document, FORMAT)
-        try:
+        with malformed_as_error(where, FORMAT, "measure it again (rebuild //tools:roofline)"):
             peaks = {str(k): _positive(v) for k, v in document["peak_gflops"].items()}
             bandwidth = document["bandwidth_gbs"]
             limit = cls(
@@ -140,8 +140,6 @@ class MachineLimit:
                 {str(k): str(v) for k, v in document.get("not_native", {}).items()},
                 {str(k): _share(v) for k, v in document.get("cpu_share", {}).items()},
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise UserError(f"{where}: malformed {FORMAT} document ({error!r})") from None
         if "f32" not in peaks or limit.threads < 1:
             raise UserError(f"{where}: {FORMAT} document without an f32 peak or threads")
         return limit
