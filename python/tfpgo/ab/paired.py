@@ -69,7 +69,7 @@ BOUNDARY_DRAWS = 40_000
 @dataclass(frozen=True)
 class Rounds:
     """One process's calls: per round, each arm's median timed call (ns, by arm
-    index); round r ran the arms forward when `forward(r)`, else reversed."""
+    index), in the order `turns.mirrored_order` gives round r."""
 
     times_ns: tuple[tuple[int, ...], ...]
     load_order: tuple[int, ...]
