@@ -21,7 +21,7 @@ import numpy as np
 
 from tfpgo.attribution.device_attribution import DeviceAttribution
 from tfpgo.attribution.xla_attribution import SPLIT_RULE, HloAttribution
-from tfpgo.documents import new_header, read_versioned, write_compact_json
+from tfpgo.documents import malformed_as_error, new_header, read_document, write_compact_json
 from tfpgo.trace.events import EventTable
 
 FORMAT = "tfpgo.hlo_profile"
@@ -109,20 +109,18 @@ class HloProfile:
 
     @staticmethod
     def read(path: Path) -> HloProfile:
-        return read_versioned(path, FORMAT, HloProfile.from_json)
-
-    @staticmethod
-    def from_json(document: dict[str, Any]) -> HloProfile:
-        totals = document["totals"]
-        return HloProfile(
-            document["source"],
-            totals["hlo_ps"],
-            totals["attributed_ps"],
-            totals["xla_inserted_ps"],
-            tuple(_module_from_json(module) for module in document["modules"]),
-            totals.get("device_ps", 0),
-            totals.get("device_attributed_ps", 0),
-        )
+        document = read_document(path, FORMAT)
+        with malformed_as_error(path, FORMAT):
+            totals = document["totals"]
+            return HloProfile(
+                document["source"],
+                totals["hlo_ps"],
+                totals["attributed_ps"],
+                totals["xla_inserted_ps"],
+                tuple(_module_from_json(module) for module in document["modules"]),
+                totals.get("device_ps", 0),
+                totals.get("device_attributed_ps", 0),
+            )
 
 
 def build_hlo_profile(
