@@ -38,14 +38,12 @@ from pathlib import Path
 from typing import Any
 
 import harness
-from bench_step_wallclock import MODELS, UNSEEN, _lower
 
 from tfpgo.ab import paired
 from tfpgo.iree import program as iree_program
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.alternation import alternate
 from tfpgo.proposer import blocks
-from tfpgo.runtime.manifest import ProgramManifest, values_path
 from tfpgo.tune import program_ab
 
 ZOO = ("mlp", "cnn", "transformer", "rnn", "resnet50")
@@ -56,7 +54,7 @@ LENGTHS_S = (5.0, 10.0, 20.0)
 BLOCK_S, PROCESS_S = 0.5, 0.2
 # ResNet50 at batch 32 runs 5.5 s a call: a 20 s A/B holds three. At batch 1 it
 # is a model of the zoo a 20 s A/B can measure.
-MODELS.setdefault("resnet50", ("resnet50", "infer", 1))
+MODELS: dict[str, harness.Model] = {"resnet50": ("resnet50", "infer", 1), **harness.MODELS}
 
 
 def _twin(out: Path) -> tuple[Path, str]:
@@ -65,7 +63,7 @@ def _twin(out: Path) -> tuple[Path, str]:
     (ResNet50: three compiles, three sizes), a byte copy of the program instead,
     and the second value says so."""
     twin = out / "ab_noise" / "model.twin.vmfb"
-    original = (out / "model.iree.vmfb").read_bytes()
+    original = (out / iree_program.PROGRAM_VMFB).read_bytes()
     if not twin.is_file():
         twin.parent.mkdir(parents=True, exist_ok=True)
         iree_run.compile_vmfb(out / "model.stablehlo.mlirbc", twin, ())
@@ -76,37 +74,13 @@ def _twin(out: Path) -> tuple[Path, str]:
     return copy, "a byte copy (compiling again gave other bytes)"
 
 
-def _workload(out: Path) -> iree_program.Workload:
-    manifest = ProgramManifest.read(out)
-    inputs = tuple(values_path(out, p) for p in manifest.parameters)
-    return iree_program.Workload(manifest.entry, inputs, (), 1, 1, {}, {})
-
-
-def _iteration_times(
-    vmfb: Path, workload: iree_program.Workload, iterations: int, driver: str = iree_run.DEVICE
-) -> tuple[int, ...]:
-    """The old method's block: `iterations` calls in one process of IREE's
-    benchmark tool on `driver` after its warm-up, each call's wall time (ns)."""
-    args = [f"--module={vmfb}", f"--device={driver}", f"--function={workload.entry}"]
-    args += [f"--input=@{path}" for path in workload.inputs]
-    args += ["--benchmark_min_time=1x", f"--benchmark_repetitions={iterations}"]
-    args += ["--benchmark_min_warmup_time=0.05", "--benchmark_format=json"]
-    listing = json.loads(iree_run.run_tool("iree-benchmark-module", args, "old method"))
-    unit = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-    return tuple(
-        round(entry["real_time"] * unit[entry["time_unit"]])
-        for entry in listing["benchmarks"]
-        if entry.get("run_type") == "iteration"
-    )
-
-
 def _old(vmfb: Path, twin: Path, workload: iree_program.Workload, run_s: float) -> float:
     iterations = min(max(math.ceil(BLOCK_S / run_s), 3), 1000)
     block_s = iterations * run_s + PROCESS_S
     repetitions = min(max(math.ceil(20.0 / (2 * block_s)), 5), 15)
     samples = blocks.interleave(
-        lambda n: _iteration_times(vmfb, workload, n),
-        lambda n: _iteration_times(twin, workload, n),
+        lambda n: harness.iteration_times(vmfb, workload, n),
+        lambda n: harness.iteration_times(twin, workload, n),
         repetitions,
         iterations,
     )
@@ -139,10 +113,10 @@ def _new(
 
 
 def _model(label: str, root: Path, repeats: int, short: int) -> dict[str, Any]:
-    out = _lower(label, root, 0)
+    out = harness.lower_model(label, root, 0, MODELS)
     twin, made = _twin(out)
-    vmfb = out / "model.iree.vmfb"
-    workload = _workload(out)
+    vmfb = out / iree_program.PROGRAM_VMFB
+    workload = harness.program_workload(out)
     profile = json.loads((out / "iree_profile.json").read_text())
     run_s = profile["totals"]["dispatch_ps"] / max(profile["runs"], 1) / 1e12
     scratch = out / "ab_noise"
@@ -170,7 +144,7 @@ def _median_text(half_widths: list[float], digits: int) -> str:
 def _row(result: dict[str, Any]) -> list[str]:
     final = result["new_20s"]["runs"]
     cells = [
-        f"{result['label']}{' (not in the zoo)' if result['label'] in UNSEEN else ''}",
+        f"{result['label']}{' (not in the zoo)' if result['label'] in harness.UNSEEN else ''}",
         f"{result['run_ms']:.2f}",
         str(result["new_20s"]["plan"]["placements"]),
         _median_text(result["old_20s"], 1),
@@ -191,7 +165,7 @@ def _row(result: dict[str, Any]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("/tmp/tfpgo_step_wallclock"))
-    parser.add_argument("--only", default=",".join((*ZOO, *UNSEEN)))
+    parser.add_argument("--only", default=",".join((*ZOO, *harness.UNSEEN)))
     parser.add_argument("--repeats", type=int, default=20, help="20 s A/As a model")
     parser.add_argument(
         "--short", type=int, default=3, help="5 s, 10 s and old-method A/As (0: none)"

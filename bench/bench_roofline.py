@@ -35,7 +35,7 @@ import harness
 import numpy as np
 
 from tfpgo.errors import UserError
-from tfpgo.iree.remote_compile import HostTarget, host_target
+from tfpgo.iree.target import HostTarget, host_target
 from tfpgo.tune import roofline
 
 COPY_MIB = 256

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import harness
-from bench_step_wallclock import MODELS, model_arg
 
 TRAINING = ("transformer-train", "gru-tagger-train", "vit-train", "rnn-train")
 
@@ -53,8 +52,8 @@ def _check(label: str, root: Path, steps: int) -> tuple[float, float, float, flo
     from tfpgo import runtime
     from tfpgo.models import load_model
 
-    _, mode, batch = MODELS[label]
-    case = load_model(model_arg(label, root), mode, batch)
+    _, mode, batch = harness.MODELS[label]
+    case = load_model(harness.model_arg(label, root), mode, batch)
     step = runtime.load(root / label, variables=case.function)
     worst, first, last = 0.0, 0.0, 0.0
     for index in range(steps):

@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import harness
-from bench_ab_noise import _iteration_times, _workload
-from bench_step_wallclock import _VIT, MODELS, UNSEEN, Model, _lower
 
 from tfpgo.ab.result import ABResult
+from tfpgo.iree.program import PROGRAM_VMFB
 from tfpgo.proposer import blocks
 from tfpgo.runtime.manifest import TUNED, ProgramManifest
 from tfpgo.tune.document import TuneDocument
@@ -50,9 +49,9 @@ _NO_PREPROCESSING = ", include_preprocessing=False"
 # bench_step_wallclock's models nobody tuned for, the ViT's inference step (the
 # issue's 4-block ViT at 66% of the limit), depthwise networks and a residual
 # one (the issue asks for models at 45-80% of the limit); the default.
-HELD_OUT: dict[str, Model] = {
-    **{label: MODELS[label] for label in UNSEEN},
-    "vit": (_VIT, "infer", 8),
+HELD_OUT: dict[str, harness.Model] = {
+    **{label: harness.MODELS[label] for label in harness.UNSEEN},
+    "vit": (harness.VIT, "infer", 8),
     "efficientnetb0": (_application("EfficientNetB0"), "infer", 8),
     "resnet50v2": (_application("ResNet50V2"), "infer", 8),
     "mobilenetv3small": (_application("MobileNetV3Small", _NO_PREPROCESSING), "infer", 8),
@@ -60,7 +59,7 @@ HELD_OUT: dict[str, Model] = {
     "mobilenetv3large": (_application("MobileNetV3Large", _NO_PREPROCESSING), "infer", 8),
 }
 # Any of bench_step_wallclock's models can be named too (the zoo's, to rerun them).
-KNOWN: dict[str, Model] = {**MODELS, **HELD_OUT}
+KNOWN: dict[str, harness.Model] = {**harness.MODELS, **HELD_OUT}
 
 
 def _outside(out: Path, seconds: float) -> ABResult | None:
@@ -69,16 +68,16 @@ def _outside(out: Path, seconds: float) -> ABResult | None:
     tuned = out / "model.tuned.vmfb"
     if not tuned.is_file():
         return None
-    workload = _workload(out)
+    workload = harness.program_workload(out)
     driver = ProgramManifest.read(out).drivers[TUNED]
     # A call as the tool times it: the profile's dispatch time leaves out the
     # host's share (the GRU's 0.67 ms of dispatches take 15.6 ms a call).
-    run_s = statistics.median(_iteration_times(out / "model.iree.vmfb", workload, 5)) / 1e9
+    run_s = statistics.median(harness.iteration_times(out / PROGRAM_VMFB, workload, 5)) / 1e9
     iterations = min(max(math.ceil(0.5 / run_s), 3), 1000)
     repetitions = max(5, math.ceil(seconds / (2 * (iterations * run_s + 0.2))))
     samples = blocks.interleave(
-        lambda n: _iteration_times(out / "model.iree.vmfb", workload, n),
-        lambda n: _iteration_times(tuned, workload, n, driver),
+        lambda n: harness.iteration_times(out / PROGRAM_VMFB, workload, n),
+        lambda n: harness.iteration_times(tuned, workload, n, driver),
         repetitions,
         iterations,
     )
@@ -86,7 +85,7 @@ def _outside(out: Path, seconds: float) -> ABResult | None:
 
 
 def _model(label: str, root: Path, budget_min: float, outside_s: float) -> dict[str, Any]:
-    out = _lower(label, root, budget_min * 60, KNOWN)
+    out = harness.lower_model(label, root, budget_min * 60, KNOWN)
     document = TuneDocument.read(out / "tune.json")
     outside = _outside(out, outside_s)
     return {

@@ -8,6 +8,10 @@ reported numbers are medians of wall time and the peak RSS of all repeats.
 Scaling curves are summarized by the exponent b of time ~ a * size^b, a
 least-squares fit of log(time) against log(size): b near 1 is linear, 2
 quadratic.
+
+The models the step benchmarks run (`MODELS`: zoo names and Keras hooks) are
+lowered by `pgo --lower iree` in a fresh process (`lower_model`), as a user
+runs it; `iteration_times` times a program in IREE's own benchmark tool.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
@@ -28,10 +33,103 @@ from pathlib import Path
 
 from tfpgo import toolpaths
 from tfpgo.errors import UserError
+from tfpgo.iree import program as iree_program
+from tfpgo.iree import run as iree_run
+from tfpgo.runtime.manifest import ProgramManifest, values_path
 
 REPO = Path(__file__).resolve().parents[1]
 MLIR_OPT = Path("/usr/lib/llvm-22/bin/mlir-opt")
 GNU_TIME = Path("/usr/bin/time")  # Debian package `time`
+# A model: its zoo name or hook body, the flow's --mode, and its batch.
+Model = tuple[str, str, int]
+
+_MOBILENET = """
+model = tf.keras.applications.MobileNetV2(weights=None, input_shape=(128, 128, 3), classes=10)
+return model, (tf.random.stateless_normal((batch_size, 128, 128, 3), (1, 2)),)
+"""
+VIT = """
+layers = tf.keras.layers
+images = tf.keras.Input((64, 64, 3))
+x = layers.Conv2D(64, 8, strides=8, name="patches")(images)
+x = layers.Reshape((64, 64))(x)
+x = x + layers.Embedding(64, 64, name="position")(tf.range(64))
+for block in range(4):
+    y = layers.LayerNormalization(name=f"norm_a{block}")(x)
+    x = x + layers.MultiHeadAttention(4, 16, name=f"attention{block}")(y, y)
+    y = layers.LayerNormalization(name=f"norm_b{block}")(x)
+    y = layers.Dense(128, activation="gelu", name=f"mlp_up{block}")(y)
+    x = x + layers.Dense(64, name=f"mlp_down{block}")(y)
+x = layers.GlobalAveragePooling1D()(layers.LayerNormalization(name="norm")(x))
+model = tf.keras.Model(images, layers.Dense(10, name="head")(x))
+return model, (tf.random.stateless_normal((batch_size, 64, 64, 3), (1, 2)),)
+"""
+_GRU_TAGGER = """
+layers = tf.keras.layers
+tokens = tf.keras.Input((40,), dtype="int32")
+x = layers.Embedding(1000, 32, name="embed")(tokens)
+x = layers.GRU(64, return_sequences=True, name="gru")(x)
+model = tf.keras.Model(tokens, layers.Dense(8, name="tags")(x))
+ids = tf.random.stateless_uniform((batch_size, 40), (1, 2), 1, 1000, dtype=tf.int32)
+return model, (ids,)
+"""
+_LSTM_STACK = """
+layers = tf.keras.layers
+tokens = tf.keras.Input((32,), dtype="int32")
+x = layers.Embedding(1000, 32, name="embed")(tokens)
+x = layers.LSTM(64, return_sequences=True, name="lstm_a")(x)
+x = layers.LSTM(64, name="lstm_b")(x)
+model = tf.keras.Model(tokens, layers.Dense(4, name="classes")(x))
+ids = tf.random.stateless_uniform((batch_size, 32), (1, 2), 1, 1000, dtype=tf.int32)
+return model, (ids,)
+"""
+_CONV_LSTM_ATTENTION = """
+layers = tf.keras.layers
+tokens = tf.keras.Input((48,), dtype="int32")
+x = layers.Embedding(1000, 32, name="embed")(tokens)
+x = layers.Conv1D(64, 5, padding="same", activation="relu", name="conv")(x)
+x = layers.LSTM(64, return_sequences=True, name="lstm")(x)
+x = layers.Attention(name="attention")([x, x])
+x = layers.GlobalAveragePooling1D()(x)
+model = tf.keras.Model(tokens, layers.Dense(4, name="classes")(x))
+ids = tf.random.stateless_uniform((batch_size, 48), (1, 2), 1, 1000, dtype=tf.int32)
+return model, (ids,)
+"""
+_BIDIRECTIONAL_LSTM = """
+layers = tf.keras.layers
+tokens = tf.keras.Input((32,), dtype="int32")
+x = layers.Embedding(1000, 32, name="embed")(tokens)
+x = layers.Bidirectional(layers.LSTM(48), name="bilstm")(x)
+model = tf.keras.Model(tokens, layers.Dense(4, name="classes")(x))
+ids = tf.random.stateless_uniform((batch_size, 32), (1, 2), 1, 1000, dtype=tf.int32)
+return model, (ids,)
+"""
+_TRIVIAL = """
+step = tf.function(lambda x: x + 1.0)
+return step, (tf.zeros((8,)),)
+"""
+MODELS: dict[str, Model] = {
+    "mlp": ("mlp", "infer", 32),
+    "mlp-train": ("mlp", "train", 32),
+    "cnn": ("cnn", "infer", 32),
+    "cnn-train": ("cnn", "train", 32),
+    "transformer": ("transformer", "infer", 8),
+    "transformer-train": ("transformer", "train", 8),
+    "rnn": ("rnn", "infer", 32),
+    "rnn-train": ("rnn", "train", 32),
+    "mobilenetv2": (_MOBILENET, "infer", 8),
+    "vit-train": (VIT, "train", 8),
+    "gru-tagger-train": (_GRU_TAGGER, "train", 8),
+    "lstm-stack": (_LSTM_STACK, "infer", 8),
+    "conv-lstm-attention": (_CONV_LSTM_ATTENTION, "infer", 8),
+    "bilstm": (_BIDIRECTIONAL_LSTM, "infer", 8),
+    "trivial": (_TRIVIAL, "infer", 8),
+}
+UNSEEN = ("mobilenetv2", "vit-train", "gru-tagger-train")
+_PGO = """
+from tfpgo.cli import run_main
+from tfpgo.flow.pgo import main
+raise SystemExit(run_main(main, prog="pgo"))
+"""
 
 
 class BenchError(Exception):
@@ -220,3 +318,65 @@ def write_json(path: Path, document: object) -> None:
         raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
     path.write_text(json.dumps(document, indent=1, default=default) + "\n")
+
+
+def model_arg(label: str, root: Path, models: dict[str, Model] = MODELS) -> str:
+    """The flow's --model for `label`: a zoo name, or a hook file written under
+    `root` from its body."""
+    source = models[label][0]
+    if "\n" not in source:
+        return source
+    hook = root / "hooks" / f"{label.replace('-', '_')}.py"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    body = textwrap.indent(source.strip() + "\n", "    ")
+    hook.write_text(f"import tensorflow as tf\n\n\ndef tfpgo_model(batch_size):\n{body}")
+    return str(hook)
+
+
+def lower_model(
+    label: str, root: Path, tune_budget: float, models: dict[str, Model] = MODELS
+) -> Path:
+    """`pgo --lower iree --tune` in a fresh process (kept: an output with a
+    program.json is not made again)."""
+    out = root / label
+    if (out / "program.json").is_file():
+        return out
+    _, mode, batch = models[label]
+    command = python_command(
+        _PGO, "--model", model_arg(label, root, models), "--mode", mode, "--batch-size", batch,
+        "--steps", 3, "--warmup", 1, "--lower", "iree", "--output-dir", out, "--formats", "svg",
+    )  # fmt: skip
+    if tune_budget > 0 and label != "trivial":
+        command += ["--tune", "--tune-budget", str(tune_budget), "--tuning-db", str(root / "db")]
+    env = {**python_env(), "TFPGO_OPT": str(tfpgo_opt())}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
+    if done.returncode:
+        raise BenchError(f"{label}: {done.stderr.strip().splitlines()[-1]}")
+    return out
+
+
+def program_workload(out: Path) -> iree_program.Workload:
+    """The workload of the program `pgo --lower iree` left in `out`: its entry on
+    the profiled values, nothing expected."""
+    manifest = ProgramManifest.read(out)
+    inputs = tuple(values_path(out, p) for p in manifest.parameters)
+    return iree_program.Workload(manifest.entry, inputs, (), 1, 1, {}, {})
+
+
+def iteration_times(
+    vmfb: Path, workload: iree_program.Workload, iterations: int, driver: str = iree_run.DEVICE
+) -> tuple[int, ...]:
+    """`iterations` calls of `vmfb` in one process of IREE's benchmark tool on
+    `driver` after its warm-up, each call's wall time (ns): a block of the A/B's
+    old method (tfpgo.proposer.blocks)."""
+    args = [f"--module={vmfb}", f"--device={driver}", f"--function={workload.entry}"]
+    args += [f"--input=@{path}" for path in workload.inputs]
+    args += ["--benchmark_min_time=1x", f"--benchmark_repetitions={iterations}"]
+    args += ["--benchmark_min_warmup_time=0.05", "--benchmark_format=json"]
+    listing = json.loads(iree_run.run_tool("iree-benchmark-module", args, "old method"))
+    unit = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+    return tuple(
+        round(entry["real_time"] * unit[entry["time_unit"]])
+        for entry in listing["benchmarks"]
+        if entry.get("run_type") == "iteration"
+    )

@@ -1,22 +1,32 @@
 """Reading tfpgo's versioned JSON documents (docs/formats.md), one way for all.
 
 Every interchange file names its `format` and `version` (at the top level, or in
-`meta` for the event DAG). Readers parse it here, so a missing file, bad JSON, a
-different document or a newer version give the same one-line errors everywhere.
+`meta` for the event DAG). Readers parse it here (`read_versioned`), so a missing
+file, bad JSON, a different document, a newer version or a malformed one give
+the same one-line errors everywhere.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tfpgo.atomic import atomic_output_file
 from tfpgo.errors import UserError
 
 # Newest version read, per format; formats not listed are at version 1.
 SUPPORTED_VERSIONS = {"tfpgo.op_profile": 3, "tfpgo.hlo_profile": 2}
+# What reading the fields of a document of the right format but another shape
+# raises: a field missing (KeyError), of another type (TypeError, or
+# AttributeError calling a dict's method on a list), a value out of range
+# (ValueError, a reader's own checks).
+_MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
+# What to do about a malformed document tfpgo wrote: it was cut short or edited.
+REWRITE = "run the step that writes it again"
+Parsed = TypeVar("Parsed")
 
 
 def read_json(path: Path) -> Any:
@@ -90,3 +100,27 @@ def read_document(path: Path, expected: str) -> dict[str, Any]:
     document = read_json(path)
     expect_format(path, document, expected)
     return document
+
+
+@contextmanager
+def malformed_as_error(path: Path | str, fmt: str, remedy: str = REWRITE) -> Iterator[None]:
+    """Turns a field of a `fmt` document that is missing, of another type or out of
+    range, as the block reads it, into one UserError line naming `path`, the
+    problem and `remedy`."""
+    try:
+        yield
+    except _MALFORMED as error:
+        # one line: a TypeError can quote a key of the document, newlines and all
+        detail = " ".join(str(error).split())
+        raise UserError(f"{path}: malformed {fmt} document ({detail}); {remedy}") from None
+
+
+def read_versioned(
+    path: Path, fmt: str, parse: Callable[[dict[str, Any]], Parsed], remedy: str = REWRITE
+) -> Parsed:
+    """What `parse` makes of the file `path`, a supported version of `fmt`; every
+    failure (no file, bad JSON, another document, a newer version, a malformed
+    one) is one UserError line naming the file, the problem and what to do."""
+    document = read_document(path, fmt)
+    with malformed_as_error(path, fmt, remedy):
+        return parse(document)

@@ -20,7 +20,7 @@ from iree_tile_oracle import TWO_MATMULS, Tiles, applied_matmul_tiles, spec_tile
 from tfpgo.errors import UserError
 from tfpgo.iree import dispatch_benchmark, profile_document
 from tfpgo.iree import run as iree_run
-from tfpgo.iree.remote_compile import HostTarget
+from tfpgo.iree.target import HostTarget
 from tfpgo.iree.tools import run_tool
 from tfpgo.report.tune_tables import held_back_rows, limit_text
 from tfpgo.tune import dispatch_tiles, program_ab, tile_configs

@@ -22,6 +22,7 @@ from tfpgo.ab import paired
 from tfpgo.ab.paired import Plan, Rounds
 from tfpgo.ab.result import ABResult, Verdict
 from tfpgo.ab.trimmed import Estimate, trimmed
+from tfpgo.ab.turns import mirrored_order
 from tfpgo.errors import UserError
 from tfpgo.iree import alternation
 from tfpgo.iree.alternation import Arm, Request
@@ -281,9 +282,7 @@ def _what_each_block_follows(arm: int) -> list[tuple[bool, bool]]:
     the first cycle): whether the block before it was the same arm, and the
     same copy; sorted, as the arms' counts are compared."""
     blocks = [
-        (index, alternation.placement_of(r, 2))
-        for r in range(16)
-        for index in alternation.round_order(r, 2)
+        (index, alternation.placement_of(r, 2)) for r in range(16) for index in mirrored_order(r, 2)
     ]
     follows = [
         (blocks[at - 1][0] == index, blocks[at - 1][1] == copy)

@@ -20,6 +20,7 @@ from tfpgo.flow import lower_stage, stages
 from tfpgo.iree import remote_compile
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.program import Workload, profile_program
+from tfpgo.iree.target import host_target
 from tfpgo.trace.host_parts import HostReading
 from tfpgo.tune.candidates import Candidate, ProposedVariant, Variant
 from tfpgo.tune.loop import Tuning, tune
@@ -81,7 +82,7 @@ def _outputs(vmfb: Path, inputs: tuple[Path, ...], scratch: Path) -> np.ndarray:
 def test_the_host_cpu_named_explicitly_compiles_what_host_compiles(program, tmp_path):
     # The same input path, `host` against the named CPU: the very same bytes.
     stablehlo, _ = program
-    target = remote_compile.host_target()
+    target = host_target()
     assert target.cpu and target.cpu != "host" and target.features.startswith(("+", "-"))
     iree_run.compile_vmfb(stablehlo, tmp_path / "host.vmfb", (), TIMEOUT_S)
     iree_run.compile_vmfb(stablehlo, tmp_path / "named.vmfb", target.flags(), TIMEOUT_S)

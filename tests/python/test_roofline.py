@@ -14,7 +14,7 @@ import pytest
 
 from tfpgo import toolpaths
 from tfpgo.errors import UserError
-from tfpgo.iree.remote_compile import HostTarget
+from tfpgo.iree.target import HostTarget
 from tfpgo.tune.dispatch_names import dispatch_flops, dispatch_kind
 from tfpgo.tune.roofline import (
     AT_LIMIT,

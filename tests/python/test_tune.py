@@ -28,7 +28,6 @@ from tfpgo.iree import run as iree_run
 from tfpgo.iree.alternation import Arm
 from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.iree.program import Workload, check_outputs, profile_program
-from tfpgo.iree.remote_compile import HostTarget
 from tfpgo.mlir.lowering import write_generic_stablehlo
 from tfpgo.report.tune_tables import (
     decision_rows,
@@ -778,7 +777,7 @@ def _records(path: Path, stablehlo: Path, retune: bool = False) -> Records:
     assert records is not None and not notes
     # A limit no dispatch comes near, so that the loop tunes: on this machine's own,
     # the test program's matmul runs within 15% of it, and the loop would stop there.
-    here = HostTarget(records.target.cpu, records.target.features)
+    here = records.target.machine
     records.db.put_limit(records.target, MachineLimit(here, "c", "avx2", 1, {"f32": 1e9}, 1e9, 1e9))
     return records
 
@@ -947,7 +946,7 @@ def test_a_program_at_this_machines_limit_is_not_tuned(program, tmp_path):
     original, workload, baseline = program
     stablehlo = _own_copy(original, tmp_path)
     records = _records(tmp_path / "tuning.db", stablehlo)
-    here = HostTarget(records.target.cpu, records.target.features)
+    here = records.target.machine
     slow = MachineLimit(here, "c", "avx2", 1, {"f32": 1e-9}, 1e-9, 1e-9)
     records.db.put_limit(records.target, slow)
     notes: list[str] = []

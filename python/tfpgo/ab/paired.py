@@ -3,9 +3,12 @@ sequential decision.
 
 Samples (`Rounds`, made by tfpgo.iree.alternation): in each process both
 programs are loaded and run in turn, forward and reversed by rounds (A B, B A,
-B A, A B, ...), each a block of a few timed calls (after `SWITCH_CALLS`
-untimed ones for a short call: alternation's `switch_calls`), so each round is
-a pair of neighbouring blocks.
+B A, A B, ...), each a block of a few timed calls, so each round is a pair of
+neighbouring blocks. A block opens with `SWITCH_CALLS` untimed calls when the
+program's call takes less than 100 ms (alternation's `switch_calls` and
+`SWITCH_FREE_S`), with none when it takes 100 ms or more; where it opens with
+them, it does so whichever program ran the block before (the same one where a
+reversed round follows a forward one, or a forward one a reversed one).
 A pair's log-ratio, log(t_B / t_A) of the blocks' median calls, is the unit:
 the machine's slow phases fall on both blocks of a pair, and a drift cancels
 over the alternating order.
@@ -59,7 +62,8 @@ TRIM = 0.3  # of each end of a process's pairs (module docstring)
 EQUIVALENT = 0.02
 MIN_GAIN = 0.01
 MIN_PROCESSES = 3
-# Untimed calls of each program in a round after the other ran (tfpgo.iree.alternation).
+# Untimed calls that open each program's block in a round, for a call under
+# alternation.SWITCH_FREE_S (module docstring).
 SWITCH_CALLS = 1
 # Simulated sets of looks to find the boundary from (its Monte Carlo error on
 # the level: about ±0.001).
@@ -69,7 +73,7 @@ BOUNDARY_DRAWS = 40_000
 @dataclass(frozen=True)
 class Rounds:
     """One process's calls: per round, each arm's median timed call (ns, by arm
-    index); round r ran the arms forward when `forward(r)`, else reversed."""
+    index), in the order `turns.mirrored_order` gives round r."""
 
     times_ns: tuple[tuple[int, ...], ...]
     load_order: tuple[int, ...]

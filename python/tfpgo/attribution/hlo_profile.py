@@ -21,8 +21,7 @@ import numpy as np
 
 from tfpgo.attribution.device_attribution import DeviceAttribution
 from tfpgo.attribution.xla_attribution import SPLIT_RULE, HloAttribution
-from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
-from tfpgo.errors import UserError
+from tfpgo.documents import malformed_as_error, new_header, read_document, write_compact_json
 from tfpgo.trace.events import EventTable
 
 FORMAT = "tfpgo.hlo_profile"
@@ -110,9 +109,8 @@ class HloProfile:
 
     @staticmethod
     def read(path: Path) -> HloProfile:
-        document = read_json(path)
-        expect_format(path, document, FORMAT)
-        try:
+        document = read_document(path, FORMAT)
+        with malformed_as_error(path, FORMAT):
             totals = document["totals"]
             return HloProfile(
                 document["source"],
@@ -123,8 +121,6 @@ class HloProfile:
                 totals.get("device_ps", 0),
                 totals.get("device_attributed_ps", 0),
             )
-        except (KeyError, TypeError) as error:
-            raise UserError(f"{path}: malformed {FORMAT} document ({error})") from None
 
 
 def build_hlo_profile(

@@ -45,8 +45,13 @@ from tfpgo.attribution.xla_attribution import (
     inserted_instructions,
     origins_by_node,
 )
-from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
-from tfpgo.errors import UserError
+from tfpgo.documents import (
+    expect_format,
+    malformed_as_error,
+    new_header,
+    read_json,
+    write_compact_json,
+)
 from tfpgo.trace.device import device_track_mask
 from tfpgo.trace.events import NO_STEP, EventTable, distinct_values
 from tfpgo.trace.ordering import lexsort, sort_within_groups
@@ -198,7 +203,7 @@ class OpProfile:
     @staticmethod
     def from_json(document: Any, origin: str = "<op profile>") -> OpProfile:
         expect_format(origin, document, FORMAT)
-        try:
+        with malformed_as_error(origin, FORMAT):
             ops = tuple(_op_from_json(op) for op in document["ops"])
             return OpProfile(
                 document["source"],
@@ -221,10 +226,6 @@ class OpProfile:
                 tuple(DeviceCopies(**entry) for entry in document.get("device_copies", ())),
                 tuple(DeviceStep(**entry) for entry in document.get("device_steps", ())),
             )
-        except (KeyError, TypeError) as error:
-            # one line: a TypeError can quote a key of the document, newlines and all
-            detail = " ".join(str(error).split())
-            raise UserError(f"{origin}: malformed {FORMAT} document ({detail})") from None
 
     @staticmethod
     def read(path: Path) -> OpProfile:

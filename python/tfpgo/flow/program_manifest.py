@@ -19,6 +19,7 @@ from typing import Any
 
 from tfpgo.iree.executable_sources import DISPATCHES_MODULE
 from tfpgo.iree.output_check import ATOL, RTOL
+from tfpgo.iree.program import PROGRAM_VMFB
 from tfpgo.iree.run import DEVICE
 from tfpgo.iree.target import read_target
 from tfpgo.mlir.compiled_step import CompiledStep
@@ -39,7 +40,6 @@ from tfpgo.runtime.variables import bare_name
 from tfpgo.tune.document import TUNE_DOCUMENT, TuneDocument
 from tfpgo.tune.tuned_output import TUNED_VMFB
 
-DEFAULT_VMFB = "model.iree.vmfb"
 _VARARG_ITEM = re.compile(r"(?P<name>\w+)_(?P<index>\d+)$")
 
 
@@ -77,7 +77,7 @@ def write_program_manifest(
             index = len(outputs) + j
             variable = parameters[parameter].name
             results.append(_tensor(index, Role.VARIABLE, variable, expected[index], parameter))
-    programs, drivers = {DEFAULT: DEFAULT_VMFB}, {DEFAULT: DEVICE}
+    programs, drivers = {DEFAULT: PROGRAM_VMFB}, {DEFAULT: DEVICE}
     if (out / TUNED_VMFB).is_file():
         tuned = TuneDocument.read(out / TUNE_DOCUMENT).tuned
         programs[TUNED] = TUNED_VMFB

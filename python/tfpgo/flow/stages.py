@@ -34,6 +34,7 @@ from tfpgo.errors import UserError
 from tfpgo.flow import lower_stage
 from tfpgo.flow.options import FlowOptions, check_options, signature_choice
 from tfpgo.iree.profile_document import IreeProfile
+from tfpgo.iree.program import PROGRAM_VMFB
 from tfpgo.iree.run import IREE_OP_GRAPH
 from tfpgo.mlir import annotate, lowering
 from tfpgo.mlir.compiled_step import CompiledStep
@@ -74,8 +75,8 @@ OUTPUT_FILES = {
     "op_graph.stablehlo.json": "op graph of the StableHLO module",
     "op_graph.stablehlo.{fmt}": "StableHLO op graph colored by self time",
     "model.linalg.mlir": "the StableHLO lowered to linalg on tensors (IREE), annotated likewise",
-    "model.iree.vmfb": "--lower iree: the whole program compiled by IREE for this CPU, weights "
-    "included (iree-run-module --module=model.iree.vmfb runs it)",
+    PROGRAM_VMFB: "--lower iree: the whole program compiled by IREE for this CPU, weights "
+    f"included (iree-run-module --module={PROGRAM_VMFB} runs it)",
     "model.stablehlo.mlirbc": "--lower iree: the StableHLO with every weight, MLIR bytecode "
     "(iree-compile compiles it)",
     "iree_profile.json": "--lower iree: each IREE dispatch's time and the tf ops it ran "

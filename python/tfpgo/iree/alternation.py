@@ -5,9 +5,10 @@ choice below: docs/tuning.md, "The A/B"). It loads every arm (a vmfb and a
 function in it) into one IREE runtime, puts each arm's inputs on the device
 once, warms each copy up (`warmup_calls`: WARMUP_CALLS, or as many as fit in
 WARMUP_S), then runs the arms in rounds, forward (A B C) or reversed (C B A),
-four rounds to a cycle: forward, reversed, reversed, forward (`forward`). So
-A B B A B A A B holds for every two arms: a drift of the machine falls on both
-of a pair alike, and each arm follows the other as often as itself.
+four rounds to a cycle: forward, reversed, reversed, forward
+(`tfpgo.ab.turns.mirrored_order`). So A B B A B A A B holds for every two
+arms: a drift of the machine falls on both of a pair alike, and each arm
+follows the other as often as itself.
 
 In a round each arm runs a block: its untimed calls after a switch
 (`switch_calls`: SWITCH_CALLS, none for a call of SWITCH_FREE_S or more, whose
@@ -55,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.ab.paired import SWITCH_CALLS, Rounds
+from tfpgo.ab.turns import mirrored_order
 from tfpgo.iree.run import DEVICE, SYNC
 from tfpgo.iree.tools import run_command
 from tfpgo.toolpaths import python_env
@@ -196,18 +198,6 @@ def placement_of(round_index: int, placements: int) -> int:
     return (round_index // 2) % placements
 
 
-def forward(round_index: int) -> bool:
-    """Whether a round runs the arms forward: forward, reversed, reversed,
-    forward, and again (module docstring)."""
-    return round_index % 4 in (0, 3)
-
-
-def round_order(round_index: int, arms: int) -> list[int]:
-    """The arms' indices in the order a round runs them."""
-    order = list(range(arms))
-    return order if forward(round_index) else order[::-1]
-
-
 def _load(arm: Arm, configs: dict[str, Any], keep: list[Any]) -> tuple[Any, list[Any]]:
     """A copy of the arm in its own memory and context: its function and its
     arguments on the device (`keep` holds what must outlive the calls)."""
@@ -276,7 +266,7 @@ def _run(request: Request) -> Rounds:
     while len(rows) < request.min_rounds or time.monotonic() < ends:
         row = [0] * len(request.arms)
         placement = placement_of(len(rows), request.placements)
-        for index in round_order(len(rows), len(request.arms)):
+        for index in mirrored_order(len(rows), len(request.arms)):
             function, arguments = calls[index, placement]
             for _ in range(request.switch_calls):
                 function(*arguments)

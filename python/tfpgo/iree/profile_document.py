@@ -10,8 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.attribution.parts import split_equally
-from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
-from tfpgo.errors import UserError
+from tfpgo.documents import (
+    expect_format,
+    malformed_as_error,
+    new_header,
+    read_json,
+    write_compact_json,
+)
 
 FORMAT = "tfpgo.iree_profile"
 VERSION = 1
@@ -140,7 +145,7 @@ class IreeProfile:
     @staticmethod
     def from_json(document: Any, path: Path) -> IreeProfile:
         expect_format(path, document, FORMAT)
-        try:
+        with malformed_as_error(path, FORMAT):
             outputs = document["outputs"]
             return IreeProfile(
                 document["source"],
@@ -155,8 +160,6 @@ class IreeProfile:
                 {op["name"]: op["tf_self_ps"] for op in document["ops"]},
                 outputs.get("unchecked") or "",
             )
-        except (KeyError, TypeError) as error:
-            raise UserError(f"{path}: malformed {FORMAT} document ({error})") from None
 
 
 def _dispatch_json(dispatch: Dispatch) -> dict[str, Any]:

@@ -18,6 +18,9 @@ from tfpgo.iree import executable_sources, output_check, profile_document
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.sites import SiteOps, compile_sites
 
+# A compiled program's file in its directory: the default program's in the output
+# directory (`--lower iree`), each candidate's in its own (`--tune`).
+PROGRAM_VMFB = "model.iree.vmfb"
 # Reading the sites compiles only up to IREE's flow phase, with no codegen:
 # ResNet50's takes a few seconds; a longer one is IREE's intermittent deadlock.
 SITES_TIMEOUT_S = 300
@@ -79,7 +82,7 @@ def profile_program(
     dispatches on IREE's `driver`; the profile names the program `name` (the
     vmfb's file name in the output)."""
     directory.mkdir(parents=True, exist_ok=True)
-    vmfb = directory / "model.iree.vmfb"
+    vmfb = directory / PROGRAM_VMFB
     sources = directory / "executable_sources.mlir"
     bytecode = directory / "model.stablehlo.mlirbc"
     started = time.monotonic()

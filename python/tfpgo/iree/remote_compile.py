@@ -31,12 +31,10 @@ one is measured.
 from __future__ import annotations
 
 import importlib.metadata
-import re
 import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -47,58 +45,9 @@ from tfpgo.errors import UserError
 from tfpgo.iree import run as iree_run
 from tfpgo.iree import tools
 from tfpgo.iree.compiled_source import compiled_source
+from tfpgo.iree.target import host_target
 
 _COMPILER = "iree-base-compiler"
-# The smallest program with an executable: its target shows what `host` resolved to.
-_PROBE = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = stablehlo.add %x, %x : tensor<4xf32>
-  return %0 : tensor<4xf32>
-}
-"""
-_TARGET = re.compile(r'\bcpu = "([^"]*)", cpu_features = "([^"]*)"')
-
-
-@dataclass(frozen=True)
-class HostTarget:
-    """This machine's CPU as iree-compile resolves `--iree-llvmcpu-target-cpu=host`."""
-
-    cpu: str
-    features: str  # those beyond the ones IREE implies for `cpu`
-
-    def flags(self) -> tuple[str, ...]:
-        return (
-            f"--iree-llvmcpu-target-cpu={self.cpu}",
-            f"--iree-llvmcpu-target-cpu-features={self.features}",
-        )
-
-
-def host_target() -> HostTarget:
-    """What `host` resolves to on this machine. IREE writes it into the executable
-    target as the features it implies for the CPU's name, then the host's own;
-    given a CPU name and features, it adds the implied ones again. So the implied
-    ones are read too (the CPU named, no features) and taken off the front. Were
-    they not in front, all would be named: the same features, spelled longer."""
-    with tempfile.TemporaryDirectory(prefix="tfpgo-host-cpu-") as scratch:
-        probe = Path(scratch) / "probe.mlir"
-        probe.write_text(_PROBE)
-        cpu, resolved = _executable_target(probe, ())
-        _, implied = _executable_target(probe, (f"--iree-llvmcpu-target-cpu={cpu}",))
-    return HostTarget(cpu, resolved.removeprefix(f"{implied},"))
-
-
-def _executable_target(probe: Path, flags: Sequence[str]) -> tuple[str, str]:
-    """(cpu, cpu_features) of the executable iree-compile makes of `probe`."""
-    sources = probe.with_suffix(".sources.mlir")
-    args = [*iree_run.IREE_FLAGS, *flags, "--compile-to=executable-sources", str(probe)]
-    iree_run.run_tool("iree-compile", [*args, "-o", str(sources)], "iree level (host CPU)")
-    found = _TARGET.search(sources.read_text())
-    if found is None:
-        raise UserError(
-            "iree level (host CPU): iree-compile named no cpu and cpu_features in its "
-            "executable target, so what to compile for on the cluster is unknown; tune "
-            "without --scheduler"
-        )
-    return found[1], found[2]
 
 
 class ClusterCompiler:

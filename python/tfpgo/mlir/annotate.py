@@ -14,10 +14,11 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tfpgo import HOT_OPS
 from tfpgo.attribution.op_profile import OpProfile
-from tfpgo.documents import expect_format, read_json
+from tfpgo.documents import read_versioned
 from tfpgo.errors import UserError
 from tfpgo.mlir.diagnostics import first_error
 from tfpgo.toolpaths import tfpgo_opt
@@ -198,49 +199,48 @@ def check_module(module: Path, flag: str) -> None:
 
 def read_attribution(path: Path) -> Attribution:
     """Reads a `tfpgo.attribution` document (docs/formats.md)."""
-    document = read_json(path)
-    expect_format(path, document, ATTRIBUTION_FORMAT)
-    try:
-        entries = document["entries"]
-        by_match = document["by_match"]
-        unresolved: list[UnresolvedEntry] = []
-        removed: list[UnresolvedEntry] = []
-        merged: list[MergedEntry] = []
-        resolved: list[ResolvedEntry] = []
-        for entry in entries:
-            match = entry["match"]
-            if match in ("unresolved", "removed", "folded"):
-                found = UnresolvedEntry(
-                    entry["name"], entry["self_ps"], entry["reason"], entry.get("device_ps", 0)
+    return read_versioned(path, ATTRIBUTION_FORMAT, _attribution_from_json)
+
+
+def _attribution_from_json(document: dict[str, Any]) -> Attribution:
+    entries = document["entries"]
+    by_match = document["by_match"]
+    unresolved: list[UnresolvedEntry] = []
+    removed: list[UnresolvedEntry] = []
+    merged: list[MergedEntry] = []
+    resolved: list[ResolvedEntry] = []
+    for entry in entries:
+        match = entry["match"]
+        if match in ("unresolved", "removed", "folded"):
+            found = UnresolvedEntry(
+                entry["name"], entry["self_ps"], entry["reason"], entry.get("device_ps", 0)
+            )
+            (unresolved if match == "unresolved" else removed).append(found)
+        elif match == "resolved":
+            resolved.append(
+                ResolvedEntry(
+                    entry["name"], entry["self_ps"], tuple(entry["ops"]), entry.get("rule", "")
                 )
-                (unresolved if match == "unresolved" else removed).append(found)
-            elif match == "resolved":
-                resolved.append(
-                    ResolvedEntry(
-                        entry["name"], entry["self_ps"], tuple(entry["ops"]), entry.get("rule", "")
-                    )
+            )
+        elif match == "merged":
+            merged.append(
+                MergedEntry(
+                    entry["name"], entry["self_ps"], tuple(entry["ops"]), entry["merged_by"]
                 )
-            elif match == "merged":
-                merged.append(
-                    MergedEntry(
-                        entry["name"], entry["self_ps"], tuple(entry["ops"]), entry["merged_by"]
-                    )
-                )
-        return Attribution(
-            annotated_ops=document["annotated_ops"],
-            fused_ops=document["fused_ops"],
-            profile_entries=sum(tally["entries"] for tally in by_match.values()),
-            attributed_self_ps=document["attributed_self_ps"],
-            profile_self_ps=document["profile_self_ps"],
-            unresolved=_hottest_first(unresolved),
-            removed=_hottest_first(removed),
-            merged=tuple(sorted(merged, key=lambda entry: -entry.self_ps)),
-            resolved=tuple(resolved),
-            profile_device_ps=document.get("profile_device_ps", 0),
-            attributed_device_ps=document.get("attributed_device_ps", 0),
-        )
-    except (KeyError, TypeError) as error:
-        raise UserError(f"{path}: malformed {ATTRIBUTION_FORMAT} document ({error})") from None
+            )
+    return Attribution(
+        annotated_ops=document["annotated_ops"],
+        fused_ops=document["fused_ops"],
+        profile_entries=sum(tally["entries"] for tally in by_match.values()),
+        attributed_self_ps=document["attributed_self_ps"],
+        profile_self_ps=document["profile_self_ps"],
+        unresolved=_hottest_first(unresolved),
+        removed=_hottest_first(removed),
+        merged=tuple(sorted(merged, key=lambda entry: -entry.self_ps)),
+        resolved=tuple(resolved),
+        profile_device_ps=document.get("profile_device_ps", 0),
+        attributed_device_ps=document.get("attributed_device_ps", 0),
+    )
 
 
 def landed_on(attribution: Attribution) -> dict[str, tuple[str, ...]]:

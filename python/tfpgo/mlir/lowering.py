@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo import HOT_OPS
-from tfpgo.documents import expect_format, read_json
+from tfpgo.documents import malformed_as_error, read_document, read_json
 from tfpgo.errors import UserError
 from tfpgo.iree import executable_sources
-from tfpgo.iree.program import ProfiledProgram, Workload, profile_program
+from tfpgo.iree.program import PROGRAM_VMFB, ProfiledProgram, Workload, profile_program
 from tfpgo.iree.tools import run_tool
 from tfpgo.mlir import (
     annotate,
@@ -418,7 +418,7 @@ def _compile_and_run(
         fused_into,
         may_differ=RANDOM_DRAWS if "stablehlo.rng" in stablehlo_text else "",
     )
-    program = profile_program(stablehlo, (), scratch / "iree", workload, "model.iree.vmfb")
+    program = profile_program(stablehlo, (), scratch / "iree", workload, PROGRAM_VMFB)
     if program.profile.outputs_unchecked:  # --tune holds variants to this program's outputs
         workload = workload.held_to(program.outputs)
     program.profile.write(out / "iree_profile.json")
@@ -483,13 +483,10 @@ def annotate_named_stablehlo(
                 f"--tf-profile-export-op-graph=output={op_graph}",
             ],
         )
-        document = read_json(summary)
-        expect_format(summary, document, LEVEL_FORMAT)
-    try:
+        document = read_document(summary, LEVEL_FORMAT)
+    with malformed_as_error(summary, LEVEL_FORMAT):
         found = {source["name"] for source in document["sources"]}
         annotated_ops = int(document["annotated_ops"])
-    except (KeyError, TypeError) as error:
-        raise UserError(f"{summary}: malformed {LEVEL_FORMAT} document ({error})") from None
     profile = OpProfile.read(op_profile)
     missing = [op for op in profile.ops if op.name not in found]
     arguments = set(_ARGUMENT_NAME.findall(module_text))
@@ -627,9 +624,8 @@ def read_level_coverage(
 ) -> LevelCoverage:
     """Reads a `tfpgo.level_profile` summary; `tf_sources` (tf node name → (op
     type, self ps)) are the sources the tf level had, to name what the level lost."""
-    document = read_json(summary)
-    expect_format(summary, document, LEVEL_FORMAT)
-    try:
+    document = read_document(summary, LEVEL_FORMAT)
+    with malformed_as_error(summary, LEVEL_FORMAT):
         found = {source["name"] for source in document["sources"]}
         lost = sorted(
             (
@@ -649,8 +645,6 @@ def read_level_coverage(
             profile_self_ps=profile_self_ps,
             lost=tuple(source for source in lost if source.self_ps > 0),
         )
-    except (KeyError, TypeError) as error:
-        raise UserError(f"{summary}: malformed {LEVEL_FORMAT} document ({error})") from None
 
 
 def _fused_into(op_graph: dict[str, Any]) -> dict[str, str]:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfpgo.documents import expect_format, read_json
+from tfpgo.documents import malformed_as_error, read_document
 from tfpgo.errors import UserError
 from tfpgo.mlir.annotate import run_tfpgo_opt
 
@@ -70,9 +70,8 @@ def choose_regions(annotated: Path, report: Path, min_share: float) -> XlaRegion
 
 def read_regions(path: Path) -> XlaRegions:
     """Reads a `tfpgo.xla_regions` document; a malformed one is one UserError line."""
-    document = read_json(path)
-    expect_format(path, document, FORMAT)
-    try:
+    document = read_document(path, FORMAT)
+    with malformed_as_error(path, FORMAT):
         regions = tuple(
             XlaRegion(
                 str(region["name"]),
@@ -91,8 +90,6 @@ def read_regions(path: Path) -> XlaRegions:
             regions,
             declined,
         )
-    except (KeyError, TypeError, ValueError) as error:
-        raise UserError(f"{path}: malformed {FORMAT} document ({error!r})") from None
     _check_disjoint(found)
     return found
 

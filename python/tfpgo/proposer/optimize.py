@@ -32,7 +32,7 @@ from tfpgo.ab.result import ABResult, interval_text
 from tfpgo.analysis import Analysis
 from tfpgo.atomic import atomic_output_file
 from tfpgo.attribution.op_profile import OpProfile
-from tfpgo.documents import expect_format, read_json
+from tfpgo.documents import read_versioned
 from tfpgo.models import ModelCase
 from tfpgo.proposer import propose
 from tfpgo.proposer.blocks import (
@@ -121,8 +121,10 @@ def read(path: Path) -> OptimizeResult:
     (Holm, recomputed too), so what a reader sees never depends on a stored
     verdict. Documents from before Holm's levels are judged at the confidence
     they stored."""
-    document = read_json(path)
-    expect_format(path, document, FORMAT)
+    return read_versioned(path, FORMAT, _result_from_json)
+
+
+def _result_from_json(document: dict[str, Any]) -> OptimizeResult:
     method = document["method"]
     # Documents from before second A/Bs have no floor: each trial is judged once.
     floor = method.get("confirm_floor", method["noise"])

@@ -63,8 +63,12 @@ def interleaved(
 
 def summary(times: list[float]) -> WallClock:
     """The median of `times` and its 95% interval: the order statistics k and
-    n-k+1, k from the normal approximation of a Binomial(n, 1/2) at every n
-    (at least 1: the extremes where n is too small)."""
+    n-k+1, k from the normal approximation of a Binomial(n, 1/2) at every n,
+    rounded down, and at least 1. Rounding down makes it conservative: from
+    n = 6 on it covers the median at least 95% of the time (the extremes, 97%
+    to 99.8%, up to n = 10; 96.5% at n = 100, 95.4% at 1,000). Below n = 6 it
+    is the extremes, which cover less (93.75% at n = 5, the fewest calls
+    `interleaved` makes)."""
     ordered = sorted(times)
     n = len(ordered)
     middle = n // 2

@@ -24,8 +24,7 @@ import numpy as np
 
 import tfpgo
 from tfpgo.atomic import atomic_output_file
-from tfpgo.documents import new_header, read_document
-from tfpgo.errors import UserError
+from tfpgo.documents import new_header, read_versioned
 from tfpgo.kernels import IntLists, Ints, Lookup, Segment, StringTable, render_rows
 from tfpgo.trace.dag import EdgeKind, EventDag
 from tfpgo.trace.events import NO_STEP, ColumnStats, EventTable, StepMarker, Track
@@ -173,15 +172,11 @@ class _BackgroundWriter:
 
 def read_dag(path: Path) -> EventDag:
     """Reads `mlir_graph.json` back into an EventDag (UserError on bad input)."""
-    document = read_document(path, FORMAT)
-    meta = document["meta"]
-    try:
-        return _dag_from_document(meta, document["nodes"], document["edges"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise UserError(f"{path}: malformed {FORMAT} document ({error})") from None
+    return read_versioned(path, FORMAT, _dag_from_document)
 
 
-def _dag_from_document(meta: dict[str, Any], nodes: list[Any], edges: list[Any]) -> EventDag:
+def _dag_from_document(document: dict[str, Any]) -> EventDag:
+    meta, nodes, edges = document["meta"], document["nodes"], document["edges"]
     names: dict[str, int] = {}
     tracks: dict[Track, int] = {}
     count = len(nodes)

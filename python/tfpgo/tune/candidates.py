@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from tfpgo.documents import expect_format, read_json
+from tfpgo.documents import read_document
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.iree.program import Workload
@@ -179,9 +179,7 @@ def _conv_to_dot(
                     f"report-output={report} {' '.join(options)}",
                 ],
             )
-            document = read_json(report)
-            expect_format(report, document, REWRITES_FORMAT)
-            return document
+            return read_document(report, REWRITES_FORMAT)
 
         selected = rewrite()
         rewrites = selected["rewritten"]

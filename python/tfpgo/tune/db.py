@@ -182,7 +182,7 @@ class TuningDb:
         """Stores the limit of `target`'s machine (its CPU and features: a limit
         holds whatever the compiler), measured at `when` (Unix seconds; default
         now), replacing the one stored before."""
-        if (limit.target.cpu, limit.target.features) != (target.cpu, target.features):
+        if limit.target != target.machine:
             raise ValueError(f"a limit of {limit.target.cpu} is not one of {target.cpu}")
         document = json.dumps(limit.to_json(), sort_keys=True)
         with self._transaction() as connection:

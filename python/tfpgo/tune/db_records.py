@@ -4,7 +4,7 @@ these frozen dataclasses; `to_json` and `from_json` write and read each as the
 JSON of the `record` column (docs/formats.md, `tuning.db`).
 
 - `Target`: what a record holds for. The CPU as iree-compile resolves
-  `--iree-llvmcpu-target-cpu=host` (`remote_compile.host_target`), the
+  `--iree-llvmcpu-target-cpu=host` (`target.host_target`), the
   `iree-compile` version (`iree-compile --version`), and the flags that change
   code generation (`codegen_flags`); `key` a digest of all four. A record of
   another key is never applied.
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tfpgo.iree import run as iree_run
-from tfpgo.iree.remote_compile import HostTarget, host_target
 from tfpgo.iree.run import DEVICE
+from tfpgo.iree.target import HostTarget, host_target
 from tfpgo.iree.tools import run_tool
 from tfpgo.tune import tile_climb, tile_configs
 from tfpgo.tune.dispatch_tiles import Search
@@ -149,9 +149,11 @@ def _host() -> HostTarget:
 
 @dataclass(frozen=True)
 class Target:
-    """What records hold for: the CPU (`cpu`, `features` as iree-compile resolves
-    `host`), the iree-compile version, and the flags that change code generation
-    (`codegen_flags`)."""
+    """What records hold for: a machine (`cpu`, `features`: a `HostTarget`'s,
+    flat as the `targets` table stores them), the iree-compile version, and the
+    flags that change code generation (`codegen_flags`). Not a `HostTarget`:
+    a record measured with another compiler or flags does not hold, where a
+    machine's roofline does."""
 
     cpu: str
     features: str
@@ -168,6 +170,10 @@ class Target:
         `iree_run.IREE_FLAGS` (a `Variant`'s flags; `tune.json`'s `flags`)."""
         host = _host()
         return cls.of(host.cpu, host.features, compiler_version(), (*iree_run.IREE_FLAGS, *flags))
+
+    @property
+    def machine(self) -> HostTarget:
+        return HostTarget(self.cpu, self.features)
 
     @property
     def key(self) -> str:

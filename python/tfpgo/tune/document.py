@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo.ab.result import ABResult
-from tfpgo.documents import expect_format, new_header, read_json, write_compact_json
+from tfpgo.documents import new_header, read_versioned, write_compact_json
+from tfpgo.iree.program import PROGRAM_VMFB
 from tfpgo.iree.run import DEVICE
 
 FORMAT = "tfpgo.tune"
@@ -172,7 +173,7 @@ class TuneDocument:
     def to_json(self) -> dict[str, Any]:
         tuned = self.tuned
         return {
-            **new_header(FORMAT, VERSION, "model.iree.vmfb"),
+            **new_header(FORMAT, VERSION, PROGRAM_VMFB),
             "budget_s": self.budget_s,
             "runs": self.runs,
             "trials": [trial.to_json() for trial in self.trials],
@@ -201,8 +202,10 @@ class TuneDocument:
 
     @classmethod
     def read(cls, path: Path) -> TuneDocument:
-        document = read_json(path)
-        expect_format(path, document, FORMAT)
+        return read_versioned(path, FORMAT, cls.from_json)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> TuneDocument:
         tuned = document["tuned"]
         return cls(
             float(document["budget_s"]),

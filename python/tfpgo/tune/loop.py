@@ -43,7 +43,13 @@ from tfpgo.dask_cluster import ClusterError
 from tfpgo.errors import UserError
 from tfpgo.iree import profile_document
 from tfpgo.iree import run as iree_run
-from tfpgo.iree.program import ProfiledProgram, Workload, check_outputs, profile_program
+from tfpgo.iree.program import (
+    PROGRAM_VMFB,
+    ProfiledProgram,
+    Workload,
+    check_outputs,
+    profile_program,
+)
 from tfpgo.iree.tools import ToolTimeout, tool_timeout_s, tools_deadline
 from tfpgo.tune import program_ab, resume, tuned_output
 from tfpgo.tune.candidates import (
@@ -555,7 +561,7 @@ def _measure(
 ) -> CandidateTrial:
     """Compiles the proposal, checks its outputs, and times it against the current
     best, each on its driver: kept only if it helps."""
-    vmfb = directory / "model.iree.vmfb"
+    vmfb = directory / PROGRAM_VMFB
     variant = proposal.variant
     try:  # a program IREE cannot compile (or hangs on), or one that computes otherwise
         compile_vmfb(variant.stablehlo, vmfb, variant.flags, compile_timeout_s)

@@ -11,7 +11,13 @@ from pathlib import Path
 
 from tfpgo.ab.result import ABResult, Verdict
 from tfpgo.errors import UserError
-from tfpgo.iree.program import ProfiledProgram, Workload, check_outputs, profile_program
+from tfpgo.iree.program import (
+    PROGRAM_VMFB,
+    ProfiledProgram,
+    Workload,
+    check_outputs,
+    profile_program,
+)
 from tfpgo.iree.run import DEVICE
 from tfpgo.tune import program_ab, tuned_output
 from tfpgo.tune.candidates import Variant
@@ -136,7 +142,7 @@ def rebuilt(
     change = _change_of(last)
     then = "" if last.ratio is None else f" (ratio {last.ratio:.3f} then)"
     if budget_s == 0:
-        vmfb = directory / "model.iree.vmfb"
+        vmfb = directory / PROGRAM_VMFB
         try:
             compile_vmfb(variant.stablehlo, vmfb, variant.flags, timeout_s)
             max_abs = check_outputs(vmfb, workload, directory)

@@ -3,7 +3,7 @@ bandwidth, measured once per target, and each dispatch's roofline under them.
 
 `measure` runs the native kernel `//tools:roofline` (tools/roofline/roofline.cc:
 FMA chains on all cores, STREAM's copy and triad) and returns a `MachineLimit`
-keyed by the target IREE compiles for (`remote_compile.host_target`: the CPU's
+keyed by the target IREE compiles for (`target.host_target`: the CPU's
 name and features), so that a tuning database keeps one per target.
 
 A dispatch's bound (`dispatch_bound`) is the larger of its FLOPs at the peak of
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from tfpgo import toolpaths
-from tfpgo.documents import expect_format
+from tfpgo.documents import expect_format, malformed_as_error
 from tfpgo.errors import UserError
-from tfpgo.iree.remote_compile import HostTarget, host_target
+from tfpgo.iree.target import HostTarget, host_target
 from tfpgo.tune.dispatch_names import dispatch_flops, dispatch_kind, loop_ranges
 
 FORMAT = "tfpgo.roofline"
@@ -126,7 +126,7 @@ class MachineLimit:
     ) -> MachineLimit:
         """The kernel's output (one JSON object) as the limit of `target`."""
         expect_format(where, document, FORMAT)
-        try:
+        with malformed_as_error(where, FORMAT, "measure it again (rebuild //tools:roofline)"):
             peaks = {str(k): _positive(v) for k, v in document["peak_gflops"].items()}
             bandwidth = document["bandwidth_gbs"]
             limit = cls(
@@ -140,8 +140,6 @@ class MachineLimit:
                 {str(k): str(v) for k, v in document.get("not_native", {}).items()},
                 {str(k): _share(v) for k, v in document.get("cpu_share", {}).items()},
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise UserError(f"{where}: malformed {FORMAT} document ({error!r})") from None
         if "f32" not in peaks or limit.threads < 1:
             raise UserError(f"{where}: {FORMAT} document without an f32 peak or threads")
         return limit
