@@ -10,10 +10,10 @@ from tfpgo.iree.run import SYNC
 from tfpgo.runtime.manifest import (
     DEFAULT,
     TUNED,
-    VALUES,
     ProgramManifest,
     Role,
     iree_run_module_args,
+    values_path,
 )
 from tfpgo.runtime.structure import Tree, unflatten
 
@@ -54,7 +54,7 @@ def python_snippet(manifest: ProgramManifest, directory: Path) -> str:
     lines = ["import numpy as np", "import tfpgo.runtime", ""]
     lines.append(f"step = tfpgo.runtime.load({str(directory)!r})")
     for p in inputs:
-        file = str(directory / VALUES / f"parameter_{p.index}.npy")
+        file = str(values_path(directory, p))
         lines.append(f"parameter_{p.index} = np.load({file!r})  # {p.name}: {p.type_text()}")
     signature = manifest.signature
     arguments = [_literal(signature.trees[name]) for name in signature.positional]

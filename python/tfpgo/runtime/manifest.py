@@ -222,5 +222,5 @@ def iree_run_module_args(manifest: ProgramManifest, program: str) -> list[str]:
     args = ["iree-run-module", f"--module={manifest.programs[program]}"]
     args.append(f"--device={manifest.drivers[program]}")
     args.append(f"--function={manifest.entry}")
-    args += [f"--input=@{VALUES}/parameter_{p.index}.npy" for p in manifest.parameters]
+    args += [f"--input=@{values_path(Path(), p)}" for p in manifest.parameters]
     return args

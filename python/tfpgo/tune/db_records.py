@@ -39,7 +39,7 @@ from tfpgo.iree.target import HostTarget, host_target
 from tfpgo.iree.tools import run_tool
 from tfpgo.tune import tile_climb, tile_configs
 from tfpgo.tune.dispatch_tiles import Search
-from tfpgo.tune.document import Trial
+from tfpgo.tune.document import CandidateTrial
 from tfpgo.tune.tile_configs import RootConfig
 
 # Flags that change what iree-compile writes or prints, not the code it generates,
@@ -457,9 +457,9 @@ class CandidateRecord:
 
     @classmethod
     def of_trial(
-        cls, trial: Trial, program: str, flags: Sequence[str], kept: bool, when: float
+        cls, trial: CandidateTrial, program: str, flags: Sequence[str], kept: bool, when: float
     ) -> CandidateRecord:
-        """The decision of one of the loop's trials (`tune.document.Trial`)."""
+        """The decision of one of the loop's trials (`tune.document.CandidateTrial`)."""
         result = trial.result
         return cls(
             program,

@@ -51,11 +51,6 @@ class CandidateTrial:
         )
 
 
-# The old name, for tune/db_records.py alone (under other hands at this rename);
-# it goes when db_records imports CandidateTrial.
-Trial = CandidateTrial
-
-
 @dataclass(frozen=True)
 class Decision:
     """One change at one place: the dispatch it targets ("" for a whole-program
