@@ -35,6 +35,9 @@ from tfpgo.runtime.wallclock import WallClock
 
 # Issue 60's recurrent steps nobody tuned for, beside the zoo's rnn and the GRU tagger.
 RECURRENT = ("rnn", "rnn-train", "gru-tagger-train", "lstm-stack", "conv-lstm-attention", "bilstm")
+# Issue 65's CNN training steps, beside the zoo's cnn.
+CONVOLUTIONAL = ("cnn-train", "resnet-train", "resnet64-train", "vgg-train")
+GROUPS = {"recurrent": RECURRENT, "convolutional": CONVOLUTIONAL}
 ARMS = ("tf.function", "jit_compile=True", "IREE default", "IREE tuned", "IREE local-sync")
 
 
@@ -117,7 +120,9 @@ def _row(result: dict[str, Any]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--only", help="comma-separated labels, `recurrent` for issue 60's six (default: all)"
+        "--only",
+        help="comma-separated labels; `recurrent` for issue 60's six, `convolutional` for "
+        "issue 65's four (default: all)",
     )
     parser.add_argument("--seconds", type=float, default=20.0, help="interleaved seconds a model")
     parser.add_argument("--tune-budget", type=float, default=3.0, help="--tune-budget (minutes)")
@@ -126,9 +131,7 @@ def main() -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     root = Path(args.root)
     labels = args.only.split(",") if args.only else list(harness.MODELS)
-    labels = [
-        name for label in labels for name in (RECURRENT if label == "recurrent" else (label,))
-    ]
+    labels = [name for label in labels for name in GROUPS.get(label, (label,))]
     results = []
     for label in labels:
         harness.lower_model(label, root, args.tune_budget)

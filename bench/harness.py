@@ -103,6 +103,38 @@ model = tf.keras.Model(tokens, layers.Dense(4, name="classes")(x))
 ids = tf.random.stateless_uniform((batch_size, 32), (1, 2), 1, 1000, dtype=tf.int32)
 return model, (ids,)
 """
+# Issue 65's CNN training steps nobody tuned for: residual stages of 3x3
+# convolutions with batch norm (at two image sizes), and a VGG-style stack.
+_RESNET = """
+layers = tf.keras.layers
+images = tf.keras.Input((SIZE, SIZE, 3))
+x = layers.Conv2D(16, 3, padding="same", use_bias=False, name="stem")(images)
+x = layers.ReLU()(layers.BatchNormalization(name="stem_bn")(x))
+for stage, width in enumerate((16, 32, 64)):
+    stride = 1 if stage == 0 else 2
+    y = layers.Conv2D(width, 3, stride, "same", use_bias=False, name=f"conv{stage}a")(x)
+    y = layers.ReLU()(layers.BatchNormalization(name=f"bn{stage}a")(y))
+    y = layers.Conv2D(width, 3, padding="same", use_bias=False, name=f"conv{stage}b")(y)
+    y = layers.BatchNormalization(name=f"bn{stage}b")(y)
+    if stride != 1 or x.shape[-1] != width:
+        x = layers.Conv2D(width, 1, stride, use_bias=False, name=f"skip{stage}")(x)
+    x = layers.ReLU()(x + y)
+x = layers.GlobalAveragePooling2D()(x)
+model = tf.keras.Model(images, layers.Dense(10, name="head")(x))
+return model, (tf.random.stateless_normal((batch_size, SIZE, SIZE, 3), (1, 2)),)
+"""
+_VGG = """
+layers = tf.keras.layers
+images = tf.keras.Input((32, 32, 3))
+x = images
+for block, width in enumerate((32, 64, 128)):
+    x = layers.Conv2D(width, 3, padding="same", activation="relu", name=f"conv{block}a")(x)
+    x = layers.Conv2D(width, 3, padding="same", activation="relu", name=f"conv{block}b")(x)
+    x = layers.MaxPooling2D(name=f"pool{block}")(x)
+x = layers.Dense(128, activation="relu", name="fc")(layers.Flatten()(x))
+model = tf.keras.Model(images, layers.Dense(10, name="head")(x))
+return model, (tf.random.stateless_normal((batch_size, 32, 32, 3), (1, 2)),)
+"""
 _TRIVIAL = """
 step = tf.function(lambda x: x + 1.0)
 return step, (tf.zeros((8,)),)
@@ -122,6 +154,9 @@ MODELS: dict[str, Model] = {
     "lstm-stack": (_LSTM_STACK, "infer", 8),
     "conv-lstm-attention": (_CONV_LSTM_ATTENTION, "infer", 8),
     "bilstm": (_BIDIRECTIONAL_LSTM, "infer", 8),
+    "resnet-train": (_RESNET.replace("SIZE", "32"), "train", 8),
+    "resnet64-train": (_RESNET.replace("SIZE", "64"), "train", 8),
+    "vgg-train": (_VGG, "train", 8),
     "trivial": (_TRIVIAL, "infer", 8),
 }
 UNSEEN = ("mobilenetv2", "vit-train", "gru-tagger-train")
