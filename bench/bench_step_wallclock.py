@@ -13,8 +13,12 @@ dispatch on the calling thread). Each gets the median wall-clock per call with
 its 95% interval;
 beside them, IREE's dispatch time a step (`iree_profile*.json`), so the gap is
 the runtime's overhead, and the outputs of both programs against TensorFlow's
-(a training step's from the same variables). A trivial step (`x + 1`) gives
-each engine's overhead per call.
+(a training step's from the same variables). For an inference step, the
+engines a CPU user would pick instead take their turns too (issue 61,
+tfpgo.runtime.anchors): TensorFlow Lite with XNNPACK and OpenVINO's CPU plugin
+in float32 and in its default precision (bfloat16 where the CPU has it), their
+outputs checked against TensorFlow's; one that cannot take the step says why in
+one line. A trivial step (`x + 1`) gives each engine's overhead per call.
 
 The table is printed as Markdown (docs/benchmarks.md) and written with every
 number to `<root>/step_wallclock.json`.
@@ -31,6 +35,7 @@ from typing import Any
 import harness
 
 from tfpgo.iree.output_check import largest_difference
+from tfpgo.runtime import anchors
 from tfpgo.runtime.wallclock import WallClock
 
 # Issue 60's recurrent steps nobody tuned for, beside the zoo's rnn and the GRU tagger.
@@ -38,7 +43,10 @@ RECURRENT = ("rnn", "rnn-train", "gru-tagger-train", "lstm-stack", "conv-lstm-at
 # Issue 65's CNN training steps, beside the zoo's cnn.
 CONVOLUTIONAL = ("cnn-train", "resnet-train", "resnet64-train", "vgg-train")
 GROUPS = {"recurrent": RECURRENT, "convolutional": CONVOLUTIONAL}
-ARMS = ("tf.function", "jit_compile=True", "IREE default", "IREE tuned", "IREE local-sync")
+ARMS = (
+    "tf.function", "jit_compile=True", "IREE default", "IREE tuned", "IREE local-sync",
+    *anchors.ENGINES,
+)  # fmt: skip
 
 
 def _dispatch_ms(out: Path, name: str) -> float | None:
@@ -83,7 +91,14 @@ def _score(label: str, root: Path, seconds: float) -> dict[str, Any]:
     # The program load picks, every dispatch on the calling thread (no wake-ups).
     synced = runtime.load(out, variables=case.function if train else None, device="local-sync")
     arms["IREE local-sync"] = _iree_arm(synced, inputs)
-    timed = wallclock.interleaved(arms, seconds)
+    # The engines a CPU user would pick for inference (issue 61): their outputs
+    # against TensorFlow's too (OpenVINO's default computes in bfloat16 where the
+    # CPU has it).
+    others = anchors.Anchors() if train else anchors.anchor_arms(case.function, inputs)
+    want = tf.nest.flatten(wallclock.tensorflow_arm(case.function, inputs)())
+    for engine, call in others.arms.items():
+        differences[engine] = largest_difference(call(), want)
+    timed = wallclock.interleaved({**arms, **others.arms}, seconds)
     restore()
     return {
         "label": label,
@@ -95,6 +110,7 @@ def _score(label: str, root: Path, seconds: float) -> dict[str, Any]:
             "IREE tuned": _dispatch_ms(out, "iree_profile.tuned.json"),
         },
         "max_abs_difference": differences,
+        "refused": others.refused,
         "tolerance": [manifest.rtol, manifest.atol],
     }
 
@@ -113,7 +129,7 @@ def _row(result: dict[str, Any]) -> list[str]:
             text += f" ({dispatch:.3f})"
         cells.append(text)
     differences = result["max_abs_difference"].items()
-    checked = ", ".join(f"{arm[5:]} {value:.2g}" for arm, value in differences)
+    checked = ", ".join(f"{arm.removeprefix('IREE ')} {value:.2g}" for arm, value in differences)
     return [*cells, checked]
 
 
@@ -139,6 +155,10 @@ def main() -> int:
         print(harness.markdown_table(["model", *ARMS, "max |Δ| vs TF"], [_row(results[-1])]))
     header = ["model", *(f"{arm}: ms a call (dispatch)" for arm in ARMS), "max |Δ| vs TF"]
     print(harness.markdown_table(header, [_row(result) for result in results]))
+    for result in results:  # an engine that could not take a step, in one line
+        for engine, why in result["refused"].items():
+            if not why.startswith("the step writes variables"):
+                print(f"{result['label']}: {engine}: {why}")
     document = {"machine": harness.machine(), "results": results}
     harness.write_json(root / "step_wallclock.json", document)
     return 0

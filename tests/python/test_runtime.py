@@ -324,3 +324,11 @@ def test_tune_ends_with_the_step_as_a_users_loop_sees_it(tmp_path, capsys):
     assert line is not None, err[-2000:]
     assert int(line[1]) >= 5
     assert line[2] == ProgramManifest.read(out).programs.get("tuned", "model.iree.vmfb")
+    # An inference step: the engines a CPU user would pick instead took their turns.
+    engines = re.search(
+        r"; TFLite \(XNNPACK\) [\d.]+ ms \[.*\], OpenVINO f32 [\d.]+ ms \[.*\], "
+        r"OpenVINO default [\d.]+ ms \[.*\], model\.\w+\.vmfb [\d.]+x the fastest of them "
+        r"\((TFLite \(XNNPACK\)|OpenVINO f32|OpenVINO default)\)$",
+        err[line.start() :].splitlines()[0],
+    )
+    assert engines is not None, err[line.start() :].splitlines()[0]

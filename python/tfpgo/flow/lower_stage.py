@@ -26,7 +26,7 @@ from tfpgo.mlir.compiled_step import CompiledStep, XlaRefused, compile_step
 from tfpgo.mlir.iree_loops import UNROLL_OPS
 from tfpgo.models import ModelCase
 from tfpgo.models.case import Mode
-from tfpgo.runtime import wallclock
+from tfpgo.runtime import anchors, wallclock
 from tfpgo.runtime.manifest import MANIFEST
 
 # How long --tune's last line times the step as a user's loop calls it.
@@ -148,29 +148,40 @@ def _manifest_line(
 
 def _wallclock_line(out: Path, case: ModelCase) -> str:
     """The step as the user's loop sees it, TensorFlow's `tf.function` against
-    the program `--tune` leaves (tuned, else the default), called in turn from
-    Python for WALLCLOCK_S (tfpgo.runtime.wallclock); the model's variables as
-    they were before."""
+    the program `--tune` leaves (tuned, else the default) and, for an inference
+    step, the engines a CPU user would pick instead (tfpgo.runtime.anchors),
+    called in turn from Python for WALLCLOCK_S (tfpgo.runtime.wallclock); the
+    model's variables as they were before."""
     import numpy as np
     import tensorflow as tf
 
     inputs = tuple(tf.nest.map_structure(np.asarray, list(case.inputs)))
     restore = wallclock.variable_values(case.function, case.inputs)
+    train = case.mode is Mode.TRAIN
     try:
-        program = runtime.load(out, variables=case.function if case.mode is Mode.TRAIN else None)
+        program = runtime.load(out, variables=case.function if train else None)
+        name = program.program.name
         arms = {
             "TensorFlow": wallclock.tensorflow_arm(case.function, inputs),
-            program.program.name: lambda: program(*inputs),
+            name: lambda: program(*inputs),
         }
-        timed = wallclock.interleaved(arms, WALLCLOCK_S)
+        others = anchors.Anchors() if train else anchors.anchor_arms(case.function, inputs)
+        timed = wallclock.interleaved({**arms, **others.arms}, WALLCLOCK_S)
     finally:
         restore()
-    tensorflow, iree = timed["TensorFlow"], timed[program.program.name]
-    return (
+    tensorflow, iree = timed["TensorFlow"], timed[name]
+    line = (
         f"step wall-clock (a Python call, {iree.calls} interleaved calls each): TensorFlow "
-        f"{tensorflow.text()}, {program.program.name} {iree.text()}, "
+        f"{tensorflow.text()}, {name} {iree.text()}, "
         f"{tensorflow.median_s / iree.median_s:.2f}x"
     )
+    engines = [f"{engine} {timed[engine].text()}" for engine in others.arms]
+    engines += [f"{engine}: {why}" for engine, why in others.refused.items()]
+    if others.arms:
+        fastest = min(others.arms, key=lambda engine: timed[engine].median_s)
+        ratio = timed[fastest].median_s / iree.median_s
+        engines.append(f"{name} {ratio:.2f}x the fastest of them ({fastest})")
+    return line + (f"; {', '.join(engines)}" if engines else "")
 
 
 def _as_xla_compiles(neither: routes.NoStableHlo, case: ModelCase) -> CompiledStep:

@@ -1,0 +1,147 @@
+"""The engines a CPU user would pick for inference instead of tfpgo, as calls of
+the step: TensorFlow Lite (its XNNPACK delegate, the default) and OpenVINO (its
+CPU plugin, in float32 and in its default precision, which is bfloat16 on a
+CPU with bfloat16 units).
+
+Each takes the `tf.function` as TensorFlow traced it for the step's inputs and
+is called as a user's loop calls it: numpy arguments in, numpy outputs out.
+An engine that cannot take the step (a training step writes variables; a
+converter refuses an op; a package is not installed) is one line in `refused`,
+and the others still run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+TFLITE = "TFLite (XNNPACK)"
+OPENVINO_F32 = "OpenVINO f32"
+OPENVINO_DEFAULT = "OpenVINO default"
+ENGINES = (TFLITE, OPENVINO_F32, OPENVINO_DEFAULT)
+_NO_TFLITE_OP = re.compile(r"'tf\.(\w+)' op is neither a custom op nor a flex op")
+_NO_OPENVINO_RULE = re.compile(r"No conversion rule found for operations: ([^\n]+)")
+# Ops of a step that writes its variables: no inference engine runs it.
+_WRITES = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApply")
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """Per engine that took the step, its call; per engine that did not, why."""
+
+    arms: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
+
+
+def anchor_arms(function: Any, inputs: tuple[Any, ...], threads: int | None = None) -> Anchors:
+    """Each engine's call of `function(*inputs)` (numpy `inputs`, nested as the
+    step takes them), on `threads` threads (default: every core this process may
+    use); a call returns the step's outputs flattened (`tf.nest.flatten`)."""
+    import tensorflow as tf
+
+    threads = threads or len(os.sched_getaffinity(0))
+    concrete = function.get_concrete_function(*inputs)
+    flat = tuple(tf.nest.flatten(inputs))  # the graph's placeholders, in their order
+    anchors = Anchors()
+    written = _written(concrete)
+    makers: dict[str, Callable[[], Callable[[], Any]]] = {
+        TFLITE: lambda: _tflite(function, concrete, flat, threads),
+        OPENVINO_F32: lambda: _openvino(concrete, flat, threads, "f32"),
+        OPENVINO_DEFAULT: lambda: _openvino(concrete, flat, threads, None),
+    }
+    for engine, make in makers.items():
+        if written:
+            anchors.refused[engine] = (
+                f"the step writes variables ({written}): {engine.split()[0]} runs inference only"
+            )
+            continue
+        try:
+            anchors.arms[engine] = make()
+        except ImportError as error:
+            anchors.refused[engine] = f"not installed ({error.name}: pip install {error.name})"
+        except Exception as error:  # converters raise assorted errors for what they refuse
+            anchors.refused[engine] = f"cannot take the step ({_first_line(error)})"
+    return anchors
+
+
+def _written(concrete: Any) -> str:
+    """The first op of the step that writes a variable, or ""."""
+    for op in concrete.graph.get_operations():
+        if op.type.startswith(_WRITES):
+            return op.type
+    return ""
+
+
+def _tflite(function: Any, concrete: Any, inputs: tuple[Any, ...], threads: int) -> Any:
+    """TensorFlow Lite's interpreter of the step, builtin ops only (so XNNPACK,
+    TFLite's default CPU delegate, takes what it can)."""
+    import tensorflow as tf
+
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], function)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    interpreter = tf.lite.Interpreter(model_content=converter.convert(), num_threads=threads)
+    interpreter.allocate_tensors()
+    details = interpreter.get_input_details()
+    if len(details) != len(inputs):
+        raise ValueError(f"its model takes {len(details)} inputs, the step {len(inputs)}")
+    # The converter keeps the step's placeholders' names (and their order).
+    placeholders = [tensor.name.split(":")[0] for tensor in concrete.inputs[: len(inputs)]]
+    by_name = dict(zip(placeholders, inputs, strict=True))
+    feed = [
+        (detail["index"], by_name.get(detail["name"].split(":")[0], value))
+        for detail, value in zip(details, inputs, strict=True)
+    ]
+    # Its outputs in the step's order: by the names of the graph's outputs.
+    by_output = {d["name"].split(":")[0]: d["index"] for d in interpreter.get_output_details()}
+    order = [tensor.name.split(":")[0] for tensor in concrete.outputs]
+    outputs = [by_output[name] for name in order] if set(order) == set(by_output) else []
+    outputs = outputs or [detail["index"] for detail in interpreter.get_output_details()]
+
+    def call() -> list[Any]:
+        for index, value in feed:
+            interpreter.set_tensor(index, value)
+        interpreter.invoke()
+        return [interpreter.get_tensor(index) for index in outputs]
+
+    return call
+
+
+def _openvino(concrete: Any, inputs: tuple[Any, ...], threads: int, precision: str | None) -> Any:
+    """OpenVINO's CPU plugin on the step converted from TensorFlow's graph;
+    `precision` "f32", or None for the plugin's default."""
+    import openvino as ov
+
+    model = ov.convert_model(concrete)
+    config: dict[str, Any] = {"INFERENCE_NUM_THREADS": threads}
+    if precision is not None:
+        config["INFERENCE_PRECISION_HINT"] = precision
+    compiled = ov.Core().compile_model(model, "CPU", config)
+    request = compiled.create_infer_request()
+    # Its inputs are the step's placeholders, which it may order by name and
+    # name with or without the `:0`.
+    by_name = {}
+    for tensor, value in zip(concrete.inputs[: len(inputs)], inputs, strict=True):
+        by_name[tensor.name] = by_name[tensor.name.split(":")[0]] = value
+    feed = [
+        next((by_name[name] for name in port.get_names() if name in by_name), value)
+        for port, value in zip(compiled.inputs, inputs, strict=True)
+    ]
+    return lambda: list(request.infer(feed, share_outputs=False).values())
+
+
+def _first_line(error: BaseException) -> str:
+    """What a converter's error says it refused: the ops it has no rule for
+    (TFLite's "'tf.X' op is neither a custom op nor a flex op", OpenVINO's "No
+    conversion rule found for operations: X"), else its first line."""
+    text = str(error)
+    missing = sorted(set(_NO_TFLITE_OP.findall(text)))
+    if missing:
+        return f"no builtin TFLite op for {', '.join(missing)}"
+    rule = _NO_OPENVINO_RULE.search(text)
+    if rule is not None:
+        return f"no OpenVINO conversion rule for {rule[1].strip()}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0][:200] if lines else type(error).__name__
