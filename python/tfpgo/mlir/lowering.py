@@ -291,9 +291,7 @@ def _lower_stablehlo(
         forwarded_results=loops.forwarded,
         barriers=loops.barriers,
         counted_loops=loops.counted,
-        unrolled_loops=loops.unrolled,
         loops=loops.loops,
-        filter_gradients=convolutions.filter_gradients,
         gradient_forms=convolutions.forms,
     )
     lowered = replace(lowered, stablehlo=convolutions.text, route=route)

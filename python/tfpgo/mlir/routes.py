@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo.errors import UserError
-from tfpgo.mlir.conv_gradients import GradientForm
+from tfpgo.mlir.conv_gradients import BATCHED_MATMUL, GradientForm
 from tfpgo.mlir.diagnostics import error_message
-from tfpgo.mlir.iree_loops import LoopDecision
+from tfpgo.mlir.iree_loops import UNROLLED, LoopDecision
 
 TF_TO_STABLEHLO = "tf-shape-inference,tf-stablehlo"
 # TensorFlow's XLA bridge route, in the order of tf2xla's
@@ -61,9 +61,7 @@ class Route:
     forwarded_results: int = 0
     barriers: int = 0
     counted_loops: int = 0  # conditions of several counters made one counted bound
-    unrolled_loops: int = 0  # loops of known trips unrolled whole
     tied_variables: int = 0  # written variables updated in their own buffers
-    filter_gradients: int = 0  # convolution filter gradients made batched matmuls
     gradient_forms: tuple[GradientForm, ...] = ()  # the form each filter gradient took
     loops: tuple[LoopDecision, ...] = ()  # each loop and what the rewrite did with it
 
@@ -84,14 +82,16 @@ class Route:
                 f"; {_count(self.tied_variables, 'written variable')} updated in place "
                 "(iree.abi.output: no new buffer a call)"
             )
-        if self.filter_gradients:
+        filter_gradients = sum(form.form == BATCHED_MATMUL for form in self.gradient_forms)
+        unrolled_loops = sum(loop.action == UNROLLED for loop in self.loops)
+        if filter_gradients:
             how += (
-                f"; {_count(self.filter_gradients, 'convolution filter gradient')} as a batched "
+                f"; {_count(filter_gradients, 'convolution filter gradient')} as a batched "
                 "matmul of patches"
             )
-        if self.unrolled_loops:
+        if unrolled_loops:
             how += (
-                f"; {_count(self.unrolled_loops, 'loop')} of known trips unrolled (no trip "
+                f"; {_count(unrolled_loops, 'loop')} of known trips unrolled (no trip "
                 "waits on the host)"
             )
         if self.counted_loops:
