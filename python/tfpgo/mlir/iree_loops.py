@@ -68,12 +68,12 @@ class LoopDecision:
     and why; `names`, the tf nodes its ops carry (its control and its body: what
     its time is found under at every level)."""
 
-    name: str
-    trips: int | None
-    ops_a_trip: int
-    action: str
-    why: str
-    names: tuple[str, ...]
+    name: str  # the tf node of the loop's own location
+    trips: int | None  # None: a start, step or bound is no constant
+    ops_a_trip: int  # nested regions' ops included
+    action: str  # UNROLLED, COUNTED or LEFT
+    why: str  # the budget's arithmetic, or what is not constant
+    names: tuple[str, ...]  # every tf node its ops carry, the loop's first
 
 
 @dataclass(frozen=True)

@@ -218,31 +218,22 @@ def _op_rows(inputs: ReportInputs) -> list[list[str]]:
 
 def _runtime_rows(inputs: ReportInputs) -> list[list[str]]:
     """The op profile's top entries (it ranks device time first where there is any)."""
-    profile = inputs.profile
-    if profile.has_device:
-        whole = profile.totals.device_attributed_ps or 1
-        return [
-            [
-                stats.name,
-                ", ".join(stats.op_types),
-                format_ps(stats.device_self_ps),
-                f"{stats.device_self_ps / whole:.1%}",
-                str(stats.device_count),
-                format_ps(stats.self_ps),
-            ]
-            for stats in profile.ops[: inputs.top_n]
-        ]
-    total = profile.totals.op_self_ps or 1
-    return [
-        [
+    profile, device = inputs.profile, inputs.profile.has_device
+    whole = (profile.totals.device_attributed_ps if device else profile.totals.op_self_ps) or 1
+    rows = []
+    for stats in profile.ops[: inputs.top_n]:
+        ps, count = (
+            (stats.device_self_ps, stats.device_count) if device else (stats.self_ps, stats.count)
+        )
+        row = [
             stats.name,
             ", ".join(stats.op_types),
-            format_ps(stats.self_ps),
-            f"{stats.self_ps / total:.1%}",
-            str(stats.count),
+            format_ps(ps),
+            f"{ps / whole:.1%}",
+            str(count),
         ]
-        for stats in profile.ops[: inputs.top_n]
-    ]
+        rows.append([*row, format_ps(stats.self_ps)] if device else row)
+    return rows
 
 
 def _runtime_header(inputs: ReportInputs) -> list[str]:
