@@ -22,7 +22,10 @@ from typing import Any
 
 import harness
 
-TRAINING = ("transformer-train", "gru-tagger-train", "vit-train", "rnn-train")
+TRAINING = (
+    "transformer-train", "gru-tagger-train", "vit-train", "rnn-train", "mlp-train", "cnn-train",
+    "resnet-train", "resnet64-train", "vgg-train",
+)  # fmt: skip
 
 
 def _batch(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:

@@ -129,7 +129,25 @@ def _openvino(concrete: Any, inputs: tuple[Any, ...], threads: int, precision: s
         next((by_name[name] for name in port.get_names() if name in by_name), value)
         for port, value in zip(compiled.inputs, inputs, strict=True)
     ]
-    return lambda: list(request.infer(feed, share_outputs=False).values())
+    # Its outputs: the step's by name where it keeps the names (it may add a
+    # scalar of its own), else its first ones in its order.
+    ports = list(compiled.outputs)
+    names = [tensor.name for tensor in concrete.outputs]
+    chosen = [_port(ports, name) for name in names]
+    if any(port is None for port in chosen):
+        chosen = ports[: len(names)]
+
+    def call() -> list[Any]:
+        results = request.infer(feed, share_outputs=False)
+        return [results[port] for port in chosen]
+
+    return call
+
+
+def _port(ports: list[Any], name: str) -> Any:
+    """The port of OpenVINO's model named `name` (with or without its `:0`)."""
+    wanted = {name, name.split(":")[0]}
+    return next((port for port in ports if wanted & set(port.get_names())), None)
 
 
 def _first_line(error: BaseException) -> str:
