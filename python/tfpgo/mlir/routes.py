@@ -65,6 +65,16 @@ class Route:
     gradient_forms: tuple[GradientForm, ...] = ()  # the form each filter gradient took
     loops: tuple[LoopDecision, ...] = ()  # each loop and what the rewrite did with it
 
+    @property
+    def unrolled_loops(self) -> int:
+        """Loops of known trips unrolled whole."""
+        return sum(loop.action == UNROLLED for loop in self.loops)
+
+    @property
+    def filter_gradients(self) -> int:
+        """Convolution filter gradients made batched matmuls."""
+        return sum(form.form == BATCHED_MATMUL for form in self.gradient_forms)
+
     def text(self) -> str:
         if not self.why:
             how = f"TensorFlow's {self.name}"
@@ -82,16 +92,14 @@ class Route:
                 f"; {_count(self.tied_variables, 'written variable')} updated in place "
                 "(iree.abi.output: no new buffer a call)"
             )
-        filter_gradients = sum(form.form == BATCHED_MATMUL for form in self.gradient_forms)
-        unrolled_loops = sum(loop.action == UNROLLED for loop in self.loops)
-        if filter_gradients:
+        if self.filter_gradients:
             how += (
-                f"; {_count(filter_gradients, 'convolution filter gradient')} as a batched "
+                f"; {_count(self.filter_gradients, 'convolution filter gradient')} as a batched "
                 "matmul of patches"
             )
-        if unrolled_loops:
+        if self.unrolled_loops:
             how += (
-                f"; {_count(unrolled_loops, 'loop')} of known trips unrolled (no trip "
+                f"; {_count(self.unrolled_loops, 'loop')} of known trips unrolled (no trip "
                 "waits on the host)"
             )
         if self.counted_loops:
