@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,7 +83,10 @@ def _tflite(function: Any, concrete: Any, inputs: tuple[Any, ...], threads: int)
 
     converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], function)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    interpreter = tf.lite.Interpreter(model_content=converter.convert(), num_threads=threads)
+    model = converter.convert()
+    with warnings.catch_warnings():  # its deprecation notice: the interpreter still ships
+        warnings.simplefilter("ignore", UserWarning)
+        interpreter = tf.lite.Interpreter(model_content=model, num_threads=threads)
     interpreter.allocate_tensors()
     details = interpreter.get_input_details()
     if len(details) != len(inputs):
