@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ from tfpgo.iree.tools import runtime_tool
 from tfpgo.report.run_it import iree_command, python_snippet, run_it_text
 from tfpgo.runtime import load, run_program
 from tfpgo.runtime import step as runtime_step
-from tfpgo.runtime.manifest import ProgramManifest, Role, iree_run_module_args
+from tfpgo.runtime import variables as step_variables
+from tfpgo.runtime.manifest import ProgramManifest, Role, Tensor, iree_run_module_args
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 BATCH = 4
@@ -332,3 +334,54 @@ def test_tune_ends_with_the_step_as_a_users_loop_sees_it(tmp_path, capsys):
         err[line.start() :].splitlines()[0],
     )
     assert engines is not None, err[line.start() :].splitlines()[0]
+
+
+def test_a_notebooks_function_traced_in_another_order_is_matched_by_structure(train_out):
+    """Issue 62: a notebook numbers Keras's layers after the models it built
+    first (`hidden_2/kernel` is the profiled `hidden/kernel`), and XLA's retrace
+    may order the program's parameters unlike the function's captures. The
+    variables are then matched by name up to those numbers, shape and dtype."""
+    hook = _hook("runtime_train")
+    _, _, train = hook.build()
+    train(*hook.batch(BATCH, 0))
+    manifest = ProgramManifest.read(train_out)
+    name = step_variables.variable_name
+    want = {i: name(v) for i, v in step_variables.match(manifest, train).items()}
+    renumbered = [
+        replace(p, name=re.sub(r"^(\w+?)/", r"\1_2/", p.name)) if p.role is Role.VARIABLE else p
+        for p in manifest.parameters
+    ]
+    inputs = [p for p in renumbered if p.role is Role.INPUT]
+    carried = [p for p in renumbered if p.role is not Role.INPUT]
+    other = replace(manifest, parameters=(*inputs, *reversed(carried)))
+    got = {i: name(v) for i, v in step_variables.match(other, train).items()}
+    assert got == want
+
+
+def test_alike_variables_are_matched_in_the_order_keras_made_them(train_out):
+    """Three variables alike in name (up to Keras's numbers), shape and dtype,
+    beside another, where the program's order is not the function's: the first
+    made is the first carried, whatever the numbers and the reading order."""
+    manifest = ProgramManifest.read(train_out)
+    scopes = ("dense", "dense_1", "dense_2")  # made in this order, valued 0, 1, 2
+    made = [
+        tf.Variable(np.full((2,), float(i), np.float32), name=f"{scope}/kernel")
+        for i, scope in enumerate(scopes)
+    ]
+    other = tf.Variable(np.zeros((3,), np.float32), name="out/bias")
+
+    @tf.function
+    def reads(features, target):
+        return features[0, 0] + made[2][0] + other[0] + made[0][0] + made[1][0]
+
+    inputs = [p for p in manifest.parameters if p.role is Role.INPUT]
+    first = len(inputs)
+    alike = [f"dense_{4 + i}/kernel" for i in range(3)]  # numbered by another process
+    carried = (
+        *(Tensor(first + i, Role.VARIABLE, name, (2,), "float32") for i, name in enumerate(alike)),
+        Tensor(first + 3, Role.VARIABLE, "out_1/bias", (3,), "float32"),
+    )
+    program = replace(manifest, parameters=(*inputs, *carried))
+    matched = step_variables.match(program, reads)
+    assert [float(matched[p.index][0]) for p in carried[:3]] == [0.0, 1.0, 2.0]
+    assert matched[carried[3].index] is other

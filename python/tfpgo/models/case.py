@@ -53,6 +53,18 @@ def without_uniquifier(component: str) -> str:
     return _UNIQUIFIER.sub("", component)
 
 
+def uniquifier_numbers(name: str) -> tuple[int, ...]:
+    """The numbers TensorFlow and Keras appended to `name`'s scopes, in order, 0
+    for a scope as first given (`adam_1/dense/kernel` gives (1, 0)): what orders
+    names alike up to `unscoped`, in the order they were made."""
+    *scopes, _ = name.split("/")
+    numbers: list[int] = []
+    for scope in scopes:
+        suffix = _UNIQUIFIER.search(scope)
+        numbers += [int(n) for n in suffix[0].split("_")[1:]] if suffix else [0]
+    return tuple(numbers)
+
+
 def unscoped(name: str) -> str:
     """`name` with every scope as first given, its leaf as it is
     (`adam_1/dense_2/Mul_3` is `adam/dense/Mul_3`)."""

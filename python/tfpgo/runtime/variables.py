@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 from tfpgo.errors import UserError
-from tfpgo.models.case import unscoped
+from tfpgo.models.case import uniquifier_numbers, unscoped
 from tfpgo.runtime.manifest import ProgramManifest, Role
 from tfpgo.runtime.structure import unflatten
 
@@ -41,8 +41,8 @@ def match(manifest: ProgramManifest, source: Any) -> dict[int, Any]:
         try:
             return _by_capture(manifest, captured)
         except UserError:  # traced again in another order (jit_compile's retrace)
-            matched = _by_name(manifest, [v for v in captured if v is not None], every_one=True)
-            if len(matched) == len(manifest.variables()):
+            matched = _by_structure(manifest, [v for v in captured if v is not None])
+            if matched is not None:
                 return matched
             raise
     if hasattr(source, "variables") and not isinstance(source, (list, tuple)):
@@ -144,6 +144,34 @@ def _by_capture(manifest: ProgramManifest, captured: list[Any]) -> dict[int, Any
             )
         _check(parameter, variable)
         matched[parameter.index] = variable
+    return matched
+
+
+def _by_structure(manifest: ProgramManifest, found: list[Any]) -> dict[int, Any] | None:
+    """The carried variables matched to `found` by what no process renumbers:
+    the name with every scope as first given (`dense_3/kernel` is
+    `dense/kernel`), the shape and the dtype. Variables alike in all three are
+    taken in the order the numbers in their names give (Keras numbers what it
+    builds in order, in every process); None where the two sets differ."""
+    carried: dict[tuple[str, tuple[int, ...], str], list[Any]] = {}
+    for parameter in manifest.variables():
+        key = (unscoped(parameter.name), parameter.shape, parameter.dtype)
+        carried.setdefault(key, []).append(parameter)
+    given: dict[tuple[str, tuple[int, ...], str], list[Any]] = {}
+    for variable in found:
+        dtype = str(getattr(variable.dtype, "name", variable.dtype))
+        shape = tuple(int(size) for size in variable.shape)
+        given.setdefault((unscoped(variable_name(variable)), shape, dtype), []).append(variable)
+    if {key: len(group) for key, group in carried.items()} != {
+        key: len(group) for key, group in given.items()
+    }:
+        return None
+    matched = {}
+    for key, parameters in carried.items():
+        in_order = sorted(parameters, key=lambda parameter: uniquifier_numbers(parameter.name))
+        made = sorted(given[key], key=lambda variable: uniquifier_numbers(variable_name(variable)))
+        for parameter, variable in zip(in_order, made, strict=True):
+            matched[parameter.index] = variable
     return matched
 
 
