@@ -44,7 +44,9 @@ def anchor_arms(function: Any, inputs: tuple[Any, ...], threads: int | None = No
     import tensorflow as tf
 
     threads = threads or len(os.sched_getaffinity(0))
-    concrete = function.get_concrete_function(*inputs)
+    # A SavedModel's signature is a ConcreteFunction already.
+    traced = getattr(function, "get_concrete_function", None)
+    concrete = function if traced is None else traced(*inputs)
     flat = tuple(tf.nest.flatten(inputs))  # the graph's placeholders, in their order
     anchors = Anchors()
     written = _written(concrete)
