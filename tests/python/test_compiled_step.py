@@ -25,6 +25,10 @@ def test_the_program_reads_every_variable_and_writes_the_updated_ones_back():
     np.testing.assert_allclose(after["weights:0"], before - 0.5 * 2.0)
     assert after["steps:0"] == 2
     np.testing.assert_allclose(step.expected[0], before.sum() * 2.0)
+    # jit_compile's own run from the same values, per result: how far another
+    # compiler's sums land (here exactly: small integers), the model set back after.
+    assert len(step.reassociation) == len(step.expected)
+    assert all(0 <= difference < 1e-5 for difference in step.reassociation)
     # The model is left as it was before that step.
     np.testing.assert_array_equal(weights.numpy(), before)
     assert steps.numpy() == 1 and scale.numpy() == 2.0

@@ -217,6 +217,15 @@ def test_outputs_that_differ_are_one_error_line(tmp_path):
     assert str(error.value).startswith("iree level: output 0 of main differs from TensorFlow's")
     with pytest.raises(UserError, match="differs from the original program's"):
         output_check.compare_outputs("main", outputs, [x * x + 1], output_check.ORIGINAL_PROGRAM)
+    # A difference within 10x what jit_compile's own sums do to this output is
+    # float reassociation: accepted; beyond it, refused with both figures.
+    assert output_check.compare_outputs("main", outputs, [x * x + 1], reassociation=(0.2,)) == 1
+    with pytest.raises(UserError) as beyond:
+        output_check.compare_outputs("main", outputs, [x * x + 1], reassociation=(0.05,))
+    assert "(max |Δ| 1; jit_compile's own max |Δ| 0.05, shapes (4,) and (4,), tolerance " in str(
+        beyond.value
+    )
+    assert "or 10x jit_compile's)" in str(beyond.value)
     timings = iree_run.profile_dispatches(vmfb, "main", [tmp_path / "x.npy"], 4, tmp_path, 2)
     ((name, timing),) = timings.items()
     assert timing.count == 4 and timing.total_ps > 0  # 6 runs profiled, 2 warm-up runs dropped

@@ -56,7 +56,13 @@ def lower(
     program, and says in one line a level what each holds."""
     iree = None
     if "iree" in options.lower and isinstance(lowerable, CompiledStep):
-        iree = lowering.IreeRun(lowerable.inputs, lowerable.expected, options.steps, options.warmup)
+        iree = lowering.IreeRun(
+            lowerable.inputs,
+            lowerable.expected,
+            options.steps,
+            options.warmup,
+            lowerable.reassociation,
+        )
     elif "iree" in options.lower and case:
         iree = _iree_run(case, options.steps, options.warmup)
     if iree is not None and options.tune_budget_s is not None:

@@ -46,6 +46,9 @@ class Workload:
     # Why IREE's outputs may differ from TensorFlow's, its program being right
     # (it draws random numbers with other bits); "" when they may not.
     may_differ: str = ""
+    # Per output, how far XLA's own float32 sums land from TensorFlow's (jit_compile
+    # of a training step; output_check.compare_outputs); () where not measured.
+    reassociation: tuple[float, ...] = ()
 
     def held_to(self, outputs: tuple[Any, ...]) -> Workload:
         """This workload expecting `outputs`, the original program's (which draw
@@ -94,7 +97,11 @@ def profile_program(
     unchecked = ""
     try:
         max_abs = output_check.compare_outputs(
-            workload.entry, outputs, workload.expected, workload.expected_from
+            workload.entry,
+            outputs,
+            workload.expected,
+            workload.expected_from,
+            workload.reassociation,
         )
     except output_check.OutputsDiffer:
         if not workload.may_differ:
@@ -129,5 +136,5 @@ def check_outputs(vmfb: Path, workload: Workload, scratch: Path) -> float:
         vmfb, workload.entry, workload.inputs, len(workload.expected), scratch
     )
     return output_check.compare_outputs(
-        workload.entry, outputs, workload.expected, workload.expected_from
+        workload.entry, outputs, workload.expected, workload.expected_from, workload.reassociation
     )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfpgo.errors import UserError
+from tfpgo.iree.output_check import largest_difference
 from tfpgo.mlir.diagnostics import error_message
 
 # One aliased result of the program: the parameter it updates, the result index.
@@ -65,6 +66,10 @@ class CompiledStep:
     # Traced again under jit_compile (XLA refused the profiled trace): its node
     # names may differ from the profile's in uniquified scopes (`sgd_1` → `sgd`).
     retraced: bool = False
+    # Per result, max |jit_compile's - TensorFlow's| from the same values: what
+    # reordering the float sums does to this step; () where not measured (a step
+    # that draws random numbers, which XLA draws with other bits).
+    reassociation: tuple[float, ...] = ()
 
 
 def compile_step(function: Any, inputs: tuple[Any, ...]) -> CompiledStep:
@@ -111,9 +116,10 @@ def compile_step(function: Any, inputs: tuple[Any, ...]) -> CompiledStep:
             )
         expected.append(variable.numpy())
         written.append(variable.name)
-    for variable, value in zip(variables, before, strict=True):
-        if variable is not None:  # the model as it was before this step
-            variable.assign(value)
+    _restore(variables, before)  # the model as it was before this step
+    reassociation: tuple[float, ...] = ()
+    if "rng" not in stablehlo:
+        reassociation = _reassociation(function, inputs, variables, before, results, expected)
     return CompiledStep(
         stablehlo,
         tuple(np.asarray(value) for value in inputs) + tuple(before),
@@ -122,6 +128,43 @@ def compile_step(function: Any, inputs: tuple[Any, ...]) -> CompiledStep:
         tuple(None if variable is None else variable.name for variable in variables),
         tuple(results),
         retraced,
+        reassociation,
+    )
+
+
+def _restore(variables: list[Any], values: list[Any]) -> None:
+    for variable, value in zip(variables, values, strict=True):
+        if variable is not None:
+            variable.assign(value)
+
+
+def _reassociation(
+    function: Any,
+    inputs: tuple[Any, ...],
+    variables: list[Any],
+    before: list[Any],
+    results: list[int],
+    expected: list[Any],
+) -> tuple[float, ...]:
+    """Per result, max |jit_compile's - TensorFlow's| from the same variables (then
+    set back); () where the step has no Python function to compile or XLA's run
+    fails."""
+    import numpy as np
+    import tensorflow as tf
+
+    python_function = getattr(function, "python_function", None)
+    if python_function is None:
+        return ()
+    try:
+        outputs = tf.nest.flatten(tf.function(python_function, jit_compile=True)(*inputs))
+        xla = [np.asarray(value) for value in outputs]
+        xla += [variables[parameter - len(inputs)].numpy() for parameter in results]
+    except Exception:  # TensorFlow raises assorted errors; the plain tolerance stands
+        return ()
+    finally:
+        _restore(variables, before)
+    return tuple(
+        largest_difference((got,), (want,)) for got, want in zip(xla, expected, strict=True)
     )
 
 

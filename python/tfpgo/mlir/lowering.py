@@ -112,6 +112,8 @@ class IreeRun:
     expected: tuple[Any, ...]
     runs: int
     warmup: int
+    # Per output, jit_compile's own difference from TensorFlow (CompiledStep).
+    reassociation: tuple[float, ...] = ()
     # --tune: called with the StableHLO, the workload and the profiled program
     # while the lowering's scratch files still exist (tfpgo.tune.loop).
     then: Callable[[Path, Workload, ProfiledProgram], None] | None = None
@@ -415,6 +417,7 @@ def _compile_and_run(
         {name: self_ps for name, (_, self_ps) in tf_sources.items()},
         fused_into,
         may_differ=RANDOM_DRAWS if "stablehlo.rng" in stablehlo_text else "",
+        reassociation=run.reassociation,
     )
     program = profile_program(stablehlo, (), scratch / "iree", workload, PROGRAM_VMFB)
     if program.profile.outputs_unchecked:  # --tune holds variants to this program's outputs
