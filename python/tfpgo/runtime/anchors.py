@@ -62,7 +62,9 @@ def anchor_arms(function: Any, inputs: tuple[Any, ...], threads: int | None = No
             )
             continue
         try:
-            anchors.arms[engine] = make()
+            call = make()
+            call()  # a step it converts but cannot run is refused here, not mid-timing
+            anchors.arms[engine] = call
         except ImportError as error:
             anchors.refused[engine] = f"not installed ({error.name}: pip install {error.name})"
         except Exception as error:  # converters raise assorted errors for what they refuse
