@@ -89,7 +89,7 @@ def _score(label: str, root: Path, seconds: float) -> dict[str, Any]:
         step = runtime.load(out, program, variables=case.function if train else None)
         arms[arm] = _iree_arm(step, inputs)
     # The program load picks, every dispatch on the calling thread (no wake-ups).
-    synced = runtime.load(out, variables=case.function if train else None, device="local-sync")
+    synced = runtime.load(out, variables=case.function if train else None, driver="local-sync")
     arms["IREE local-sync"] = _iree_arm(synced, inputs)
     # The engines a CPU user would pick for inference (issue 61): their outputs
     # against TensorFlow's too (OpenVINO's default computes in bfloat16 where the

@@ -1,4 +1,4 @@
-"""`bazel run //tools:tuning_db -- list|show|export|merge|prune [--db PATH]`: the
+"""`bazel run //tools:tuning_db -- list|show|export|merge|prune [--tuning-db PATH]`: the
 tuning database `--tune` keeps (tfpgo.tune.db; its schema in docs/formats.md).
 
 - `list`: every target with its counts, those other than this machine's (`host`)
@@ -33,7 +33,7 @@ PROG = "tuning_db"
 def build_parser() -> argparse.ArgumentParser:
     common = cli.ArgumentParser(add_help=False)
     common.add_argument(
-        "--db",
+        "--tuning-db",
         type=cli.user_path,
         help="the database (default: $XDG_CACHE_HOME/tfpgo/tuning.db, else "
         "~/.cache/tfpgo/tuning.db)",
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    path = args.db or db.default_path()
+    path = args.tuning_db or db.default_path()
     if args.command == "export":
         check_output_path(args.output, "-o")
     create, writes = args.command == "merge", args.command in ("merge", "prune")

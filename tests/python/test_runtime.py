@@ -101,7 +101,7 @@ def test_an_inference_step_runs_with_its_own_arguments_and_outputs(infer_out):
     infer = _hook("runtime_infer").build()
     image, options = _hook("runtime_infer").example(BATCH)
     want = infer(image, options)
-    step, on_the_caller = load(infer_out), load(infer_out, device="local-sync")
+    step, on_the_caller = load(infer_out), load(infer_out, driver="local-sync")
     calls = (
         step(image, options),
         step(image=image, options={"scale": 2.0, "shift": 0.5}),
@@ -192,7 +192,7 @@ def test_each_bad_argument_is_one_line_naming_it(infer_out):
     )
     assert "a list of 1 items" in _error(lambda: step([image], options))
     assert _error(lambda: load(infer_out, program="fast")).startswith("program: 'fast'")
-    assert _error(lambda: load(infer_out, device="cuda")).startswith("device: 'cuda' is no CPU")
+    assert _error(lambda: load(infer_out, driver="cuda")).startswith("driver: 'cuda' is no CPU")
     assert "kept no tuned program" in _error(lambda: load(infer_out, program="tuned"))
     asked = (runtime_step._process_threads or 0) + 1
     assert "already runs" in _error(lambda: load(infer_out, threads=asked))
@@ -235,7 +235,7 @@ def test_each_program_runs_on_the_driver_its_manifest_names(infer_out, tmp_path)
     (copy / "program.json").write_text(json.dumps(document))
     manifest = ProgramManifest.read(copy)
     step = load(copy)
-    assert step.device == "local-sync" and load(copy, device="local-task").device == "local-task"
+    assert step.driver == "local-sync" and load(copy, driver="local-task").driver == "local-task"
     image, options = _hook("runtime_infer").example(BATCH)
     np.testing.assert_array_equal(
         step(image, options)["logits"], load(infer_out)(image, options)["logits"]

@@ -231,7 +231,7 @@ def test_a_record_applied_seeded_and_stale(tmp_path, here_is_host, capsys):
             "znver4", "+avx512f", "3.13.0 @ 89ece87b", (*FLAGS, "--iree-opt-level=O2")
         )
         assert database.exact_records(unknown, MATMUL) == []  # other flags: another target
-    status, out, err = _cli(["list", "--db", str(path)], capsys)
+    status, out, err = _cli(["list", "--tuning-db", str(path)], capsys)
     assert status == 0 and err == ""
     lines = {line.split()[0]: line for line in out.splitlines()[1:]}
     assert (
@@ -362,7 +362,7 @@ def test_a_file_that_is_not_a_database_is_one_line_and_left_as_it_is(tmp_path, k
     notes: list[str] = []
     assert db.open_or_none(path, notes.append) is None
     assert len(notes) == 1 and "going on without one" in notes[0]
-    status, out, err = _cli(["list", "--db", str(path)], capsys)
+    status, out, err = _cli(["list", "--tuning-db", str(path)], capsys)
     assert status == 1 and out == "" and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err and err.startswith("tuning_db: error: tuning database")
     assert path.read_bytes() == before
@@ -474,7 +474,7 @@ def test_export_is_parsed_by_iree_and_applied_by_plain_iree_compile(tmp_path, ca
         database.add_tiles(NEWER_IREE, replace(record, winner=IREE_TILES.text()))  # never exported
     spec = tmp_path / "out" / "tuning_spec.mlir"
     status, out, err = _cli(
-        ["export", "--db", str(path), "--target", "host", "-o", str(spec)], capsys
+        ["export", "--tuning-db", str(path), "--target", "host", "-o", str(spec)], capsys
     )
     assert status == 0 and err == "" and "the tiles of 1 root ops" in out
     assert spec_tiles(spec.read_text()) == {MATMUL.loops: tiles_of(winner)}
@@ -518,45 +518,57 @@ def test_tool_subcommands(tmp_path, here_is_host, capsys):
         database.add_run(HERE, _run())
     with db.TuningDb.open(other) as database:
         database.add_tiles(NEWER_IREE, _record())
-    status, out, err = _cli(["show", "--db", str(path)], capsys)
+    status, out, err = _cli(["show", "--tuning-db", str(path)], capsys)
     assert status == 0 and err == ""
     assert (
         "winner 0.900" in out
         and "decision pppppppppppppppp iree-O2: helps 0.900 [0.850, 0.950], kept" in out
     )
     assert "cut short in 600 s" in out and "iree-O2, main_dispatch_7" in out
-    status, out, _ = _cli(["show", "--db", str(path), "--program", "q"], capsys)
+    status, out, _ = _cli(["show", "--tuning-db", str(path), "--program", "q"], capsys)
     assert status == 0 and "tiles" not in out and "decision" not in out
-    status, out, err = _cli(["merge", "--db", str(path), str(other)], capsys)
+    status, out, err = _cli(["merge", "--tuning-db", str(path), str(other)], capsys)
     assert status == 0 and "added 1 tile records" in out
-    status, out, _ = _cli(["show", "--db", str(path), "--target", NEWER_IREE.key[:6]], capsys)
+    newer = NEWER_IREE.key[:6]
+    status, out, _ = _cli(["show", "--tuning-db", str(path), "--target", newer], capsys)
     assert status == 0 and "3.14.0" in out
-    status, out, err = _cli(["prune", "--db", str(path)], capsys)
+    status, out, err = _cli(["prune", "--tuning-db", str(path)], capsys)
     assert status == 0 and f"0 decisions, 0 runs of target {NEWER_IREE.key}" in out
     spec = tmp_path / "spec.mlir"
-    assert _cli(["export", "--db", str(path), "-o", str(spec)], capsys)[0] == 0
+    assert _cli(["export", "--tuning-db", str(path), "-o", str(spec)], capsys)[0] == 0
     assert "linalg.matmul" in spec.read_text()
 
 
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["list", "--db", "{tmp}/missing.db"], "no such file"),
-        (["prune", "--db", "{tmp}/new/missing.db"], "no such file"),
+        (["list", "--tuning-db", "{tmp}/missing.db"], "no such file"),
+        (["prune", "--tuning-db", "{tmp}/new/missing.db"], "no such file"),
         (
-            ["show", "--db", "{tmp}/tuning.db", "--target", "ffff"],
+            ["show", "--tuning-db", "{tmp}/tuning.db", "--target", "ffff"],
             "no target with a key starting 'ffff'",
         ),
         (
-            ["export", "--db", "{tmp}/tuning.db", "--target", "{stale}", "-o", "{tmp}/s.mlir"],
+            [
+                "export",
+                "--tuning-db",
+                "{tmp}/tuning.db",
+                "--target",
+                "{stale}",
+                "-o",
+                "{tmp}/s.mlir",
+            ],
             "no tile record with a winner",
         ),
-        (["export", "--db", "{tmp}/tuning.db", "-o", "{tmp}"], "is a directory"),
-        (["merge", "--db", "{tmp}/tuning.db", "{tmp}/junk.db"], "not an SQLite file"),
-        (["prune", "--db", "{tmp}/tuning.db", "--keep", "0"], "no target with a key starting '0'"),
-        (["list", "--db", "{tmp}"], "is a directory"),
+        (["export", "--tuning-db", "{tmp}/tuning.db", "-o", "{tmp}"], "is a directory"),
+        (["merge", "--tuning-db", "{tmp}/tuning.db", "{tmp}/junk.db"], "not an SQLite file"),
+        (
+            ["prune", "--tuning-db", "{tmp}/tuning.db", "--keep", "0"],
+            "no target with a key starting '0'",
+        ),
+        (["list", "--tuning-db", "{tmp}"], "is a directory"),
         (["frobnicate"], "invalid choice"),
-        (["export", "--db", "{tmp}/tuning.db"], "-o/--output"),
+        (["export", "--tuning-db", "{tmp}/tuning.db"], "-o/--output"),
     ],
 )
 def test_tool_errors_are_one_line(tmp_path, here_is_host, capsys, argv, message):

@@ -19,7 +19,7 @@ from tfpgo import cli
 from tfpgo.atomic import staged_file
 from tfpgo.errors import UserError
 from tfpgo.runtime.manifest import DEFAULT, TUNED, Role, values_path
-from tfpgo.runtime.step import DEVICES, Step, host_array, load
+from tfpgo.runtime.step import DRIVERS, Step, host_array, load
 
 PROG = "run_program"
 
@@ -43,8 +43,8 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--steps", type=cli.positive_int, default=1, help="steps (default 1)")
     parser.add_argument("--threads", type=cli.positive_int, help="IREE's threads (default: all)")
     parser.add_argument(
-        "--device",
-        choices=DEVICES,
+        "--driver",
+        choices=DRIVERS,
         help="IREE's CPU driver: worker threads (local-task) or the calling thread "
         "(local-sync); default: the one program.json names for the program",
     )
@@ -57,7 +57,7 @@ def build_parser() -> cli.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     directory = cli.user_path(args.output_dir)
-    step = load(directory, args.program, args.threads, device=args.device)
+    step = load(directory, args.program, args.threads, driver=args.driver)
     inputs = _inputs(step, directory, cli.user_path(args.inputs) if args.inputs else None)
     seconds = []
     results: tuple[Any, ...] = ()
@@ -72,7 +72,7 @@ def main(argv: list[str]) -> int:
         _save(cli.user_path(args.save), saved)
     which = step.program.name
     print(
-        f"{PROG}: {args.steps} step(s) of {which} on {step.device} ({step.threads} threads), "
+        f"{PROG}: {args.steps} step(s) of {which} on {step.driver} ({step.threads} threads), "
         f"{statistics.median(seconds) * 1e3:.3f} ms a step (median, the call as Python sees it)"
     )
     for name in outputs:

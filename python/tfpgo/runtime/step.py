@@ -27,7 +27,7 @@ from tfpgo.runtime.manifest import DEFAULT, TUNED, ProgramManifest, Role, Tensor
 from tfpgo.runtime.structure import flatten, unflatten
 
 # IREE's CPU drivers: worker threads, or the calling thread alone.
-DEVICES = (DEVICE, SYNC)
+DRIVERS = (DEVICE, SYNC)
 # IREE's local-task driver builds its worker pool once a process, when it is
 # first made; every device after shares it (iree.runtime caches the driver).
 _process_threads: int | None = None
@@ -38,7 +38,7 @@ def load(
     program: str | None = None,
     threads: int | None = None,
     variables: Any = None,
-    device: str | None = None,
+    driver: str | None = None,
 ) -> Step:
     """The step of a `pgo --lower iree` output directory, ready to call.
 
@@ -48,14 +48,14 @@ def load(
     `variables`: where a training step starts from: the `tf.function` (its
     captured variables, optimizer slots included), a Keras model (its variables
     and its optimizer's), or a list of variables; by default the values the
-    step was profiled from. `device`: IREE's CPU driver, "local-task" (a pool of
+    step was profiled from. `driver`: IREE's CPU driver, "local-task" (a pool of
     worker threads) or "local-sync" (every dispatch on the calling thread: one
     core, but no thread wake-up, which a loop in the program pays at every
     trip); by default the one program.json names for the program (local-sync
     where --tune measured it faster). Every problem is one UserError line."""
-    if device is not None and device not in DEVICES:
+    if driver is not None and driver not in DRIVERS:
         raise UserError(
-            f"device: {device!r} is no CPU driver of IREE's; use {' or '.join(DEVICES)}"
+            f"driver: {driver!r} is no CPU driver of IREE's; use {' or '.join(DRIVERS)}"
         )
     directory = Path(output_dir)
     manifest = ProgramManifest.read(directory)
@@ -72,7 +72,7 @@ def load(
     why = refusal(manifest.target, vmfb, host_features())
     if why is not None:
         raise UserError(why)
-    driver = manifest.drivers[chosen] if device is None else device
+    driver = manifest.drivers[chosen] if driver is None else driver
     step = Step(manifest, directory, vmfb, _threads(threads), driver)
     if variables is not None:
         step.start_from(variables)
@@ -83,14 +83,14 @@ class Step:
     """One loaded program: call it as the step (module docstring)."""
 
     def __init__(
-        self, manifest: ProgramManifest, directory: Path, vmfb: Path, threads: int, device: str
+        self, manifest: ProgramManifest, directory: Path, vmfb: Path, threads: int, driver: str
     ):
         import iree.runtime as rt
 
-        self.manifest, self.program, self.threads, self.device = manifest, vmfb, threads, device
+        self.manifest, self.program, self.threads, self.driver = manifest, vmfb, threads, driver
         # IREE's objects are kept for the step's life: the VM instance, context
         # and module must outlive every call's buffers.
-        self._device = rt.get_driver(device).create_default_device()
+        self._device = rt.get_driver(driver).create_default_device()
         self._config = rt.Config(device=self._device)
         self._context = rt.SystemContext(config=self._config)
         try:
