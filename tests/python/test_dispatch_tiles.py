@@ -6,7 +6,6 @@ IREE's choice (real iree-compile; the timing of rounds injected)."""
 from __future__ import annotations
 
 import json
-import math
 import statistics
 import time
 from collections.abc import Sequence
@@ -453,19 +452,14 @@ def test_a_dispatch_benchmark_recompiles_with_the_spec_and_is_timed(tmp_path):
     ((timed_ps, small_ps),) = program_ab.generation(arm(small), [arm(vmfb)], tmp_path, "test")
     # IREE's own profile of the same modules is the oracle: a call of a
     # benchmark is one invocation and its submission, so it takes about the
-    # invocation's time or more (units or a wrong field are 1000x off), and each
-    # arm's time is nearer its own module's invocation than the other's, so the
-    # generation times the module it is given (no fixed ratio of live timings).
+    # invocation's time or more (units or a wrong field are 1000x off), and the
+    # arms keep the order of their modules' invocations, so the generation times
+    # the module it is given. (A call's submission adds a constant to both, so
+    # no ratio of live timings is asserted.)
     big_profiled = _profiled_invocation_ps(vmfb, BIG, tmp_path)
     small_profiled = _profiled_invocation_ps(small, SMALL, tmp_path)
     assert 0.5 < timed_ps / big_profiled < 20
-    assert _nearer(timed_ps, big_profiled, small_profiled)
-    assert _nearer(small_ps, small_profiled, big_profiled)
-
-
-def _nearer(timed: float, own: float, other: float) -> bool:
-    """Whether `timed` is nearer `own` than `other` on a log scale."""
-    return abs(math.log(timed / own)) < abs(math.log(timed / other))
+    assert big_profiled > small_profiled and timed_ps > small_ps
 
 
 def _profiled_invocation_ps(vmfb: Path, function: str, scratch: Path) -> float:
