@@ -6,11 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from iree_main import compiled_main
 
-from tfpgo.iree.run import DEVICE, compile_vmfb
 from tfpgo.iree.sites import location_names
 from tfpgo.mlir import compiled_step, conv_gradients
-from tfpgo.mlir.lowering import write_generic_stablehlo
 
 # (input shape, kernel taps, output channels, strides, padding, dilations)
 CASES = [
@@ -46,18 +45,8 @@ def _gradient_step(shape, taps, channels, strides, padding, dilations, depthwise
 
 
 def _iree_gradient(step: compiled_step.CompiledStep, text: str, scratch: Path) -> np.ndarray:
-    import iree.runtime as rt
-
-    source = scratch / "gradient.mlir"
-    write_generic_stablehlo(text, source)
-    vmfb = scratch / "gradient.vmfb"
-    compile_vmfb(source, vmfb, timeout_s=300)
-    device = rt.get_driver(DEVICE).create_default_device()
-    config = rt.Config(device=device)
-    context = rt.SystemContext(config=config)
-    module = rt.VmModule.mmap(config.vm_instance, str(vmfb))
-    context.add_vm_module(module)
-    result = context.modules[module.name]["main"](*(np.asarray(v) for v in step.inputs))
+    _, main = compiled_main(text, scratch, "gradient")
+    result = main(*(np.asarray(v) for v in step.inputs))
     return (result[0] if isinstance(result, tuple | list) else result).to_host()
 
 

@@ -3,12 +3,11 @@ own buffers, on a real TensorFlow step compiled and run by IREE."""
 
 import numpy as np
 import pytest
+from iree_main import compiled_main
 from sgd_step import sgd_step
 
 from tfpgo.errors import UserError
-from tfpgo.iree.run import DEVICE, compile_vmfb
 from tfpgo.mlir import compiled_step, tied_state
-from tfpgo.mlir.lowering import write_generic_stablehlo
 
 ATTRIBUTED = """func.func @main(%x: tensor<2xf32> {test.kept = 7 : i64} loc("x"), %w: tensor<2xf32>)
     -> (tensor<f32>, tensor<2xf32>) {
@@ -32,17 +31,9 @@ def _run(step: compiled_step.CompiledStep, text: str, tmp_path, name: str):
     parameter buffer's value after the call."""
     import iree.runtime as rt
 
-    source = tmp_path / f"{name}.mlir"
-    write_generic_stablehlo(text, source)
-    vmfb = tmp_path / f"{name}.vmfb"
-    compile_vmfb(source, vmfb, timeout_s=300)
-    device = rt.get_driver(DEVICE).create_default_device()
-    config = rt.Config(device=device)
-    context = rt.SystemContext(config=config)
-    module = rt.VmModule.mmap(config.vm_instance, str(vmfb))
-    context.add_vm_module(module)
+    device, main = compiled_main(text, tmp_path, name)
     buffers = [rt.asdevicearray(device, np.asarray(value)) for value in step.inputs]
-    results = context.modules[module.name]["main"](*buffers)
+    results = main(*buffers)
     return [r.to_host() for r in results], [b.to_host() for b in buffers]
 
 

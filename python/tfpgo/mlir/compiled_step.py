@@ -118,7 +118,7 @@ def compile_step(function: Any, inputs: tuple[Any, ...]) -> CompiledStep:
         written.append(variable.name)
     _restore(variables, before)  # the model as it was before this step
     reassociation: tuple[float, ...] = ()
-    if "rng" not in stablehlo:
+    if not draws_random_numbers(stablehlo):
         reassociation = _reassociation(function, inputs, variables, before, results, expected)
     return CompiledStep(
         stablehlo,
@@ -130,6 +130,12 @@ def compile_step(function: Any, inputs: tuple[Any, ...]) -> CompiledStep:
         retraced,
         reassociation,
     )
+
+
+def draws_random_numbers(stablehlo: str) -> bool:
+    """Whether a StableHLO module draws random numbers (`stablehlo.rng`,
+    `rng_bit_generator`), which another compiler draws with other bits."""
+    return "stablehlo.rng" in stablehlo
 
 
 def _restore(variables: list[Any], values: list[Any]) -> None:

@@ -35,7 +35,7 @@ left as it is.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tfpgo.mlir.ir_edit import relocate, remap_operands
@@ -62,19 +62,27 @@ class GradientForm:
 
 @dataclass(frozen=True)
 class ConvRewrites:
-    """The module text after the rewrite, how many filter gradients it made
-    batched matmuls, and each filter gradient's form."""
+    """The module text after the rewrite and each filter gradient's form."""
 
     text: str
-    filter_gradients: int
     forms: tuple[GradientForm, ...] = ()
+
+    @property
+    def filter_gradients(self) -> int:
+        return made_matmuls(self.forms)
+
+
+def made_matmuls(forms: tuple[GradientForm, ...]) -> int:
+    """How many of `forms` the rewrite made batched matmuls."""
+    return sum(form.form == BATCHED_MATMUL for form in forms)
 
 
 def rewrite_filter_gradients(text: str) -> ConvRewrites:
     """`text` (StableHLO printed with debug locations) with every 2-D filter
-    gradient the module docstring covers as slices, a batched matmul and a sum."""
+    gradient the module docstring covers as its patches, a batched matmul and a
+    sum."""
     if "stablehlo.convolution" not in text or _FILTER_GRADIENT not in text:
-        return ConvRewrites(text, 0)
+        return ConvRewrites(text)
     from iree.compiler import ir
 
     with ir.Context() as context:
@@ -83,7 +91,7 @@ def rewrite_filter_gradients(text: str) -> ConvRewrites:
         found: list[tuple[Any, _Gradient | str]] = []
 
         def collect(op: Any) -> Any:
-            if op.name == "stablehlo.convolution" and _FILTER_GRADIENT in str(op):
+            if _is_filter_gradient(op):
                 found.append((op, _covered(op)))
             return ir.WalkResult.ADVANCE
 
@@ -93,11 +101,18 @@ def rewrite_filter_gradients(text: str) -> ConvRewrites:
             forms.append(_form(convolution, gradient))
             if isinstance(gradient, _Gradient):
                 _rewrite(convolution, gradient)
-        rewritten = sum(form.form == BATCHED_MATMUL for form in forms)
-        if not rewritten:
-            return ConvRewrites(text, 0, tuple(forms))
-        asm = module.operation.get_asm(enable_debug_info=True)
-        return ConvRewrites(asm, rewritten, tuple(forms))
+        rewrites = ConvRewrites(text, tuple(forms))
+        if not rewrites.filter_gradients:
+            return rewrites
+        return replace(rewrites, text=module.operation.get_asm(enable_debug_info=True))
+
+
+def _is_filter_gradient(op: Any) -> bool:
+    """Whether `op` is a convolution with a 2-D filter gradient's dimension numbers."""
+    if op.name != "stablehlo.convolution" or "dimension_numbers" not in op.attributes:
+        return False
+    numbers = _DIMENSIONS.search(str(op.attributes["dimension_numbers"]))
+    return numbers is not None and numbers[1] == _FILTER_GRADIENT
 
 
 def _form(convolution: Any, gradient: _Gradient | str) -> GradientForm:
@@ -127,13 +142,11 @@ class _Gradient:
 
 
 def _covered(op: Any) -> _Gradient | str:
-    """`op`'s gradient where the rewrite covers it, else why not."""
+    """A filter gradient's (`_is_filter_gradient`) shapes and window where the
+    rewrite covers it, else why not."""
     from iree.compiler import ir
 
     attributes = {name: op.attributes[name] for name in op.attributes}
-    numbers = _DIMENSIONS.search(str(attributes.get("dimension_numbers", "")))
-    if numbers is None or numbers[1] != _FILTER_GRADIENT:
-        return "not a 2-D filter gradient's dimension numbers"
     for name in ("feature_group_count", "batch_group_count"):
         if name in attributes and ir.IntegerAttr(attributes[name]).value != 1:
             return f"{name} {ir.IntegerAttr(attributes[name]).value} (grouped or depthwise)"

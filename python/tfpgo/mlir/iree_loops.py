@@ -44,7 +44,7 @@ ride on).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tfpgo.mlir.ir_edit import remap_operands
@@ -85,8 +85,16 @@ class LoopRewrites:
     forwarded: int
     barriers: int = 0
     counted: int = 0  # loop conditions made one counted bound
-    unrolled: int = 0  # loops of known trips unrolled whole
     loops: tuple[LoopDecision, ...] = ()  # in the module's order, a loop after those in it
+
+    @property
+    def unrolled(self) -> int:
+        return unrolled_loops(self.loops)
+
+
+def unrolled_loops(loops: tuple[LoopDecision, ...]) -> int:
+    """How many of `loops` the rewrite unrolled whole."""
+    return sum(loop.action == UNROLLED for loop in loops)
 
 
 def rewrite_loops(text: str, unroll_ops: int = UNROLL_OPS) -> LoopRewrites:
@@ -124,22 +132,20 @@ def rewrite_loops(text: str, unroll_ops: int = UNROLL_OPS) -> LoopRewrites:
             overwrite.erase()
         forwarded = sum(_forward(loop) for loop in loops)
         barriers = sum(_keep_invariant_values(loop) for loop in loops)
-        counted = unrolled = 0
+        counted = 0
         decisions = []
         for loop in loops:  # inner loops first (a post-order walk)
             found = _counted(loop)
             decision = _decision(loop, found, unroll_ops)
             if found is not None and decision.action == UNROLLED:
                 _unroll(found)
-                unrolled += 1
             elif found is not None:
                 counted += _count(found)
             decisions.append(decision)
-        decided = tuple(decisions)
-        if not forwarded and not barriers and not counted and not unrolled:
-            return LoopRewrites(text, 0, loops=decided)
-        rewritten = module.operation.get_asm(enable_debug_info=True)
-        return LoopRewrites(rewritten, forwarded, barriers, counted, unrolled, decided)
+        rewrites = LoopRewrites(text, forwarded, barriers, counted, tuple(decisions))
+        if not forwarded and not barriers and not counted and not rewrites.unrolled:
+            return rewrites  # nothing rewritten: the text as given
+        return replace(rewrites, text=module.operation.get_asm(enable_debug_info=True))
 
 
 def _decision(loop: Any, found: _Counted | None, unroll_ops: int) -> LoopDecision:

@@ -44,7 +44,7 @@ from tfpgo.mlir import (
     routes,
     tied_state,
 )
-from tfpgo.mlir.compiled_step import CompiledStep
+from tfpgo.mlir.compiled_step import CompiledStep, draws_random_numbers
 from tfpgo.mlir.diagnostics import error_message
 from tfpgo.mlir.lost_ops import LostSource
 from tfpgo.mlir.routes import COMPILED_ROUTE, DIRECT_ROUTE, Route
@@ -416,7 +416,7 @@ def _compile_and_run(
         run.warmup,
         {name: self_ps for name, (_, self_ps) in tf_sources.items()},
         fused_into,
-        may_differ=RANDOM_DRAWS if "stablehlo.rng" in stablehlo_text else "",
+        may_differ=RANDOM_DRAWS if draws_random_numbers(stablehlo_text) else "",
         reassociation=run.reassociation,
     )
     program = profile_program(stablehlo, (), scratch / "iree", workload, PROGRAM_VMFB)

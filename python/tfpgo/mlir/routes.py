@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo.errors import UserError
-from tfpgo.mlir.conv_gradients import BATCHED_MATMUL, GradientForm
+from tfpgo.mlir.conv_gradients import GradientForm, made_matmuls
 from tfpgo.mlir.diagnostics import error_message
-from tfpgo.mlir.iree_loops import UNROLLED, LoopDecision
+from tfpgo.mlir.iree_loops import LoopDecision, unrolled_loops
 
 TF_TO_STABLEHLO = "tf-shape-inference,tf-stablehlo"
 # TensorFlow's XLA bridge route, in the order of tf2xla's
@@ -68,12 +68,12 @@ class Route:
     @property
     def unrolled_loops(self) -> int:
         """Loops of known trips unrolled whole."""
-        return sum(loop.action == UNROLLED for loop in self.loops)
+        return unrolled_loops(self.loops)
 
     @property
     def filter_gradients(self) -> int:
         """Convolution filter gradients made batched matmuls."""
-        return sum(form.form == BATCHED_MATMUL for form in self.gradient_forms)
+        return made_matmuls(self.gradient_forms)
 
     def text(self) -> str:
         if not self.why:

@@ -12,6 +12,7 @@ and the others still run.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import warnings
@@ -50,10 +51,11 @@ def anchor_arms(function: Any, inputs: tuple[Any, ...], threads: int | None = No
     flat = tuple(tf.nest.flatten(inputs))  # the graph's placeholders, in their order
     anchors = Anchors()
     written = _written(concrete)
+    converted = functools.cache(lambda: _openvino_model(concrete))  # once, for both precisions
     makers: dict[str, Callable[[], Callable[[], Any]]] = {
         TFLITE: lambda: _tflite(function, concrete, flat, threads),
-        OPENVINO_F32: lambda: _openvino(concrete, flat, threads, "f32"),
-        OPENVINO_DEFAULT: lambda: _openvino(concrete, flat, threads, None),
+        OPENVINO_F32: lambda: _openvino(converted(), concrete, flat, threads, "f32"),
+        OPENVINO_DEFAULT: lambda: _openvino(converted(), concrete, flat, threads, None),
     }
     for engine, make in makers.items():
         if written:
@@ -117,12 +119,20 @@ def _tflite(function: Any, concrete: Any, inputs: tuple[Any, ...], threads: int)
     return call
 
 
-def _openvino(concrete: Any, inputs: tuple[Any, ...], threads: int, precision: str | None) -> Any:
-    """OpenVINO's CPU plugin on the step converted from TensorFlow's graph;
-    `precision` "f32", or None for the plugin's default."""
+def _openvino_model(concrete: Any) -> Any:
+    """The step converted from TensorFlow's graph to OpenVINO's model."""
     import openvino as ov
 
-    model = ov.convert_model(concrete)
+    return ov.convert_model(concrete)
+
+
+def _openvino(
+    model: Any, concrete: Any, inputs: tuple[Any, ...], threads: int, precision: str | None
+) -> Any:
+    """OpenVINO's CPU plugin on the converted step; `precision` "f32", or None
+    for the plugin's default."""
+    import openvino as ov
+
     config: dict[str, Any] = {"INFERENCE_NUM_THREADS": threads}
     if precision is not None:
         config["INFERENCE_PRECISION_HINT"] = precision
