@@ -9,7 +9,8 @@ import pytest
 from iree_main import compiled_main
 
 from tfpgo.iree.sites import location_names
-from tfpgo.mlir import compiled_step, conv_gradients
+from tfpgo.mlir import compiled_step, conv_gradient_forms, conv_gradients
+from tfpgo.mlir.conv_gradient_forms import FORMS, PATCHES, FormChoice
 
 # (input shape, kernel taps, output channels, strides, padding, dilations)
 CASES = [
@@ -19,7 +20,18 @@ CASES = [
     ((2, 10, 10, 3), (3, 3), 4, 1, "SAME", 2),
     ((2, 8, 8, 3), (1, 1), 4, 1, "VALID", 1),
     ((3, 8, 7, 2), (5, 3), 4, (2, 1), "SAME", 1),
+    ((2, 7, 9, 3), (2, 4), 5, 1, "SAME", (2, 1)),
+    ((1, 6, 5, 4), (3, 2), 3, 1, "VALID", 1),
 ]
+
+
+def _every_gradient_in(form):
+    """A chooser giving every gradient `form` where it applies (patches elsewhere)."""
+
+    def choose(gradients):
+        return {g: FormChoice(form if form in g.forms() else PATCHES) for g in gradients}
+
+    return choose
 
 
 def _gradient_step(shape, taps, channels, strides, padding, dilations, depthwise=False):
@@ -50,13 +62,18 @@ def _iree_gradient(step: compiled_step.CompiledStep, text: str, scratch: Path) -
     return (result[0] if isinstance(result, tuple | list) else result).to_host()
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}-{c[3]}-{c[4]}-{c[5]}" for c in CASES])
-def test_a_filter_gradient_is_a_batched_matmul_with_tensorflows_values(case, tmp_path):
+def test_each_form_of_a_filter_gradient_has_tensorflows_values(case, form, tmp_path):
     function, inputs = _gradient_step(*case)
     want = function(*inputs).numpy()
     step = compiled_step.compile_step(function, inputs)
-    rewritten = conv_gradients.rewrite_filter_gradients(step.stablehlo)
+    rewritten = conv_gradients.rewrite_filter_gradients(step.stablehlo, _every_gradient_in(form))
     assert rewritten.filter_gradients == 1
+    strided = case[3] != 1
+    assert rewritten.forms[0].form == (PATCHES if strided else form)
+    # Only the patches are gathered (one linalg.generic); the taps read slices.
+    assert ("linalg.generic" in rewritten.text) == (rewritten.forms[0].form == PATCHES)
     assert "[f, 0, 1, b]x[i, 0, 1, o]" not in rewritten.text  # no filter gradient left
     assert "stablehlo.dot_general" in rewritten.text
     got = _iree_gradient(step, rewritten.text, tmp_path)
@@ -91,3 +108,40 @@ def test_a_depthwise_gradient_is_left_alone(tmp_path):
     step = compiled_step.compile_step(function, inputs)
     rewritten = conv_gradients.rewrite_filter_gradients(step.stablehlo)
     assert rewritten.filter_gradients == 0 and rewritten.text == step.stablehlo
+
+
+def _gradient(input_shape, grad_shape, element="f32", dilations=(1, 1)):
+    return conv_gradient_forms.FilterGradient(
+        element, input_shape, grad_shape, (3, 3), ((1, 1), (1, 1)), (1, 1), dilations
+    )
+
+
+def test_the_screen_times_every_form_of_a_gradient_and_takes_the_fastest():
+    """Each form compiled and timed alone: a choice among them, with each one's
+    time; a strided gradient (patches only) is not timed; a budget spent leaves
+    the patches, saying so."""
+    from tfpgo.tune import gradient_screen
+
+    unit = _gradient((2, 8, 8, 4), (2, 8, 8, 4))
+    strided = _gradient((2, 9, 9, 4), (2, 5, 5, 4), dilations=(2, 2))
+    choices = gradient_screen.chooser()((unit, strided))
+    assert set(choices) == {unit}
+    choice = choices[unit]
+    assert [form for form, _ in choice.alone_ps] == list(FORMS) and not choice.why
+    assert all(ps > 0 for _, ps in choice.alone_ps)
+    fastest = min(choice.alone_ps, key=lambda pair: pair[1])
+    patches_ps = dict(choice.alone_ps)[PATCHES]
+    # Another form only where it beat the patches by more than the noise.
+    assert choice.form in (fastest[0], PATCHES)
+    if choice.form != PATCHES:
+        assert dict(choice.alone_ps)[choice.form] < patches_ps
+    spent = gradient_screen.chooser(budget_s=0)((unit,))
+    assert spent[unit].form == PATCHES and "were spent" in spent[unit].why
+
+
+def test_a_gradient_the_screen_cannot_time_stays_patches_and_says_why(tmp_path):
+    from tfpgo.tune import gradient_screen
+
+    choice = gradient_screen.time_forms(_gradient((1, 4, 4, 2), (1, 4, 4, 2), "bf16"), tmp_path)
+    assert choice.form == PATCHES
+    assert choice.why == "forms not timed: a bf16 gradient cannot be timed alone here"

@@ -28,6 +28,7 @@ from tfpgo.models import ModelCase
 from tfpgo.models.case import Mode
 from tfpgo.runtime import anchors, wallclock
 from tfpgo.runtime.manifest import MANIFEST
+from tfpgo.tune import gradient_screen
 
 # How long --tune's last line times the step as a user's loop calls it.
 WALLCLOCK_S = 5.0
@@ -65,6 +66,8 @@ def lower(
         )
     elif "iree" in options.lower and case:
         iree = _iree_run(case, options.steps, options.warmup)
+    if iree is not None:
+        iree = dataclasses.replace(iree, choose_gradient_forms=gradient_screen.chooser())
     if iree is not None and options.tune_budget_s is not None:
         iree = dataclasses.replace(iree, then=tuner(out, options, note))
     op_profile, asked, total = out / "op_profile.json", options.lower, profile_self_ps

@@ -1,5 +1,5 @@
-"""Filter gradients of 2-D convolutions rewritten, exactly, into the batched
-matmul IREE's CPU pipeline compiles well.
+"""Filter gradients of 2-D convolutions rewritten, exactly, into matmuls IREE's
+CPU pipeline compiles well.
 
 TensorFlow's XLA compiler writes `Conv2DBackpropFilter` as a
 `stablehlo.convolution` whose reduction runs over the batch and the image:
@@ -12,21 +12,16 @@ ms (two runs) against TensorFlow's 1.3-1.5 (oneDNN).
 
 Each output position `p` (a tap) of the kernel reads the padded input at
 `p * window_stride + q * rhs_dilation` for every position `q` of the output
-gradient, so the gradient is, exactly (up to the order of the sums),
+gradient, so the gradient is a sum of matmuls; tfpgo.mlir.conv_gradient_forms
+writes it three ways (the input's patches, or a matmul a tap over a shifted
+view of the input, either operand channel-major). Measured on that gradient as
+patches: 3.0 ms instead of 34 (IREE's own `--iree-global-opt-use-im2col-for-convs`:
+5.5). Which form is fastest depends on the shapes, so `choose` (the lowering's
+`IreeRun.choose_gradient_forms`: each form timed alone) picks one per gradient;
+without it, patches. Every new op carries the convolution's location, so its
+record rides on and the lower levels split its time over them.
 
-    patches[n, (p, c), q] = padded_input[n, p * s + q * d, c]     (one linalg.generic)
-    grad[(p, c), o] = sum over n of (patches[n] @ output_grad[n])[(p, c), o]
-
-a matmul a sample, batched over the samples, then summed over them (the batch
-splits the long reduction, so the samples' matmuls run in parallel). Measured
-on that gradient in the second run: 3.0 ms instead of 34 (IREE's own
-`--iree-global-opt-use-im2col-for-convs`: 5.5). The patches are one
-`linalg.generic` whose input map is the window, which IREE takes as it is (its
-StableHLO input leaves linalg alone): one dispatch, where strided slices and a
-concatenation made one copy dispatch a tap. Every new op carries the convolution's
-location, so its record rides on and the lower levels split its time over them.
-
-Only what this form covers is rewritten: 2-D, one feature group and one batch
+Only what these forms cover is rewritten: 2-D, one feature group and one batch
 group (a depthwise gradient has as many batch groups as channels), no input
 dilation, no window reversal, no negative padding; any other convolution is
 left as it is.
@@ -35,29 +30,40 @@ left as it is.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tfpgo.mlir.conv_gradient_forms import (
+    PATCHES,
+    FilterGradient,
+    FormChoice,
+    gradient_function,
+)
 from tfpgo.mlir.ir_edit import relocate, remap_operands
 
 # The dimension numbers XLA gives a 2-D filter gradient.
 _FILTER_GRADIENT = "[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]"
 _DIMENSIONS = re.compile(r"#stablehlo\.conv<(.*)>")
 
+# The form of a filter gradient left as it was (`GradientForm.form`).
+CONVOLUTION = "convolution (left)"
 
-# The form a filter gradient took (`GradientForm.form`).
-BATCHED_MATMUL, CONVOLUTION = "batched matmul of patches", "convolution (left)"
+# Picks a form for each distinct gradient (tfpgo.mlir.conv_gradient_forms).
+FormChooser = Callable[[tuple[FilterGradient, ...]], Mapping[FilterGradient, FormChoice]]
 
 
 @dataclass(frozen=True)
 class GradientForm:
     """A filter gradient of the module: its tf node, its shapes, the form it took
-    and, where left a convolution, why."""
+    and, where left a convolution, why; where the forms were timed alone, each
+    one's time an invocation (ps)."""
 
     name: str
     shapes: str  # input x output gradient -> kernel
     form: str
     why: str = ""
+    alone_ps: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,14 +79,14 @@ class ConvRewrites:
 
 
 def made_matmuls(forms: tuple[GradientForm, ...]) -> int:
-    """How many of `forms` the rewrite made batched matmuls."""
-    return sum(form.form == BATCHED_MATMUL for form in forms)
+    """How many of `forms` the rewrite made matmuls."""
+    return sum(form.form != CONVOLUTION for form in forms)
 
 
-def rewrite_filter_gradients(text: str) -> ConvRewrites:
+def rewrite_filter_gradients(text: str, choose: FormChooser | None = None) -> ConvRewrites:
     """`text` (StableHLO printed with debug locations) with every 2-D filter
-    gradient the module docstring covers as its patches, a batched matmul and a
-    sum."""
+    gradient the module docstring covers in the form `choose` picks for it
+    (patches without `choose`)."""
     if "stablehlo.convolution" not in text or _FILTER_GRADIENT not in text:
         return ConvRewrites(text)
     from iree.compiler import ir
@@ -88,7 +94,7 @@ def rewrite_filter_gradients(text: str) -> ConvRewrites:
     with ir.Context() as context:
         context.allow_unregistered_dialects = True
         module = ir.Module.parse(text)
-        found: list[tuple[Any, _Gradient | str]] = []
+        found: list[tuple[Any, FilterGradient | str]] = []
 
         def collect(op: Any) -> Any:
             if _is_filter_gradient(op):
@@ -96,11 +102,16 @@ def rewrite_filter_gradients(text: str) -> ConvRewrites:
             return ir.WalkResult.ADVANCE
 
         module.operation.walk(collect)
+        covered = tuple(dict.fromkeys(g for _, g in found if isinstance(g, FilterGradient)))
+        choices = dict(choose(covered)) if choose is not None and covered else {}
         forms = []
         for convolution, gradient in found:
-            forms.append(_form(convolution, gradient))
-            if isinstance(gradient, _Gradient):
-                _rewrite(convolution, gradient)
+            if isinstance(gradient, str):
+                forms.append(_form(convolution, CONVOLUTION, gradient))
+                continue
+            choice = choices.get(gradient, FormChoice(PATCHES))
+            forms.append(_form(convolution, choice.form, choice.why, choice.alone_ps))
+            _rewrite(convolution, gradient, choice.form)
         rewrites = ConvRewrites(text, tuple(forms))
         if not rewrites.filter_gradients:
             return rewrites
@@ -115,33 +126,18 @@ def _is_filter_gradient(op: Any) -> bool:
     return numbers is not None and numbers[1] == _FILTER_GRADIENT
 
 
-def _form(convolution: Any, gradient: _Gradient | str) -> GradientForm:
+def _form(
+    convolution: Any, form: str, why: str = "", alone_ps: tuple[tuple[str, float], ...] = ()
+) -> GradientForm:
     from tfpgo.iree.sites import location_names
 
     name = next(iter(location_names(convolution.location)), str(convolution.location))
     types = [str(value.type) for value in (*convolution.operands, convolution.results[0])]
     shapes = f"{types[0]} x {types[1]} -> {types[2]}".replace("tensor<", "<")
-    if isinstance(gradient, str):
-        return GradientForm(name, shapes, CONVOLUTION, gradient)
-    return GradientForm(name, shapes, BATCHED_MATMUL)
+    return GradientForm(name, shapes, form, why, alone_ps)
 
 
-@dataclass(frozen=True)
-class _Gradient:
-    """A covered filter gradient's shapes and window: input (n, h, w, c), output
-    gradient (n, h', w', o), kernel taps (kh, kw), and per spatial dimension
-    the padding, the window stride and the output gradient's dilation."""
-
-    element: str
-    input_shape: tuple[int, ...]
-    grad_shape: tuple[int, ...]
-    taps: tuple[int, int]
-    padding: tuple[tuple[int, int], ...]
-    strides: tuple[int, ...]
-    dilations: tuple[int, ...]
-
-
-def _covered(op: Any) -> _Gradient | str:
+def _covered(op: Any) -> FilterGradient | str:
     """A filter gradient's (`_is_filter_gradient`) shapes and window where the
     rewrite covers it, else why not."""
     from iree.compiler import ir
@@ -161,7 +157,7 @@ def _covered(op: Any) -> _Gradient | str:
     result = ir.RankedTensorType(op.results[0].type)
     if not (lhs.has_static_shape and rhs.has_static_shape and result.has_static_shape):
         return "dynamic shapes"
-    return _Gradient(
+    return FilterGradient(
         str(lhs.element_type),
         tuple(lhs.shape),
         tuple(rhs.shape),
@@ -190,12 +186,12 @@ def _values(attribute: Any) -> str:
     return text.replace("true", "1").replace("false", "0")
 
 
-def _rewrite(convolution: Any, gradient: _Gradient) -> None:
-    """Replaces `convolution` by the ops of `_batched_text`, each carrying its
-    location."""
+def _rewrite(convolution: Any, gradient: FilterGradient, form: str) -> None:
+    """Replaces `convolution` by the ops of `form` (tfpgo.mlir.conv_gradient_forms),
+    each carrying its location."""
     from iree.compiler import ir
 
-    replacement = ir.Module.parse(_batched_text(gradient, str(convolution.results[0].type)))
+    replacement = ir.Module.parse(gradient_function(gradient, form))
     function = replacement.body.operations[0]
     block = function.regions[0].blocks[0]
     mapping = dict(zip(block.arguments, convolution.operands, strict=True))
@@ -209,53 +205,3 @@ def _rewrite(convolution: Any, gradient: _Gradient) -> None:
             mapping[original] = copied
     convolution.results[0].replace_all_uses_with(mapping[operations[-1].operands[0]])
     convolution.erase()
-
-
-def _batched_text(gradient: _Gradient, result_type: str) -> str:
-    """The gradient as a function of (input, output gradient): the input padded;
-    its patches (sample, tap row, tap column, channel, image) gathered by one
-    `linalg.generic` whose input map is the window (`tap * stride + position *
-    dilation`); a matmul a sample; the sum over samples; the kernel's layout
-    (h, w, in, out)."""
-    n, h, w, c = gradient.input_shape
-    _, gh, gw, o = gradient.grad_shape
-    kh, kw = gradient.taps
-    (top, bottom), (left, right) = gradient.padding
-    ph, pw = h + top + bottom, w + left + right
-    (sh, sw), (dh, dw) = gradient.strides, gradient.dilations
-    t = gradient.element
-    rows, grads = kh * kw * c, gh * gw
-
-    def tensor(*shape: int) -> str:
-        return f"tensor<{'x'.join(str(size) for size in shape)}x{t}>"
-
-    patches = tensor(n, kh, kw, c, gh, gw)
-    window = f"(n, i, j, ch, y, x) -> (n, i * {sh} + y * {dh}, j * {sw} + x * {dw}, ch)"
-    parallel = ", ".join(['"parallel"'] * 6)
-    lines = [
-        f"func.func @gradient(%input: {tensor(n, h, w, c)}, %grad: {tensor(n, gh, gw, o)}) "
-        f"-> {result_type} {{",
-        f"  %zero = stablehlo.constant dense<0.0> : tensor<{t}>",
-        f"  %padded = stablehlo.pad %input, %zero, low = [0, {top}, {left}, 0], "
-        f"high = [0, {bottom}, {right}, 0], interior = [0, 0, 0, 0] : "
-        f"({tensor(n, h, w, c)}, tensor<{t}>) -> {tensor(n, ph, pw, c)}",
-        f"  %empty = tensor.empty() : {patches}",
-        f"  %patches = linalg.generic {{indexing_maps = [affine_map<{window}>, "
-        "affine_map<(n, i, j, ch, y, x) -> (n, i, j, ch, y, x)>], "
-        f"iterator_types = [{parallel}]}} ins(%padded : {tensor(n, ph, pw, c)}) "
-        f"outs(%empty : {patches}) {{",
-        f"  ^bb0(%in: {t}, %out: {t}):",
-        f"    linalg.yield %in : {t}",
-        f"  }} -> {patches}",
-        f"  %lhs = stablehlo.reshape %patches : ({patches}) -> {tensor(n, rows, grads)}",
-        f"  %rhs = stablehlo.reshape %grad : ({tensor(n, gh, gw, o)}) -> {tensor(n, grads, o)}",
-        "  %each = stablehlo.dot_general %lhs, %rhs, batching_dims = [0] x [0], "
-        f"contracting_dims = [2] x [1] : ({tensor(n, rows, grads)}, "
-        f"{tensor(n, grads, o)}) -> {tensor(n, rows, o)}",
-        "  %sum = stablehlo.reduce(%each init: %zero) applies stablehlo.add across "
-        f"dimensions = [0] : ({tensor(n, rows, o)}, tensor<{t}>) -> {tensor(rows, o)}",
-        f"  %kernel = stablehlo.reshape %sum : ({tensor(rows, o)}) -> {result_type}",
-        f"  return %kernel : {result_type}",
-        "}",
-    ]
-    return "\n".join(lines) + "\n"

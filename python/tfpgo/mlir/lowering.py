@@ -117,6 +117,8 @@ class IreeRun:
     # --tune: called with the StableHLO, the workload and the profiled program
     # while the lowering's scratch files still exist (tfpgo.tune.loop).
     then: Callable[[Path, Workload, ProfiledProgram], None] | None = None
+    # Picks each filter gradient's form (tfpgo.tune.gradient_screen; None: patches).
+    choose_gradient_forms: conv_gradients.FormChooser | None = None
 
 
 @dataclass(frozen=True)
@@ -285,9 +287,10 @@ def _lower_stablehlo(
     # compile as they are; TensorFlow's loop conditions make IREE wait on the host
     # every trip (tfpgo.mlir.iree_loops).
     loops = iree_loops.rewrite_loops(lowered.stablehlo, unroll_ops)
-    # Filter gradients run on IREE's generic convolution path; as batched matmuls
-    # they run 5-13x faster (tfpgo.mlir.conv_gradients).
-    convolutions = conv_gradients.rewrite_filter_gradients(loops.text)
+    # Filter gradients run on IREE's generic convolution path; as matmuls they
+    # run 5-13x faster (tfpgo.mlir.conv_gradients).
+    choose = iree_run.choose_gradient_forms if iree_run is not None else None
+    convolutions = conv_gradients.rewrite_filter_gradients(loops.text, choose)
     route = replace(
         lowered.route,
         forwarded_results=loops.forwarded,

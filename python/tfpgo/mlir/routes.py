@@ -11,11 +11,12 @@ docs/lowering.md has the three routes.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo.errors import UserError
-from tfpgo.mlir.conv_gradients import GradientForm, made_matmuls
+from tfpgo.mlir.conv_gradients import CONVOLUTION, GradientForm, made_matmuls
 from tfpgo.mlir.diagnostics import error_message
 from tfpgo.mlir.iree_loops import LoopDecision, unrolled_loops
 
@@ -72,8 +73,12 @@ class Route:
 
     @property
     def filter_gradients(self) -> int:
-        """Convolution filter gradients made batched matmuls."""
+        """Convolution filter gradients made matmuls."""
         return made_matmuls(self.gradient_forms)
+
+    def _gradients_by_form(self) -> dict[str, int]:
+        """How many filter gradients took each form other than a convolution."""
+        return dict(Counter(f.form for f in self.gradient_forms if f.form != CONVOLUTION))
 
     def text(self) -> str:
         if not self.why:
@@ -93,9 +98,8 @@ class Route:
                 "(iree.abi.output: no new buffer a call)"
             )
         if self.filter_gradients:
-            how += (
-                f"; {_count(self.filter_gradients, 'convolution filter gradient')} as a batched "
-                "matmul of patches"
+            how += f"; {_count(self.filter_gradients, 'convolution filter gradient')} as " + (
+                ", ".join(f"{n} {form}" for form, n in self._gradients_by_form().items())
             )
         if self.unrolled_loops:
             how += (

@@ -89,6 +89,10 @@ def gradient_rows(
         tf = self_ps.get(gradient.name, 0) / max(tf_steps, 1)
         iree_ps = None if iree is None else iree.op_ps.get(gradient.name, 0) / max(iree.runs, 1)
         form = f"{gradient.form}: {gradient.why}" if gradient.why else gradient.form
+        if gradient.alone_ps:
+            form += "; alone " + ", ".join(
+                f"{name} {format_ps(round(ps))}" for name, ps in gradient.alone_ps
+            )
         rows.append(
             [
                 gradient.name,

@@ -1,0 +1,262 @@
+"""The forms a 2-D filter gradient is rewritten into (tfpgo.mlir.conv_gradients),
+each exact up to the order of the sums, as the text of a function of (input,
+output gradient).
+
+- `PATCHES`: the input's patches gathered by one `linalg.generic` (sample, tap
+  row, tap column, channel, image), a matmul a sample, summed over the samples.
+  Any stride and dilation; the patches are as many times the input as the
+  kernel has taps.
+- `TAPS_INPUT_MAJOR` and `TAPS_GRADIENT_MAJOR`: a matmul a kernel tap over a
+  shifted view of the input, no patches. With unit stride, the padded input
+  flattened row by row reads the tap `(i, j)` of the output gradient's position
+  `q` (its rows padded to the input's width with zeros) at `q + i*dh*width +
+  j*dw`: the tap is a contiguous slice, and its matmul reads it in place. The
+  two differ in which operand is made channel-major (one transpose) so that the
+  matmul's reduction runs along its rows: the input (`[c, positions]` by the
+  gradient `[positions, o]`) or the output gradient (`[o, positions]` by the
+  input slice `[positions, c]`). Measured alone on a 2-core Xeon, one worker:
+  the 3x3 gradient of 8x64x64x16 to 16 channels 4.0 ms as patches, 2.6 and 2.3
+  as taps; 8x16x16x64 to 64 2.4, 1.2 and 2.7; 32x16x16x16 to 64 3.2, 4.4 and
+  4.1. No form wins everywhere, so the lowering times the applicable ones alone
+  (`IreeRun.choose_gradient_forms`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+PATCHES = "batched matmul of patches"
+TAPS_INPUT_MAJOR = "a matmul a tap, input channel-major"
+TAPS_GRADIENT_MAJOR = "a matmul a tap, gradient channel-major"
+FORMS = (PATCHES, TAPS_INPUT_MAJOR, TAPS_GRADIENT_MAJOR)
+
+
+@dataclass(frozen=True)
+class FormChoice:
+    """The form a filter gradient takes, and where the forms were timed alone,
+    each one's time an invocation (ps), or why they could not be."""
+
+    form: str
+    alone_ps: tuple[tuple[str, float], ...] = ()
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class FilterGradient:
+    """A covered filter gradient's shapes and window: input (n, h, w, c), output
+    gradient (n, h', w', o), kernel taps (kh, kw), and per spatial dimension
+    the padding, the window stride (the forward convolution's dilation) and the
+    output gradient's dilation (its stride)."""
+
+    element: str
+    input_shape: tuple[int, ...]
+    grad_shape: tuple[int, ...]
+    taps: tuple[int, int]
+    padding: tuple[tuple[int, int], ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+
+    @property
+    def result_type(self) -> str:
+        return _tensor(self.element, *self.taps, self.input_shape[3], self.grad_shape[3])
+
+    def forms(self) -> tuple[str, ...]:
+        """The forms that compute this gradient: the taps need a unit stride."""
+        if self.dilations != (1, 1):
+            return (PATCHES,)
+        return FORMS
+
+    def text(self) -> str:
+        """`input x output gradient -> kernel`, with its window."""
+        shapes = " x ".join("x".join(map(str, s)) for s in (self.input_shape, self.grad_shape))
+        return (
+            f"{shapes} -> {'x'.join(map(str, self.taps))}, padding {list(self.padding)}, "
+            f"window strides {list(self.strides)}, dilation {list(self.dilations)}"
+        )
+
+
+def gradient_function(gradient: FilterGradient, form: str, name: str = "gradient") -> str:
+    """`func.func @name(%input, %grad) -> kernel` computing `gradient` in `form`."""
+    n, h, w, c = gradient.input_shape
+    o = gradient.grad_shape[3]
+    t = gradient.element
+    body = _BODIES[form](gradient)
+    return "\n".join(
+        [
+            f"func.func @{name}(%input: {_tensor(t, n, h, w, c)}, "
+            f"%grad: {_tensor(t, *gradient.grad_shape[:3], o)}) -> {gradient.result_type} {{",
+            f"  %zero = stablehlo.constant dense<0.0> : tensor<{t}>",
+            *body,
+            f"  return %kernel : {gradient.result_type}",
+            "}",
+            "",
+        ]
+    )
+
+
+def _tensor(element: str, *shape: int) -> str:
+    return f"tensor<{'x'.join(str(size) for size in shape)}x{element}>"
+
+
+def _patches(gradient: FilterGradient) -> list[str]:
+    """The input padded; its patches gathered by one `linalg.generic` whose
+    input map is the window (`tap * stride + position * dilation`); a matmul a
+    sample; the sum over samples; the kernel's layout (h, w, in, out)."""
+    n, h, w, c = gradient.input_shape
+    _, gh, gw, o = gradient.grad_shape
+    kh, kw = gradient.taps
+    (top, bottom), (left, right) = gradient.padding
+    (sh, sw), (dh, dw) = gradient.strides, gradient.dilations
+    t = gradient.element
+    rows, grads = kh * kw * c, gh * gw
+
+    def tensor(*shape: int) -> str:
+        return _tensor(t, *shape)
+
+    patches = tensor(n, kh, kw, c, gh, gw)
+    window = f"(n, i, j, ch, y, x) -> (n, i * {sh} + y * {dh}, j * {sw} + x * {dw}, ch)"
+    parallel = ", ".join(['"parallel"'] * 6)
+    padded = _padded_input(gradient, bottom, "%padded")
+    return [
+        padded,
+        f"  %empty = tensor.empty() : {patches}",
+        f"  %patches = linalg.generic {{indexing_maps = [affine_map<{window}>, "
+        "affine_map<(n, i, j, ch, y, x) -> (n, i, j, ch, y, x)>], "
+        f"iterator_types = [{parallel}]}} ins(%padded : "
+        f"{tensor(n, h + top + bottom, w + left + right, c)}) outs(%empty : {patches}) {{",
+        f"  ^bb0(%in: {t}, %out: {t}):",
+        f"    linalg.yield %in : {t}",
+        f"  }} -> {patches}",
+        f"  %lhs = stablehlo.reshape %patches : ({patches}) -> {tensor(n, rows, grads)}",
+        f"  %rhs = stablehlo.reshape %grad : ({tensor(n, gh, gw, o)}) -> {tensor(n, grads, o)}",
+        "  %each = stablehlo.dot_general %lhs, %rhs, batching_dims = [0] x [0], "
+        f"contracting_dims = [2] x [1] : ({tensor(n, rows, grads)}, "
+        f"{tensor(n, grads, o)}) -> {tensor(n, rows, o)}",
+        "  %sum = stablehlo.reduce(%each init: %zero) applies stablehlo.add across "
+        f"dimensions = [0] : ({tensor(n, rows, o)}, tensor<{t}>) -> {tensor(rows, o)}",
+        f"  %kernel = stablehlo.reshape %sum : ({tensor(rows, o)}) -> {gradient.result_type}",
+    ]
+
+
+def _padded_input(gradient: FilterGradient, bottom: int, name: str) -> str:
+    """`name` = the input padded as the window reads it, `bottom` rows below."""
+    n, h, w, c = gradient.input_shape
+    (top, _), (left, right) = gradient.padding
+    t = gradient.element
+    return (
+        f"  {name} = stablehlo.pad %input, %zero, low = [0, {top}, {left}, 0], "
+        f"high = [0, {bottom}, {right}, 0], interior = [0, 0, 0, 0] : "
+        f"({_tensor(t, n, h, w, c)}, tensor<{t}>) -> "
+        f"{_tensor(t, n, h + top + bottom, w + left + right, c)}"
+    )
+
+
+@dataclass(frozen=True)
+class _Flat:
+    """The unit-stride gradient's flat view: the padded input's row width, rows
+    (enough below for the last tap's slice), each tap's offset, and the output
+    gradient's positions (its rows at the input's width)."""
+
+    width: int
+    rows: int
+    offsets: tuple[int, ...]
+    positions: int
+
+
+def _flat(gradient: FilterGradient) -> _Flat:
+    _, h, w, _ = gradient.input_shape
+    _, gh, _, _ = gradient.grad_shape
+    (top, bottom), (left, right) = gradient.padding
+    sh, sw = gradient.strides
+    width = w + left + right
+    offsets = tuple(
+        i * sh * width + j * sw for i in range(gradient.taps[0]) for j in range(gradient.taps[1])
+    )
+    positions = gh * width
+    rows = max(h + top + bottom, math.ceil((max(offsets) + positions) / width))
+    return _Flat(width, rows, offsets, positions)
+
+
+def _taps(gradient: FilterGradient, input_major: bool) -> list[str]:
+    """The input padded and flattened, the output gradient padded to its width
+    and flattened, one channel-major (`input_major`: the input); a batched
+    matmul a tap over its slice; the taps stacked and summed over samples."""
+    n, h, _, c = gradient.input_shape
+    _, gh, gw, o = gradient.grad_shape
+    top = gradient.padding[0][0]
+    t = gradient.element
+    flat = _flat(gradient)
+    p, q, taps = flat.rows * flat.width, flat.positions, len(flat.offsets)
+
+    def tensor(*shape: int) -> str:
+        return _tensor(t, *shape)
+
+    lines = [
+        _padded_input(gradient, flat.rows - h - top, "%padded"),
+        f"  %flat = stablehlo.reshape %padded : ({tensor(n, flat.rows, flat.width, c)}) -> "
+        f"{tensor(n, p, c)}",
+        f"  %gpad = stablehlo.pad %grad, %zero, low = [0, 0, 0, 0], "
+        f"high = [0, 0, {flat.width - gw}, 0], interior = [0, 0, 0, 0] : "
+        f"({tensor(n, gh, gw, o)}, tensor<{t}>) -> {tensor(n, gh, flat.width, o)}",
+        f"  %gflat = stablehlo.reshape %gpad : ({tensor(n, gh, flat.width, o)}) -> "
+        f"{tensor(n, q, o)}",
+    ]
+    # Per tap: [n, rows, cols] of the matmul, reduced to [rows, cols] later.
+    rows, cols = (c, o) if input_major else (o, c)
+    if input_major:
+        lines.append(
+            f"  %major = stablehlo.transpose %flat, dims = [0, 2, 1] : ({tensor(n, p, c)}) -> "
+            f"{tensor(n, c, p)}"
+        )
+    else:
+        lines.append(
+            f"  %major = stablehlo.transpose %gflat, dims = [0, 2, 1] : ({tensor(n, q, o)}) -> "
+            f"{tensor(n, o, q)}"
+        )
+    stacked = []
+    for index, offset in enumerate(flat.offsets):
+        if input_major:
+            lines.append(
+                f"  %slice{index} = stablehlo.slice %major [0:{n}, 0:{c}, {offset}:{offset + q}] "
+                f": ({tensor(n, c, p)}) -> {tensor(n, c, q)}"
+            )
+            lhs, rhs, types = f"%slice{index}", "%gflat", f"{tensor(n, c, q)}, {tensor(n, q, o)}"
+        else:
+            lines.append(
+                f"  %slice{index} = stablehlo.slice %flat [0:{n}, {offset}:{offset + q}, 0:{c}] "
+                f": ({tensor(n, p, c)}) -> {tensor(n, q, c)}"
+            )
+            lhs, rhs, types = "%major", f"%slice{index}", f"{tensor(n, o, q)}, {tensor(n, q, c)}"
+        lines += [
+            f"  %tap{index} = stablehlo.dot_general {lhs}, {rhs}, batching_dims = [0] x [0], "
+            f"contracting_dims = [2] x [1] : ({types}) -> {tensor(n, rows, cols)}",
+            f"  %one{index} = stablehlo.reshape %tap{index} : ({tensor(n, rows, cols)}) -> "
+            f"{tensor(1, n, rows, cols)}",
+        ]
+        stacked.append(f"%one{index}")
+    lines += [
+        f"  %taps = stablehlo.concatenate {', '.join(stacked)}, dim = 0 : "
+        f"({', '.join([tensor(1, n, rows, cols)] * taps)}) -> {tensor(taps, n, rows, cols)}",
+        "  %sum = stablehlo.reduce(%taps init: %zero) applies stablehlo.add across "
+        f"dimensions = [1] : ({tensor(taps, n, rows, cols)}, tensor<{t}>) -> "
+        f"{tensor(taps, rows, cols)}",
+    ]
+    summed = "%sum"
+    if not input_major:
+        lines.append(
+            f"  %ordered = stablehlo.transpose %sum, dims = [0, 2, 1] : "
+            f"({tensor(taps, o, c)}) -> {tensor(taps, c, o)}"
+        )
+        summed = "%ordered"
+    lines.append(
+        f"  %kernel = stablehlo.reshape {summed} : ({tensor(taps, c, o)}) -> {gradient.result_type}"
+    )
+    return lines
+
+
+_BODIES = {
+    PATCHES: _patches,
+    TAPS_INPUT_MAJOR: lambda gradient: _taps(gradient, input_major=True),
+    TAPS_GRADIENT_MAJOR: lambda gradient: _taps(gradient, input_major=False),
+}
