@@ -59,7 +59,8 @@ def _gradient_step(shape, taps, channels, strides, padding, dilations, depthwise
 def _iree_gradient(step: compiled_step.CompiledStep, text: str, scratch: Path) -> np.ndarray:
     _, main = compiled_main(text, scratch, "gradient")
     result = main(*(np.asarray(v) for v in step.inputs))
-    return (result[0] if isinstance(result, tuple | list) else result).to_host()
+    # A copy: the host view lives only as long as the program's buffers.
+    return np.array((result[0] if isinstance(result, tuple | list) else result).to_host())
 
 
 @pytest.mark.parametrize("form", FORMS)

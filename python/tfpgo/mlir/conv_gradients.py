@@ -40,7 +40,7 @@ from tfpgo.mlir.conv_gradient_forms import (
     FormChoice,
     gradient_function,
 )
-from tfpgo.mlir.ir_edit import relocate, remap_operands
+from tfpgo.mlir.ir_edit import replace_with_function
 
 # The dimension numbers XLA gives a 2-D filter gradient.
 _FILTER_GRADIENT = "[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]"
@@ -111,7 +111,7 @@ def rewrite_filter_gradients(text: str, choose: FormChooser | None = None) -> Co
                 continue
             choice = choices.get(gradient, FormChoice(PATCHES))
             forms.append(_form(convolution, choice.form, choice.why, choice.alone_ps))
-            _rewrite(convolution, gradient, choice.form)
+            replace_with_function(convolution, gradient_function(gradient, choice.form))
         rewrites = ConvRewrites(text, tuple(forms))
         if not rewrites.filter_gradients:
             return rewrites
@@ -146,11 +146,11 @@ def _covered(op: Any) -> FilterGradient | str:
     for name in ("feature_group_count", "batch_group_count"):
         if name in attributes and ir.IntegerAttr(attributes[name]).value != 1:
             return f"{name} {ir.IntegerAttr(attributes[name]).value} (grouped or depthwise)"
-    if _ints(attributes.get("lhs_dilation"), (1, 1)) != (1, 1):
+    if attribute_ints(attributes.get("lhs_dilation"), (1, 1)) != (1, 1):
         return "input dilation"
-    if any(_ints(attributes.get("window_reversal"), (0, 0))):
+    if any(attribute_ints(attributes.get("window_reversal"), (0, 0))):
         return "window reversal"
-    padding = _ints(attributes.get("padding"), (0, 0, 0, 0))
+    padding = attribute_ints(attributes.get("padding"), (0, 0, 0, 0))
     if len(padding) != 4 or min(padding) < 0:
         return "negative padding"
     lhs, rhs = (ir.RankedTensorType(value.type) for value in op.operands)
@@ -163,12 +163,12 @@ def _covered(op: Any) -> FilterGradient | str:
         tuple(rhs.shape),
         (result.shape[0], result.shape[1]),
         ((padding[0], padding[1]), (padding[2], padding[3])),
-        _ints(attributes.get("window_strides"), (1, 1)),
-        _ints(attributes.get("rhs_dilation"), (1, 1)),
+        attribute_ints(attributes.get("window_strides"), (1, 1)),
+        attribute_ints(attributes.get("rhs_dilation"), (1, 1)),
     )
 
 
-def _ints(attribute: Any, default: tuple[int, ...]) -> tuple[int, ...]:
+def attribute_ints(attribute: Any, default: tuple[int, ...]) -> tuple[int, ...]:
     """The integers of a dense array or elements attribute (booleans as 0/1)."""
     if attribute is None:
         return default
@@ -184,24 +184,3 @@ def _values(attribute: Any) -> str:
         return ", ".join([splat[1]] * (int(splat[2]) * int(splat[3])))
     text = re.sub(r"^(array<i\d+:|dense<)|>( : tensor<[^>]*>)?$", "", text)
     return text.replace("true", "1").replace("false", "0")
-
-
-def _rewrite(convolution: Any, gradient: FilterGradient, form: str) -> None:
-    """Replaces `convolution` by the ops of `form` (tfpgo.mlir.conv_gradient_forms),
-    each carrying its location."""
-    from iree.compiler import ir
-
-    replacement = ir.Module.parse(gradient_function(gradient, form))
-    function = replacement.body.operations[0]
-    block = function.regions[0].blocks[0]
-    mapping = dict(zip(block.arguments, convolution.operands, strict=True))
-    point = ir.InsertionPoint(convolution)
-    operations = list(block.operations)
-    for op in operations[:-1]:
-        clone = op.clone(ip=point).operation
-        remap_operands(clone, mapping)
-        relocate(clone, convolution.location)
-        for original, copied in zip(op.results, clone.results, strict=True):
-            mapping[original] = copied
-    convolution.results[0].replace_all_uses_with(mapping[operations[-1].operands[0]])
-    convolution.erase()

@@ -32,3 +32,25 @@ def relocate(op: Any, location: Any) -> None:
         return ir.WalkResult.ADVANCE
 
     op.walk(locate)
+
+
+def replace_with_function(op: Any, function_text: str) -> None:
+    """Replaces `op` by the body of the one function `function_text` holds (its
+    arguments `op`'s operands, its returned value `op`'s result), each copied op
+    carrying `op`'s location."""
+    from iree.compiler import ir
+
+    replacement = ir.Module.parse(function_text)
+    function = replacement.body.operations[0]
+    block = function.regions[0].blocks[0]
+    mapping = dict(zip(block.arguments, op.operands, strict=True))
+    point = ir.InsertionPoint(op)
+    operations = list(block.operations)
+    for inner in operations[:-1]:
+        clone = inner.clone(ip=point).operation
+        remap_operands(clone, mapping)
+        relocate(clone, op.location)
+        for original, copied in zip(inner.results, clone.results, strict=True):
+            mapping[original] = copied
+    op.results[0].replace_all_uses_with(mapping[operations[-1].operands[0]])
+    op.erase()
