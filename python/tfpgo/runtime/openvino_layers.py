@@ -28,6 +28,7 @@ to the nodes it derives), and read back from the runtime model's
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -215,7 +216,8 @@ def tag(model: Any, origins: Origins) -> None:
 
 
 def layers_on_tf_ops(runtime: Sequence[RuntimeNode], origins: Origins) -> tuple[Layer, ...]:
-    """Each executed runtime node as a layer: its median time, the tf ops its
+    """Each executed runtime node as a layer: its median time a call (a call
+    the machine preempted moves a mean, not a median), the tf ops its
     original names carry (a tag, or the name of a converted node whose tag a
     fusion of the plugin's dropped), or why it ran none."""
     layers = []
@@ -274,33 +276,59 @@ def profile_engine(
     precision: str | None,
     calls: int,
 ) -> list[RuntimeNode]:
-    """The CPU plugin's runtime nodes of the (tagged) `model` with their times
-    in each of `calls` calls, after the calls that warm it (its first calls
-    repack weights and start its threads: several times slower)."""
+    """The CPU plugin's runtime nodes of the (tagged) `model`, each with its time
+    in each of `calls` calls after those that warm it.
+
+    The plugin's counters are running means over every call since compiling,
+    its first ones too (they repack weights and start threads: on cnn 100x
+    slower), shared by all its infer requests; so a call's time is the
+    difference of the counters' totals before and after it (each counter a
+    whole microsecond: a call's time within as many µs as calls so far)."""
     compiled, request, feed = anchors.openvino_compiled(
         model, concrete, inputs, threads, precision, perf_count=True
     )
     for _ in range(WARMUP_CALLS):
         request.infer(feed)
-    times: dict[str, list[int]] = {}
-    executed: dict[str, tuple[bool, str]] = {}
+    readings = [_counters(request)]
     for _ in range(calls):
         request.infer(feed)
-        for info in request.get_profiling_info():
-            micros = info.real_time.total_seconds() * 1e6
-            times.setdefault(info.node_name, []).append(round(micros) * 1_000_000)
-            executed[info.node_name] = (info.status.name == "EXECUTED", info.exec_type)
+        readings.append(_counters(request))
     nodes = []
     for op in compiled.get_runtime_model().get_ordered_ops():
         name, rt = op.get_friendly_name(), op.get_rt_info()
-        ran, kernel = executed.get(name, (False, ""))
+        _, ran, kernel = readings[-1].get(name, (0, False, ""))
+        means = [reading.get(name, (0,))[0] for reading in readings]
+        ps = tuple(
+            window_mean(before, WARMUP_CALLS + index, after, 1)
+            for index, (before, after) in enumerate(itertools.pairwise(means))
+        )
         original = str(rt[ORIGINAL_NAMES].astype(str)) if ORIGINAL_NAMES in rt else ""
         kind = str(rt["layerType"].astype(str)) if "layerType" in rt else op.get_type_name()
         nodes.append(
-            RuntimeNode(name, kind, kernel, ran, tuple(times.get(name, ())),
+            RuntimeNode(name, kind, kernel, ran, ps,
                         tuple(part for part in original.split(",") if part))
         )  # fmt: skip
     return nodes
+
+
+def window_mean(mean_before: int, calls_before: int, mean_after: int, calls: int) -> int:
+    """The mean of the `calls` calls between two readings of a running mean (one
+    over `calls_before` calls, one over those and `calls` more)."""
+    total = mean_after * (calls_before + calls) - mean_before * calls_before
+    return max(total // calls, 0)
+
+
+def _counters(request: Any) -> dict[str, tuple[int, bool, str]]:
+    """Per node of the infer request's profiling info: its counter (a running
+    mean, ps), whether it executed, and its kernel."""
+    return {
+        info.node_name: (
+            round(info.real_time.total_seconds() * 1e6) * 1_000_000,
+            info.status.name == "EXECUTED",
+            info.exec_type,
+        )
+        for info in request.get_profiling_info()
+    }
 
 
 def profile_anchors(

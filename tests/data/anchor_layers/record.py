@@ -1,6 +1,6 @@
 """Records what tests/python/test_openvino_layers.py maps: for a built-in model
 (inference, batch 2), TensorFlow's graph of the traced step, OpenVINO's
-converted model, and the CPU plugin's runtime nodes with their times in 3
+converted model, and the CPU plugin's runtime nodes with their times in each of 5
 profiled calls, in each precision (the converted model tagged as
 tfpgo.runtime.openvino_layers tags it).
 
@@ -28,7 +28,7 @@ def record(model: str) -> dict:
     nodes = openvino_layers.converted_nodes(converted)
     openvino_layers.tag(converted, openvino_layers.tf_origins(tf_graph, nodes))
     runtime = {
-        engine: openvino_layers.profile_engine(converted, concrete, flat, 2, precision, 3)
+        engine: openvino_layers.profile_engine(converted, concrete, flat, 2, precision, 5)
         for engine, precision in anchors.OPENVINO_PRECISIONS.items()
     }
     return {
