@@ -167,3 +167,17 @@ def test_live_layers_cover_the_steps_compute_ops():
         covered = {op for layer in engine.layers for op in layer.tf_ops}
         assert compute <= covered, (engine.engine, compute - covered)
         assert all(bool(layer.tf_ops) != bool(layer.unattributed) for layer in engine.layers)
+
+
+def test_a_training_step_is_refused_by_every_engine_in_one_line_each():
+    import tensorflow as tf
+
+    from tfpgo.models import load_model
+
+    case = load_model("mlp", "train", 2)
+    inputs = tuple(tf.nest.map_structure(np.asarray, list(case.inputs)))
+    profile = openvino_layers.profile_anchors(case.function, inputs, "mlp")
+    assert not profile.engines and set(profile.refused) == set(anchors.ENGINES)
+    for engine in anchors.OPENVINO_PRECISIONS:
+        assert profile.refused[engine].startswith("the step writes variables (")
+    assert profile.refused[anchors.TFLITE] == openvino_layers.TFLITE_NO_PER_OP_TIMES

@@ -29,6 +29,7 @@ to the nodes it derives), and read back from the runtime model's
 from __future__ import annotations
 
 import itertools
+import os
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,11 @@ from tfpgo.runtime import anchors
 from tfpgo.runtime.anchor_profile import AnchorProfile, EngineLayers, Layer
 from tfpgo.runtime.wallclock import WARMUP_CALLS
 
+# Why TFLite has no layers (docs/formats.md, anchor_profile.json).
+TFLITE_NO_PER_OP_TIMES = (
+    "no per-op times from Python: TensorFlow 2.21's tf.lite.Interpreter has no profiler "
+    "(its wrapper exposes none; per-op times come from the C++ benchmark_model tool)"
+)
 TAG = "tf:"  # what marks a tf node's name in originalLayersNames
 ORIGINAL_NAMES = "originalLayersNames"
 # OpenVINO's op type -> the TensorFlow op types its converter makes it from.
@@ -341,8 +347,6 @@ def profile_anchors(
     """OpenVINO's layers of `function(*inputs)` in each of its precisions
     (tfpgo.runtime.anchors), on tf ops; an engine that cannot take the step, or
     gives no per-layer times, is one line in `refused`."""
-    import os
-
     threads = threads or len(os.sched_getaffinity(0))
     concrete, flat = anchors.traced_step(function, inputs)
     refused = {anchors.TFLITE: TFLITE_NO_PER_OP_TIMES}
@@ -366,9 +370,3 @@ def profile_anchors(
         refused.update((e, why) for e in anchors.OPENVINO_PRECISIONS if e not in
                        {engine.engine for engine in engines})  # fmt: skip
     return AnchorProfile(source, tuple(engines), refused)
-
-
-TFLITE_NO_PER_OP_TIMES = (
-    "no per-op times from Python: TensorFlow 2.21's tf.lite.Interpreter has no profiler "
-    "(its wrapper exposes none; per-op times come from the C++ benchmark_model tool)"
-)
