@@ -96,3 +96,25 @@ def test_the_report_gives_each_measured_proposal_with_interval_and_verdict():
     assert "## Proposals, measured" in markdown and "<h2>Proposals, measured</h2>" in page
     assert "[optimize/diff.html](optimize/diff.html)" in markdown
     assert "## Proposals" not in compose.to_markdown(_inputs((1, 2)))
+
+
+def test_the_report_puts_the_hot_dispatches_beside_the_fastest_anchor():
+    """--tune on an inference step: the section's rows are anchor_tables' rows of
+    a real cnn run's profiles (tests/data/anchor_layers), in both pages."""
+    from tfpgo.iree.profile_document import IreeProfile
+    from tfpgo.report.anchor_tables import ANCHOR_TITLE, AnchorComparison, anchor_rows
+    from tfpgo.runtime.anchor_profile import AnchorProfile
+
+    data = Path(__file__).resolve().parents[1] / "data" / "anchor_layers"
+    iree = IreeProfile.read(data / "cnn.iree_profile.json")
+    anchors = AnchorProfile.read(data / "cnn.anchor_profile.json")
+    inputs = dataclasses.replace(
+        _inputs((1, 2)), anchors=AnchorComparison(anchors, iree, "default")
+    )
+    markdown, page = compose.to_markdown(inputs), compose.to_html(inputs)
+    assert f"## {ANCHOR_TITLE}" in markdown and f"<h2>{ANCHOR_TITLE}</h2>" in page
+    rows = anchor_rows(iree, anchors, inputs.top_n)
+    assert rows
+    for row in rows:
+        assert "| " + " | ".join(row) + " |" in markdown
+    assert ANCHOR_TITLE not in compose.to_markdown(_inputs((1, 2)))

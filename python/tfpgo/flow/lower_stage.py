@@ -26,7 +26,8 @@ from tfpgo.mlir.compiled_step import CompiledStep, XlaRefused, compile_step
 from tfpgo.mlir.iree_loops import UNROLL_OPS
 from tfpgo.models import ModelCase
 from tfpgo.models.case import Mode
-from tfpgo.runtime import anchors, wallclock
+from tfpgo.runtime import anchors, openvino_layers, wallclock
+from tfpgo.runtime.anchor_profile import ANCHOR_PROFILE
 from tfpgo.runtime.manifest import MANIFEST
 from tfpgo.tune import gradient_screen
 
@@ -103,6 +104,8 @@ def lower(
         note(_manifest_line(out, case, step, iree, profile.entry))
         if options.tune_budget_s is not None and case is not None:
             note(_wallclock_line(out, case))
+            if case.mode is not Mode.TRAIN:  # the anchors run inference only
+                note(_anchor_line(out, case))
     if levels:
         note(f"stablehlo: lowered by {levels[0].coverage.route.text()}")
     for level in levels:
@@ -191,6 +194,24 @@ def _wallclock_line(out: Path, case: ModelCase) -> str:
         ratio = timed[fastest].median_s / iree.median_s
         engines.append(f"{name} {ratio:.2f}x the fastest of them ({fastest})")
     return line + (f"; {', '.join(engines)}" if engines else "")
+
+
+def _anchor_line(out: Path, case: ModelCase) -> str:
+    """Profiles the anchors' layers once (a few calls: tfpgo.runtime.openvino_layers),
+    writes anchor_profile.json, and says what each engine's layers hold."""
+    import numpy as np
+    import tensorflow as tf
+
+    inputs = tuple(tf.nest.map_structure(np.asarray, list(case.inputs)))
+    profile = openvino_layers.profile_anchors(case.function, inputs, case.name)
+    profile.write(out / ANCHOR_PROFILE)
+    engines = [
+        f"{engine.engine} {engine.total_ps / 1e9:.3f} ms a call over {len(engine.layers)} layers, "
+        f"{engine.attributed_ps / max(engine.total_ps, 1):.2%} on tf ops"
+        for engine in profile.engines
+    ]
+    engines += [f"{engine}: {why}" for engine, why in profile.refused.items()]
+    return f"anchors' layers ({ANCHOR_PROFILE}): {'; '.join(engines)}"
 
 
 def _as_xla_compiles(neither: routes.NoStableHlo, case: ModelCase) -> CompiledStep:

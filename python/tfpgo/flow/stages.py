@@ -52,9 +52,12 @@ from tfpgo.render.exports.model_explorer import adapter_dialects, adapter_readab
 from tfpgo.render.model import RenderEdgeKind
 from tfpgo.render.scope_chart import write_scope_chart
 from tfpgo.report import compose
+from tfpgo.report.anchor_tables import AnchorComparison
+from tfpgo.runtime.anchor_profile import ANCHOR_PROFILE, AnchorProfile
 from tfpgo.runtime.manifest import MANIFEST, ProgramManifest
 from tfpgo.trace.hosts import HostReading
 from tfpgo.tune.document import TUNE_DOCUMENT, TuneDocument
+from tfpgo.tune.tuned_output import TUNED_PROFILE
 
 T = TypeVar("T")
 
@@ -81,6 +84,8 @@ OUTPUT_FILES = {
     "(iree-compile compiles it)",
     "iree_profile.json": "--lower iree: each IREE dispatch's time and the tf ops it ran "
     "(docs/formats.md)",
+    "anchor_profile.json": "--tune, an inference step: the anchor engines' (OpenVINO's) time "
+    "per layer, each layer on the tf ops it ran (docs/formats.md)",
     "model.dispatches.mlir": "--lower iree: IREE's executable sources, each dispatch's code "
     "with profiler_data holding the TensorFlow time (self) and IREE's (iree_self)",
     "tune.json": "--tune: every candidate tried, its A/B ratio, interval and verdict, what "
@@ -625,6 +630,20 @@ def _dataflow(graph: RenderGraph) -> OpDataflow:
     )
 
 
+def _anchor_comparison(out: Path) -> AnchorComparison | None:
+    """The anchors' layers against the program `--tune` leaves (the tuned one
+    where it kept one, as tfpgo.runtime.load picks), when they were profiled."""
+    if not (out / ANCHOR_PROFILE).is_file():
+        return None
+    tuned = out / TUNED_PROFILE
+    program, profile = (
+        ("tuned", tuned) if tuned.is_file() else ("default", out / "iree_profile.json")
+    )
+    return AnchorComparison(
+        AnchorProfile.read(out / ANCHOR_PROFILE), IreeProfile.read(profile), program
+    )
+
+
 def _report(
     out: Path,
     run_info,
@@ -671,6 +690,7 @@ def _report(
             if (out / TUNE_DOCUMENT).is_file()
             else None,
             program=ProgramManifest.read(out) if (out / MANIFEST).is_file() else None,
+            anchors=_anchor_comparison(out),
             output_dir=final_dir or out,
         ),
         out,

@@ -29,6 +29,7 @@ from tfpgo.render.metrics import format_ps
 from tfpgo.render.model import NodeTiming
 from tfpgo.render.tables import PAGE_STYLE, figure, html_table, markdown_table
 from tfpgo.report.analysis_tables import analysis_tables
+from tfpgo.report.anchor_tables import ANCHOR_TITLE, AnchorComparison, anchor_section
 from tfpgo.report.device_tables import device_summary, device_tables
 from tfpgo.report.iree_tables import (
     IREE_HEADER,
@@ -106,6 +107,7 @@ class ReportInputs:
     iree: IreeProfile | None = None  # --lower iree: the compiled program's dispatches
     tune: TuneDocument | None = None  # --tune: what was tried, measured and kept
     program: ProgramManifest | None = None  # --lower iree: how to run the program
+    anchors: AnchorComparison | None = None  # --tune: the program against the anchors' layers
     output_dir: Path = Path(".")  # where the output lands (the snippets name it)
 
 
@@ -484,6 +486,10 @@ def to_markdown(inputs: ReportInputs) -> str:
         if inputs.tune.held_back:
             parts += ["", f"### {HELD_BACK_TITLE}", ""]
             parts += [markdown_table(HELD_BACK_HEADER, held_back_rows(inputs.tune))]
+    if inputs.anchors is not None:
+        summary, header, rows = anchor_section(inputs.anchors, inputs.top_n)
+        parts += ["", f"## {ANCHOR_TITLE}", "", summary, ""]
+        parts += [markdown_table(header, rows)] if rows else []
     if inputs.program is not None:
         program, out = inputs.program, inputs.output_dir
         parts += ["", f"## {RUN_IT_TITLE}", "", run_it_text(program, out), ""]
@@ -612,6 +618,10 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
         if inputs.tune.held_back:
             parts.append(f"<h3>{esc(HELD_BACK_TITLE)}</h3>")
             parts.append(html_table(HELD_BACK_HEADER, held_back_rows(inputs.tune)))
+    if inputs.anchors is not None:
+        summary, header, rows = anchor_section(inputs.anchors, inputs.top_n)
+        parts.append(f"<h2>{esc(ANCHOR_TITLE)}</h2><p>{esc(summary)}</p>")
+        parts += [html_table(header, rows)] if rows else []
     if inputs.program is not None:
         program, out = inputs.program, inputs.output_dir
         parts.append(f"<h2>{RUN_IT_TITLE}</h2><p>{esc(run_it_text(program, out))}</p>")

@@ -24,6 +24,8 @@ TFLITE = "TFLite (XNNPACK)"
 OPENVINO_F32 = "OpenVINO f32"
 OPENVINO_DEFAULT = "OpenVINO default"
 ENGINES = (TFLITE, OPENVINO_F32, OPENVINO_DEFAULT)
+# OpenVINO's precision hint per engine (None: the CPU plugin's default).
+OPENVINO_PRECISIONS: dict[str, str | None] = {OPENVINO_F32: "f32", OPENVINO_DEFAULT: None}
 _NO_TFLITE_OP = re.compile(r"'tf\.(\w+)' op is neither a custom op nor a flex op")
 _NO_OPENVINO_RULE = re.compile(r"No conversion rule found for operations: ([^\n]+)")
 # Ops of a step that writes its variables: no inference engine runs it.
@@ -42,20 +44,17 @@ def anchor_arms(function: Any, inputs: tuple[Any, ...], threads: int | None = No
     """Each engine's call of `function(*inputs)` (numpy `inputs`, nested as the
     step takes them), on `threads` threads (default: every core this process may
     use); a call returns the step's outputs flattened (`tf.nest.flatten`)."""
-    import tensorflow as tf
-
     threads = threads or len(os.sched_getaffinity(0))
-    # A SavedModel's signature is a ConcreteFunction already.
-    traced = getattr(function, "get_concrete_function", None)
-    concrete = function if traced is None else traced(*inputs)
-    flat = tuple(tf.nest.flatten(inputs))  # the graph's placeholders, in their order
+    concrete, flat = traced_step(function, inputs)
     anchors = Anchors()
-    written = _written(concrete)
-    converted = functools.cache(lambda: _openvino_model(concrete))  # once, for both precisions
+    written = written_variable(concrete)
+    converted = functools.cache(lambda: openvino_model(concrete))  # once, for both precisions
     makers: dict[str, Callable[[], Callable[[], Any]]] = {
         TFLITE: lambda: _tflite(function, concrete, flat, threads),
-        OPENVINO_F32: lambda: _openvino(converted(), concrete, flat, threads, "f32"),
-        OPENVINO_DEFAULT: lambda: _openvino(converted(), concrete, flat, threads, None),
+        **{
+            engine: functools.partial(_openvino, converted, concrete, flat, threads, precision)
+            for engine, precision in OPENVINO_PRECISIONS.items()
+        },
     }
     for engine, make in makers.items():
         if written:
@@ -70,11 +69,22 @@ def anchor_arms(function: Any, inputs: tuple[Any, ...], threads: int | None = No
         except ImportError as error:
             anchors.refused[engine] = f"not installed ({error.name}: pip install {error.name})"
         except Exception as error:  # converters raise assorted errors for what they refuse
-            anchors.refused[engine] = f"cannot take the step ({_first_line(error)})"
+            anchors.refused[engine] = f"cannot take the step ({first_line(error)})"
     return anchors
 
 
-def _written(concrete: Any) -> str:
+def traced_step(function: Any, inputs: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
+    """The step as TensorFlow traced it for `inputs` (a ConcreteFunction) and
+    `inputs` flattened: its graph's placeholders' values, in their order."""
+    import tensorflow as tf
+
+    # A SavedModel's signature is a ConcreteFunction already.
+    traced = getattr(function, "get_concrete_function", None)
+    concrete = function if traced is None else traced(*inputs)
+    return concrete, tuple(tf.nest.flatten(inputs))
+
+
+def written_variable(concrete: Any) -> str:
     """The first op of the step that writes a variable, or ""."""
     for op in concrete.graph.get_operations():
         if op.type.startswith(_WRITES):
@@ -119,7 +129,7 @@ def _tflite(function: Any, concrete: Any, inputs: tuple[Any, ...], threads: int)
     return call
 
 
-def _openvino_model(concrete: Any) -> Any:
+def openvino_model(concrete: Any) -> Any:
     """The step converted from TensorFlow's graph to OpenVINO's model."""
     import openvino as ov
 
@@ -127,26 +137,16 @@ def _openvino_model(concrete: Any) -> Any:
 
 
 def _openvino(
-    model: Any, concrete: Any, inputs: tuple[Any, ...], threads: int, precision: str | None
+    converted: Callable[[], Any],
+    concrete: Any,
+    inputs: tuple[Any, ...],
+    threads: int,
+    precision: str | None,
 ) -> Any:
-    """OpenVINO's CPU plugin on the converted step; `precision` "f32", or None
-    for the plugin's default."""
-    import openvino as ov
-
-    config: dict[str, Any] = {"INFERENCE_NUM_THREADS": threads}
-    if precision is not None:
-        config["INFERENCE_PRECISION_HINT"] = precision
-    compiled = ov.Core().compile_model(model, "CPU", config)
-    request = compiled.create_infer_request()
-    # Its inputs are the step's placeholders, which it may order by name and
-    # name with or without the `:0`.
-    by_name = {}
-    for tensor, value in zip(concrete.inputs[: len(inputs)], inputs, strict=True):
-        by_name[tensor.name] = by_name[tensor.name.split(":")[0]] = value
-    feed = [
-        next((by_name[name] for name in port.get_names() if name in by_name), value)
-        for port, value in zip(compiled.inputs, inputs, strict=True)
-    ]
+    """OpenVINO's CPU plugin on the step `converted()` returns; `precision`
+    "f32", or None for the plugin's default."""
+    model = converted()
+    compiled, request, feed = openvino_compiled(model, concrete, inputs, threads, precision)
     # Its outputs: the step's by name where it keeps the names (it may add a
     # scalar of its own), else its first ones in its order.
     ports = list(compiled.outputs)
@@ -162,13 +162,44 @@ def _openvino(
     return call
 
 
+def openvino_compiled(
+    model: Any,
+    concrete: Any,
+    inputs: tuple[Any, ...],
+    threads: int,
+    precision: str | None,
+    perf_count: bool = False,
+) -> tuple[Any, Any, list[Any]]:
+    """OpenVINO's CPU plugin's compiled step, an infer request of it and the
+    step's `inputs` in its inputs' order; `perf_count` keeps its per-node
+    counters (tfpgo.runtime.openvino_layers)."""
+    import openvino as ov
+
+    config: dict[str, Any] = {"INFERENCE_NUM_THREADS": threads}
+    if precision is not None:
+        config["INFERENCE_PRECISION_HINT"] = precision
+    if perf_count:
+        config["PERF_COUNT"] = True
+    compiled = ov.Core().compile_model(model, "CPU", config)
+    # Its inputs are the step's placeholders, which it may order by name and
+    # name with or without the `:0`.
+    by_name = {}
+    for tensor, value in zip(concrete.inputs[: len(inputs)], inputs, strict=True):
+        by_name[tensor.name] = by_name[tensor.name.split(":")[0]] = value
+    feed = [
+        next((by_name[name] for name in port.get_names() if name in by_name), value)
+        for port, value in zip(compiled.inputs, inputs, strict=True)
+    ]
+    return compiled, compiled.create_infer_request(), feed
+
+
 def _port(ports: list[Any], name: str) -> Any:
     """The port of OpenVINO's model named `name` (with or without its `:0`)."""
     wanted = {name, name.split(":")[0]}
     return next((port for port in ports if wanted & set(port.get_names())), None)
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     """What a converter's error says it refused: the ops it has no rule for
     (TFLite's "'tf.X' op is neither a custom op nor a flex op", OpenVINO's "No
     conversion rule found for operations: X"), else its first line."""
