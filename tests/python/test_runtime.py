@@ -298,10 +298,11 @@ def test_the_reports_commands_run(infer_out, tmp_path):
 
 
 def test_the_readmes_three_lines_run(infer_out, tmp_path, monkeypatch):
-    """The README's first Python block, run as written in a directory whose
-    pgo_out is a lowered output, with the step's inputs."""
+    """The README's Python block that loads pgo_out, run as written in a directory
+    whose pgo_out is a lowered output, with the step's inputs (its tfpgo.compile
+    block is test_wheel's)."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = re.search(r"```python\n(.*?)```", readme, re.S)
+    block = re.search(r"```python\n(import tfpgo\.runtime\n.*?)```", readme, re.S)
     assert block is not None and len(block[1].strip().splitlines()) == 3
     (tmp_path / "pgo_out").symlink_to(infer_out)
     monkeypatch.chdir(tmp_path)
