@@ -116,7 +116,13 @@ def _refusal(*args, **kwargs) -> str:
         ({"steps": 0}, "steps=0: profile at least 1 step"),
         ({"warmup": -1}, "warmup=-1: give 0 or more warmup steps"),
         ({"tuning_db": False}, "tuning_db is for tune=True"),
+        (
+            {"tune": True, "tune_minutes": 0, "tuning_db": False},
+            "tune_minutes=0 builds from the tuning database's records",
+        ),
         ({"mode": "serve"}, "unknown mode 'serve'; use 'infer' or 'train'"),
+        ({"driver": "cuda"}, "driver: 'cuda' is no CPU driver of IREE's"),
+        ({"lower": "linalg", "driver": "local-sync"}, "driver= runs the program IREE compiles"),
     ],
 )
 def test_a_bad_keyword_is_one_line_naming_it(kwargs, cause, tmp_path):

@@ -26,7 +26,7 @@ from tfpgo.flow.distribution import require
 from tfpgo.flow.options import FlowOptions
 from tfpgo.mlir.lowering import LEVELS
 from tfpgo.models.case import Mode, ModelCase, parse_mode
-from tfpgo.runtime.step import Step
+from tfpgo.runtime.step import Step, check_driver
 from tfpgo.tune.db import default_path
 
 DEFAULT_OUTPUT_DIR = "tfpgo_out"
@@ -74,6 +74,9 @@ def compile(  # tfpgo.compile, as torch.compile: "optimize" is --optimize's meas
     UserError line."""
     require("flow", "tfpgo.compile")
     options = _options(lower, tune, tune_minutes, tuning_db, output_dir, steps, warmup)
+    check_driver(driver)
+    if driver is not None and lower != "iree":
+        raise UserError(f"driver= runs the program IREE compiles: lower='iree', not {lower!r}")
     case = model_case(step, example_args, mode)
     options = dataclasses.replace(
         options, model=case.name, mode=case.mode.value, batch_size=case.batch_size, case=case
@@ -119,6 +122,11 @@ def _options(
         raise UserError(f"warmup={warmup!r}: give 0 or more warmup steps")
     if tuning_db is not True and not tune:
         raise UserError("tuning_db is for tune=True: add it, or leave tuning_db out")
+    if tune_minutes == 0 and tuning_db is False:
+        raise UserError(
+            "tune_minutes=0 builds from the tuning database's records, which tuning_db=False "
+            "leaves aside: drop one of the two"
+        )
     database = default_path() if tuning_db is True else (tuning_db or None)
     return FlowOptions(
         steps=steps,
