@@ -9,7 +9,10 @@ Every ```sh block of README.md and of the topic docs that took its reference mat
   for real, other arguments go through the tool's own parser and it stops there;
   tfpgo-opt's flags and pass options must be ones its `--help` lists;
 * `bazel test|build PATTERNS`: each names a rule (or is `//...`);
-* `python -m MODULE args`: the args parse with MODULE's own parser.
+* `python -m MODULE args`: the args parse with MODULE's own parser;
+* `pip install bazel-bin/NAME.whl[EXTRA]`: NAME.whl is what a rule of the top BUILD
+  makes (//:wheel), each EXTRA one the wheel declares (tfpgo.flow.distribution); that
+  the wheel installs and runs is test_wheel's.
 
 The quick start's `bazel run //:pgo` is run for real by test_flow (its
 `test_readme_main_command_runs_the_default_model`); here it is checked to be that
@@ -38,14 +41,16 @@ import pytest
 
 import tfpgo
 from tfpgo import toolpaths
-from tfpgo.flow import pgo
+from tfpgo.flow import distribution, pgo
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 TOPIC_DOCS = tuple(
     ROOT / "docs" / name
-    for name in ("guide.md", "lowering.md", "tuning.md", "optimize.md", "development.md")
-)
+    for name in (
+        "guide.md", "lowering.md", "tuning.md", "optimize.md", "runtime.md", "development.md"
+    )
+)  # fmt: skip
 QUICK_START = "tools/bootstrap.sh && bazel run //:pgo"
 TEST_COMMAND = "tools/bootstrap.sh && bazel test //..."
 README_MAX_LINES = 350
@@ -315,6 +320,22 @@ def check_python_module(command: Command, capsys: Any) -> None:
     )
 
 
+def wheel_outputs() -> list[str]:
+    """The files the top BUILD's genrules make (the wheel)."""
+    return [out for kind, rule in rules("").values() if kind == "genrule" for out in rule["outs"]]
+
+
+def check_pip_install(command: Command) -> None:
+    """`pip install bazel-bin/NAME.whl[EXTRA,...]`: a wheel this workspace builds,
+    extras it declares."""
+    assert len(command.argv) == 3, f"{command}: install one wheel"
+    match = re.fullmatch(r"bazel-bin/([\w.+-]+\.whl)(?:\[([\w,]+)\])?", command.argv[2])
+    assert match, f"{command}: not bazel-bin/NAME.whl[EXTRAS]"
+    assert match[1] in wheel_outputs(), f"{command}: no rule of BUILD makes {match[1]}"
+    unknown = set((match[2] or "").split(",")) - {""} - set(distribution.EXTRAS)
+    assert not unknown, f"{command}: the wheel declares no extra {', '.join(sorted(unknown))}"
+
+
 def check_command(command: Command, capsys: Any) -> None:
     argv = command.argv
     if argv == ("tools/bootstrap.sh",):
@@ -325,6 +346,8 @@ def check_command(command: Command, capsys: Any) -> None:
         check_bazel_targets(command)
     elif argv[0] in ("python", "python3") and argv[1:2] == ("-m",):
         check_python_module(command, capsys)
+    elif argv[:2] == ("pip", "install"):
+        check_pip_install(command)
     else:
         pytest.fail(f"{command}: test_readme cannot check this command; teach it how")
 
@@ -339,9 +362,11 @@ def test_every_documented_command_runs_as_written(command, capsys):
     check_command(command, capsys)
 
 
-def test_the_readme_shows_the_flow_and_the_tests_first():
-    first, second = (text.strip() for _, text in sh_blocks(README)[:2])
-    assert (first, second) == (QUICK_START, TEST_COMMAND)
+def test_the_readme_shows_the_install_the_flow_and_the_tests_first():
+    (wheel,) = wheel_outputs()
+    install = f"tools/bootstrap.sh && bazel build //:wheel && pip install 'bazel-bin/{wheel}[flow]'"
+    blocks = tuple(text.strip() for _, text in sh_blocks(README)[:3])
+    assert blocks == (install, QUICK_START, TEST_COMMAND)
 
 
 def test_ci_runs_exactly_the_readme_test_command():

@@ -297,11 +297,31 @@ def test_the_reports_commands_run(infer_out, tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / "logits.npy"), want, rtol=1e-3, atol=1e-5)
 
 
+def test_the_docs_training_loop_runs(train_out, tmp_path, monkeypatch):
+    """docs/runtime.md's training loop, run as written in a directory whose
+    pgo_out is the lowered training step, `build` and `batches` the hook's."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text()
+    (block,) = re.findall(r"```python\n(.*?)```", doc, re.S)
+    (tmp_path / "pgo_out").symlink_to(train_out)
+    monkeypatch.chdir(tmp_path)
+    hook = _hook("runtime_train")
+    namespace: dict[str, Any] = {
+        "build": hook.build,
+        "batches": [hook.batch(BATCH, seed) for seed in range(3)],
+    }
+    exec(block, namespace)
+    assert np.isfinite(namespace["loss"]["loss"])
+    assert list(tmp_path.glob("ckpt-1.index"))  # the checkpoint of what IREE trained
+    trained = namespace["step"].variables()["runtime_train/out/kernel"]
+    np.testing.assert_allclose(namespace["model"].get_layer("out").kernel.numpy(), trained)
+
+
 def test_the_readmes_three_lines_run(infer_out, tmp_path, monkeypatch):
-    """The README's first Python block, run as written in a directory whose
-    pgo_out is a lowered output, with the step's inputs."""
+    """The README's Python block that loads pgo_out, run as written in a directory
+    whose pgo_out is a lowered output, with the step's inputs (its tfpgo.compile
+    block is test_wheel's)."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = re.search(r"```python\n(.*?)```", readme, re.S)
+    block = re.search(r"```python\n(import tfpgo\.runtime\n.*?)```", readme, re.S)
     assert block is not None and len(block[1].strip().splitlines()) == 3
     (tmp_path / "pgo_out").symlink_to(infer_out)
     monkeypatch.chdir(tmp_path)

@@ -19,11 +19,14 @@ from typing import Any
 
 from tfpgo.errors import UserError
 
-TABLE = (
+_CHECKOUT_TABLE = (
     Path(__file__).resolve().parents[3]
     / "tensorflow_patch/tensorflow/compiler/mlir/tensorflow/transforms/profile_guided"
     / "work_kinds.h"
 )
+# The wheel (//:wheel) has no checkout around it: it packs the header here.
+PACKAGED_TABLE = Path(__file__).resolve().parents[1] / "data" / "work_kinds.h"
+TABLE = PACKAGED_TABLE if PACKAGED_TABLE.is_file() else _CHECKOUT_TABLE
 _ROW = re.compile(r'^\s*\{"(\w+)", "(\w+)", (true|false), Work::k(\w+)\},\s*$')
 # What computes nothing at run time, whatever its operands (`ComputesNothing`).
 _NOTHING = frozenset({"tensor.empty", "bufferization.alloc_tensor"})

@@ -11,7 +11,7 @@ from tfpgo.atomic import check_output_path
 from tfpgo.cli import working_directory
 from tfpgo.errors import UserError
 from tfpgo.mlir import annotate, lowering
-from tfpgo.models import DEFAULT_MODEL, check_model_spec
+from tfpgo.models import DEFAULT_MODEL, ModelCase, check_model_spec
 from tfpgo.models.profiling import ProfilerLevels
 from tfpgo.models.user import SignatureChoice, parse_input
 from tfpgo.render import PICTURE_FORMATS
@@ -60,6 +60,9 @@ class FlowOptions:
     inputs: tuple[str, ...] = ()
     # How the hosts of a multi-host trace are read (local processes, or a Dask cluster).
     host_reading: HostReading = field(default_factory=HostReading)
+    # The step already built in this process (tfpgo.compile), profiled instead of
+    # loading `model`, which then only names it.
+    case: ModelCase | None = None
 
 
 def check_options(options: FlowOptions) -> None:
@@ -67,7 +70,9 @@ def check_options(options: FlowOptions) -> None:
     not there, before anything runs."""
     if (options.from_trace is None) != (options.mlir is None):
         raise UserError("--from-trace and --mlir go together: the trace and the module it ran")
-    if options.from_trace is None:
+    if options.case is not None:
+        _check_case(options)
+    elif options.from_trace is None:
         check_model_spec(options.model)
     unknown = sorted(set(options.formats) - set(PICTURE_FORMATS))
     if unknown or not options.formats:
@@ -98,6 +103,19 @@ def check_options(options: FlowOptions) -> None:
     if options.from_trace is not None and options.mlir is not None:
         check_trace_input(options.from_trace, "--from-trace")
         _check_module_input(options.mlir)
+
+
+def _check_case(options: FlowOptions) -> None:
+    """A step handed over in-process is profiled as it is: no trace to read
+    instead, and no --optimize, whose workers build the model again from its
+    name or path."""
+    if options.from_trace is not None:
+        raise UserError("a step to profile and --from-trace exclude each other: give one")
+    if options.optimize:
+        raise UserError(
+            "--optimize builds the model again in its workers: give the model by name or "
+            "path (pgo --model), not as a step already built"
+        )
 
 
 def _check_module_input(mlir: Path) -> None:

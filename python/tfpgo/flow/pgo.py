@@ -65,9 +65,9 @@ def minutes(text: str) -> float:  # argparse names it: "invalid minutes value"
     return value * 60
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "pgo") -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="pgo",
+        prog=prog,
         description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -338,9 +338,10 @@ def _levels_up_to(level: str | None) -> tuple[str, ...]:
     return LEVELS[: LEVELS.index(level) + 1]
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], prog: str = "pgo") -> int:
+    """`prog`: the command's name in its lines (`tfpgo` as the wheel installs it)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     options = options_from_args(args)
     if args.explore:
         from tfpgo.render.explore import check_port_free
@@ -350,10 +351,10 @@ def main(argv: list[str]) -> int:
     seconds = ", ".join(f"{name} {value:.1f}s" for name, value in result.stage_seconds)
     time = "device time" if result.attribution.profile_device_ps else "TF op time"
     print(
-        f"pgo: {result.attribution.coverage:.2%} of {time} attributed; {seconds}",
+        f"{prog}: {result.attribution.coverage:.2%} of {time} attributed; {seconds}",
         file=sys.stderr,
     )
-    print(f"pgo: report: {result.report_html}")
+    print(f"{prog}: report: {result.report_html}")
     if args.explore:
         from tfpgo.render.explore import exploration, serve
 

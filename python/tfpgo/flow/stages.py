@@ -360,13 +360,21 @@ def _annotated(
 def _profile_stages(options: FlowOptions, out: Path, progress: Progress):
     from tfpgo.models import load_model, profiling
 
-    case = progress.stage(
-        "model",
-        f"{options.model} ({options.mode}, batch {options.batch_size})",
-        lambda: load_model(
-            options.model, options.mode, options.batch_size, signature_choice(options)
-        ),
-    )
+    given = options.case
+    if given is not None:  # built in the caller's process (tfpgo.compile)
+        case = progress.stage(
+            "model",
+            f"{given.description or given.name} ({given.mode.value}, batch {given.batch_size})",
+            lambda: given,
+        )
+    else:
+        case = progress.stage(
+            "model",
+            f"{options.model} ({options.mode}, batch {options.batch_size})",
+            lambda: load_model(
+                options.model, options.mode, options.batch_size, signature_choice(options)
+            ),
+        )
     run = progress.stage(
         "profile",
         f"{options.warmup} warmup + {options.steps} profiled steps",

@@ -114,7 +114,7 @@ def _hook_file(path: Path, mode: Mode, batch_size: int) -> ModelCase:
             f"not {type(result).__name__}"
         ) from None
     inputs = tuple(inputs) if isinstance(inputs, list | tuple) else (inputs,)
-    if _is_keras_model(target):
+    if is_keras_model(target):
         return keras_case(path.stem, target, inputs, mode, batch_size, f"hook in {path}")
     if not hasattr(target, "get_concrete_function"):
         raise UserError(
@@ -302,7 +302,7 @@ def example_tensor(shape: tuple[int, ...], dtype: Any, rng: Any, what: str) -> A
     return tf.constant(values, dtype=dtype)
 
 
-def _is_keras_model(value: Any) -> bool:
+def is_keras_model(value: Any) -> bool:
     try:
         import keras
     except ImportError:

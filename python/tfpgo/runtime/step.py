@@ -53,10 +53,7 @@ def load(
     core, but no thread wake-up, which a loop in the program pays at every
     trip); by default the one program.json names for the program (local-sync
     where --tune measured it faster). Every problem is one UserError line."""
-    if driver is not None and driver not in DRIVERS:
-        raise UserError(
-            f"driver: {driver!r} is no CPU driver of IREE's; use {' or '.join(DRIVERS)}"
-        )
+    check_driver(driver)
     directory = Path(output_dir)
     manifest = ProgramManifest.read(directory)
     chosen = program or (TUNED if TUNED in manifest.programs else DEFAULT)
@@ -77,6 +74,14 @@ def load(
     if variables is not None:
         step.start_from(variables)
     return step
+
+
+def check_driver(driver: str | None) -> None:
+    """`driver=` names one of IREE's CPU drivers (None: program.json's)."""
+    if driver is not None and driver not in DRIVERS:
+        raise UserError(
+            f"driver: {driver!r} is no CPU driver of IREE's; use {' or '.join(DRIVERS)}"
+        )
 
 
 class Step:
