@@ -2,6 +2,7 @@
 (XLA's StableHLO of the step), rewritten and run by IREE against TensorFlow's
 own gradient, over strides, padding, dilation and kernel shapes."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -147,3 +148,68 @@ def test_a_gradient_the_screen_cannot_time_stays_patches_and_says_why(tmp_path):
     choice = gradient_screen.time_forms(_gradient((1, 4, 4, 2), (1, 4, 4, 2), "bf16"), tmp_path)
     assert choice.form == PATCHES
     assert choice.why == "forms not timed: a bf16 gradient cannot be timed alone here"
+
+
+# (input shape, kernel taps, output channels, strides, padding) of strided
+# convolutions whose input gradients XLA writes with an input dilation.
+INPUT_CASES = [
+    ((2, 8, 8, 3), (3, 3), 4, 2, "SAME"),
+    ((2, 8, 8, 3), (1, 1), 4, 2, "SAME"),
+    ((2, 9, 9, 3), (3, 3), 4, 3, "SAME"),
+    ((2, 10, 8, 2), (5, 3), 3, (2, 2), "VALID"),
+    ((1, 12, 12, 2), (4, 4), 3, 2, "SAME"),
+    ((2, 12, 6, 2), (2, 3), 3, (3, 2), "SAME"),
+]
+
+
+def _input_gradient_step(shape, taps, channels, strides, padding):
+    """A jit-compiled step returning a convolution's input gradient."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(sum(shape) + 1)
+    x = tf.constant(rng.standard_normal(shape).astype(np.float32))
+    kernel = tf.constant(rng.standard_normal((*taps, shape[3], channels)).astype(np.float32))
+
+    @tf.function(jit_compile=True)
+    def gradient(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.nn.conv2d(x, kernel, strides, padding)
+            loss = tf.reduce_sum(y * y)
+        return tape.gradient(loss, x)
+
+    return gradient, (x,)
+
+
+_DILATED = re.compile(r"lhs_dilate = \[(?!1, 1\])")
+
+
+@pytest.mark.parametrize(
+    "case", INPUT_CASES, ids=[f"{c[0]}-{c[1]}-{c[3]}-{c[4]}" for c in INPUT_CASES]
+)
+def test_a_strided_input_gradient_is_one_convolution_of_its_phases_with_tensorflows_values(
+    case, tmp_path
+):
+    from tfpgo.mlir import conv_input_gradients
+
+    function, inputs = _input_gradient_step(*case)
+    want = function(*inputs).numpy()
+    step = compiled_step.compile_step(function, inputs)
+    text, forms = conv_input_gradients.rewrite_input_gradients(step.stablehlo)
+    assert [form.form for form in forms] == [conv_input_gradients.PHASES], forms
+    assert "Conv2DBackpropInput" in forms[0].name
+    assert _DILATED.search(step.stablehlo) and not _DILATED.search(text)  # no zeros multiplied
+    got = _iree_gradient(step, text, tmp_path)
+    np.testing.assert_allclose(got, want, atol=1e-5 * np.abs(want).max(), rtol=0)
+
+
+def test_an_input_gradient_not_a_whole_number_of_phases_is_left_alone():
+    from tfpgo.mlir import conv_input_gradients
+
+    function, inputs = _input_gradient_step((2, 9, 9, 3), (3, 3), 4, 2, "SAME")
+    step = compiled_step.compile_step(function, inputs)
+    text, forms = conv_input_gradients.rewrite_input_gradients(step.stablehlo)
+    assert text == step.stablehlo
+    assert [(form.form, form.why) for form in forms] == [
+        (conv_gradients.CONVOLUTION, "an output of 9 is not a whole number of 2 phases")
+    ]

@@ -272,7 +272,7 @@ def test_a_training_step_runs_under_iree_with_its_variables_as_parameters(tmp_pa
     assert 'source = "gradient_tape/convnet_1/conv_1/convolution/Conv2DBackpropFilter"' in linalg
     # Its filter gradient took the form timed fastest alone; the route line and
     # the report say which, the report with each form's time.
-    took = re.search(r"; 1 convolution filter gradient as 1 (.+?)(;|\n)", err)
+    took = re.search(r"; 1 convolution gradient as 1 (.+?)(;|\n)", err)
     assert took is not None and took[1] in conv_gradient_forms.FORMS, err
     report = (result.output_dir / "report.md").read_text()
     row = "| gradient_tape/convnet_1/conv_1/convolution/Conv2DBackpropFilter | <4x16x16x3xf32> x "

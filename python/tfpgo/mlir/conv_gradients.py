@@ -75,11 +75,11 @@ class ConvRewrites:
 
     @property
     def filter_gradients(self) -> int:
-        return made_matmuls(self.forms)
+        return rewritten_count(self.forms)
 
 
-def made_matmuls(forms: tuple[GradientForm, ...]) -> int:
-    """How many of `forms` the rewrite made matmuls."""
+def rewritten_count(forms: tuple[GradientForm, ...]) -> int:
+    """How many of `forms` were rewritten (not left convolutions)."""
     return sum(form.form != CONVOLUTION for form in forms)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfpgo.errors import UserError
-from tfpgo.mlir.conv_gradients import CONVOLUTION, GradientForm, made_matmuls
+from tfpgo.mlir.conv_gradients import CONVOLUTION, GradientForm, rewritten_count
 from tfpgo.mlir.diagnostics import error_message
 from tfpgo.mlir.iree_loops import LoopDecision, unrolled_loops
 
@@ -72,9 +72,10 @@ class Route:
         return unrolled_loops(self.loops)
 
     @property
-    def filter_gradients(self) -> int:
-        """Convolution filter gradients made matmuls."""
-        return made_matmuls(self.gradient_forms)
+    def rewritten_gradients(self) -> int:
+        """Convolution gradients rewritten: filter gradients as matmuls, strided
+        input gradients as one convolution of their phases."""
+        return rewritten_count(self.gradient_forms)
 
     def _gradients_by_form(self) -> dict[str, int]:
         """How many filter gradients took each form other than a convolution."""
@@ -97,8 +98,8 @@ class Route:
                 f"; {_count(self.tied_variables, 'written variable')} updated in place "
                 "(iree.abi.output: no new buffer a call)"
             )
-        if self.filter_gradients:
-            how += f"; {_count(self.filter_gradients, 'convolution filter gradient')} as " + (
+        if self.rewritten_gradients:
+            how += f"; {_count(self.rewritten_gradients, 'convolution gradient')} as " + (
                 ", ".join(f"{n} {form}" for form, n in self._gradients_by_form().items())
             )
         if self.unrolled_loops:

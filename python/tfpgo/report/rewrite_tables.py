@@ -27,8 +27,8 @@ from tfpgo.render.metrics import format_ps
 
 LOOP_TITLE = "Loops: what the lowering did with each"
 LOOP_HEADER = ["loop (tf node)", "trips", "TF a trip", "IREE a trip", "IREE / TF", "lowering"]
-GRADIENT_TITLE = "Convolution filter gradients: the form each took"
-GRADIENT_HEADER = ["filter gradient (tf node)", "shapes", "TF a step", "IREE a step", "IREE / TF",
+GRADIENT_TITLE = "Convolution gradients: the form each took"
+GRADIENT_HEADER = ["gradient (tf node)", "shapes", "TF a step", "IREE a step", "IREE / TF",
                    "form"]  # fmt: skip
 
 
