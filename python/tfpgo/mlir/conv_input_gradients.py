@@ -140,9 +140,8 @@ def _covered(op: Any) -> _Dilated | str:
         if out % stride:
             return f"an output of {out} is not a whole number of {stride} phases"
         axes.append(_axis(stride, padding[2 * axis], kernel[axis], grad[1 + axis], out // stride))
-    return _Dilated(
-        str(types[0].element_type), (grad, kernel, result), "x[0, 1, o, i]" in numbers, tuple(axes)
-    )
+    element, kernel_out_first = str(types[0].element_type), "x[0, 1, o, i]" in numbers
+    return _Dilated(element, (grad, kernel, result), kernel_out_first, (axes[0], axes[1]))
 
 
 def _axis(stride: int, low: int, kernel: int, length: int, outputs: int) -> _Axis:
