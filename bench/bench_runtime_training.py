@@ -24,7 +24,7 @@ import harness
 
 TRAINING = (
     "transformer-train", "gru-tagger-train", "vit-train", "rnn-train", "mlp-train", "cnn-train",
-    "resnet-train", "resnet64-train", "vgg-train",
+    "resnet-train", "resnet64-train", "vgg-train", "mobilenetv2-train",
 )  # fmt: skip
 
 

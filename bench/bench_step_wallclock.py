@@ -41,7 +41,9 @@ from tfpgo.runtime.wallclock import WallClock
 # Issue 60's recurrent steps nobody tuned for, beside the zoo's rnn and the GRU tagger.
 RECURRENT = ("rnn", "rnn-train", "gru-tagger-train", "lstm-stack", "conv-lstm-attention", "bilstm")
 # Issue 65's CNN training steps, beside the zoo's cnn.
-CONVOLUTIONAL = ("cnn-train", "resnet-train", "resnet64-train", "vgg-train")
+CONVOLUTIONAL = (
+    "cnn-train", "resnet-train", "resnet64-train", "vgg-train", "mobilenetv2-train",
+)  # fmt: skip
 GROUPS = {"recurrent": RECURRENT, "convolutional": CONVOLUTIONAL}
 ARMS = (
     "tf.function", "jit_compile=True", "IREE default", "IREE tuned", "IREE local-sync",
@@ -138,7 +140,7 @@ def main() -> int:
     parser.add_argument(
         "--only",
         help="comma-separated labels; `recurrent` for issue 60's six, `convolutional` for "
-        "issue 65's four (default: all)",
+        "issue 65's five (default: all)",
     )
     parser.add_argument("--seconds", type=float, default=20.0, help="interleaved seconds a model")
     parser.add_argument("--tune-budget", type=float, default=3.0, help="--tune-budget (minutes)")

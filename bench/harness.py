@@ -47,6 +47,14 @@ _MOBILENET = """
 model = tf.keras.applications.MobileNetV2(weights=None, input_shape=(128, 128, 3), classes=10)
 return model, (tf.random.stateless_normal((batch_size, 128, 128, 3), (1, 2)),)
 """
+# Issue 62's and 65's MobileNetV2 training step: depthwise and 1x1 convolutions,
+# batch norm, strided gradients.
+_MOBILENET_TRAIN = """
+model = tf.keras.applications.MobileNetV2(
+    weights=None, input_shape=(64, 64, 3), classes=10, alpha=0.35
+)
+return model, (tf.random.stateless_normal((batch_size, 64, 64, 3), (1, 2)),)
+"""
 VIT = """
 layers = tf.keras.layers
 images = tf.keras.Input((64, 64, 3))
@@ -149,6 +157,7 @@ MODELS: dict[str, Model] = {
     "rnn": ("rnn", "infer", 32),
     "rnn-train": ("rnn", "train", 32),
     "mobilenetv2": (_MOBILENET, "infer", 8),
+    "mobilenetv2-train": (_MOBILENET_TRAIN, "train", 8),
     "vit-train": (VIT, "train", 8),
     "gru-tagger-train": (_GRU_TAGGER, "train", 8),
     "lstm-stack": (_LSTM_STACK, "infer", 8),

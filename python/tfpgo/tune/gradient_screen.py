@@ -31,6 +31,7 @@ from tfpgo.tune.program_ab import SCREEN_MARGIN
 SCREEN_BUDGET_S = 120.0
 COMPILE_TIMEOUT_S = 120.0
 _DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16"}
+ONLY_PATCHES = "the only form of a strided gradient (a tap's positions are not one slice)"
 
 
 def chooser(budget_s: float = SCREEN_BUDGET_S) -> FormChooser:
@@ -42,7 +43,8 @@ def chooser(budget_s: float = SCREEN_BUDGET_S) -> FormChooser:
         with tempfile.TemporaryDirectory(prefix="tfpgo_gradient_forms_") as scratch:
             for index, gradient in enumerate(sorted(gradients, key=_work, reverse=True)):
                 if len(gradient.forms()) == 1:
-                    continue  # patches: no other form computes it
+                    choices[gradient] = FormChoice(PATCHES, why=ONLY_PATCHES)
+                    continue
                 if time.monotonic() >= deadline:
                     why = f"forms not timed: the {budget_s:.0f} s for timing them were spent"
                     choices[gradient] = FormChoice(PATCHES, why=why)
