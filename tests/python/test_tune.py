@@ -1090,3 +1090,28 @@ def test_local_sync_is_decided_from_the_host_share_and_recorded(program, tmp_pat
     assert rebuilt.tuned is not None and rebuilt.tuned.driver == "local-sync"
     assert rebuilt.trials[0].change == "IREE's local-sync driver" and not asked[2:]
     records.db.close()
+
+
+def test_convolution_data_tiling_flags_compile_a_convolution(tmp_path):
+    """The candidate's flags, spelled as IREE 3.13 takes them (a list option given
+    once a family), compile a convolution; a tuning spec is dropped as for data tiling."""
+    context = _context(_iree_profile(tmp_path / "p.json", 1, 1))
+    spec = "--iree-codegen-tuning-spec-path=/s/tuning_spec.mlir"
+    tuned = Variant(Path("m.mlir"), (spec,), (TILE,))
+    proposal = BY_NAME["iree-conv-data-tiling"].propose(tuned, context, tmp_path)
+    assert isinstance(proposal, ProposedVariant) and spec not in proposal.variant.flags
+    assert "--iree-dispatch-creation-experimental-set-data-tiling-ops=convolution" in (
+        proposal.variant.flags
+    )
+    program = tmp_path / "conv.mlir"
+    program.write_text(
+        "func.func @main(%x: tensor<2x8x8x4xf32>, %w: tensor<3x3x4x8xf32>) -> "
+        "tensor<2x8x8x8xf32> {\n"
+        "  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->"
+        "[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} "
+        "{batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
+        "(tensor<2x8x8x4xf32>, tensor<3x3x4x8xf32>) -> tensor<2x8x8x8xf32>\n"
+        "  return %0 : tensor<2x8x8x8xf32>\n}\n"
+    )
+    iree_run.compile_vmfb(program, tmp_path / "conv.vmfb", proposal.variant.flags, 300)
+    assert (tmp_path / "conv.vmfb").stat().st_size > 0

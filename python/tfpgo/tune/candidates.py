@@ -34,7 +34,11 @@ IREE's driver) into another, or says why it has nothing to try:
   the dispatch's own benchmark (`dispatch_tiles`), written as an IREE tuning
   spec. It repeats: while it is kept and time is left, a later round tunes
   the next dispatches of the re-profiled program, more and smaller ones.
-- `iree-data-tiling` (`--iree-opt-data-tiling` with IREE's ukernels), `iree-O2`
+- `iree-data-tiling` (`--iree-opt-data-tiling` with IREE's ukernels),
+  `iree-conv-data-tiling` (the same for convolutions too, IREE's experimental
+  `--iree-dispatch-creation-experimental-set-data-tiling-ops`; a 64x64 stride-2
+  input gradient's convolution ran 3.8 ms of CPU against 3.2 without, and 52 ms
+  without the ukernels), `iree-O2`
   (`--iree-opt-level=O2`), `iree-im2col` (convolutions as im2col + matmul),
   `iree-aggressive-fusion` (IREE's fusion behind a flag, larger dispatches):
   whole-program switches, each of which helps some models here and hurts
@@ -460,6 +464,16 @@ CANDIDATES = (
         "iree-data-tiling",
         _compiler_flags(
             "--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all", drops_spec=True
+        ),
+    ),
+    Candidate(
+        "iree-conv-data-tiling",
+        _compiler_flags(
+            "--iree-opt-data-tiling",
+            "--iree-dispatch-creation-experimental-set-data-tiling-ops=matmul",
+            "--iree-dispatch-creation-experimental-set-data-tiling-ops=convolution",
+            "--iree-llvmcpu-enable-ukernels=all",
+            drops_spec=True,
         ),
     ),
     Candidate("iree-O2", _compiler_flags("--iree-opt-level=O2")),
