@@ -106,11 +106,60 @@ def test_the_new_ops_carry_the_gradients_location():
         assert gradient <= named[op], op
 
 
-def test_a_depthwise_gradient_is_left_alone(tmp_path):
+DEPTHWISE_CASES = [
+    ((2, 8, 8, 3), (3, 3), 1, "SAME"),
+    ((2, 9, 9, 4), (3, 3), 2, "SAME"),
+    ((2, 8, 8, 4), (3, 3), 2, "SAME"),  # XLA crops the input: a negative padding
+    ((1, 10, 7, 2), (5, 3), 2, "VALID"),
+]
+
+
+@pytest.mark.parametrize("form", conv_gradient_forms.DEPTHWISE_FORMS)
+@pytest.mark.parametrize(
+    "case", DEPTHWISE_CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}" for c in DEPTHWISE_CASES]
+)
+def test_each_form_of_a_depthwise_gradient_has_tensorflows_values(case, form, tmp_path):
+    shape, taps, strides, padding = case
+    function, inputs = _gradient_step(shape, taps, 1, strides, padding, 1, depthwise=True)
+    want = function(*inputs).numpy()
+    step = compiled_step.compile_step(function, inputs)
+    rewritten = conv_gradients.rewrite_filter_gradients(step.stablehlo, _every_gradient_in(form))
+    assert [f.form for f in rewritten.forms] == [form]
+    assert "[f, 0, 1, b]x[i, 0, 1, o]" not in rewritten.text  # no filter gradient left
+    got = _iree_gradient(step, rewritten.text, tmp_path)
+    np.testing.assert_allclose(got, want, atol=1e-5 * np.abs(want).max(), rtol=0)
+
+
+def test_a_depthwise_gradient_takes_the_per_sample_sum_unless_told():
     function, inputs = _gradient_step((2, 8, 8, 3), (3, 3), 1, 1, "SAME", 1, depthwise=True)
     step = compiled_step.compile_step(function, inputs)
     rewritten = conv_gradients.rewrite_filter_gradients(step.stablehlo)
-    assert rewritten.filter_gradients == 0 and rewritten.text == step.stablehlo
+    assert [f.form for f in rewritten.forms] == [conv_gradient_forms.DEPTHWISE_PER_SAMPLE]
+
+
+def test_a_grouped_gradient_is_left_alone(tmp_path):
+    """Two groups of two channels: neither a full convolution nor a depthwise one."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(3)
+    x = tf.constant(rng.standard_normal((2, 8, 8, 4)).astype(np.float32))
+    kernel = tf.Variable(rng.standard_normal((3, 3, 2, 4)).astype(np.float32))
+
+    @tf.function(jit_compile=True)
+    def gradient(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.nn.conv2d(x, kernel, 1, "SAME") ** 2)
+        return tape.gradient(loss, kernel)
+
+    step = compiled_step.compile_step(gradient, (x,))
+    rewritten = conv_gradients.rewrite_filter_gradients(step.stablehlo)
+    assert rewritten.text == step.stablehlo
+    assert [(f.form, f.why) for f in rewritten.forms] == [
+        (
+            conv_gradients.CONVOLUTION,
+            "batch_group_count 2 (grouped, or a depth multiplier above 1)",
+        )
+    ]
 
 
 def _gradient(input_shape, grad_shape, element="f32", dilations=(1, 1)):
@@ -140,6 +189,13 @@ def test_the_screen_times_every_form_of_a_gradient_and_takes_the_fastest():
         assert dict(choice.alone_ps)[choice.form] < patches_ps
     spent = gradient_screen.chooser(budget_s=0)((unit,))
     assert spent[unit].form == PATCHES and "were spent" in spent[unit].why
+    # A depthwise gradient's two sums, timed against the per-sample one.
+    depthwise = conv_gradient_forms.FilterGradient(
+        "f32", (2, 8, 8, 4), (2, 4, 4, 4), (3, 3), ((0, 1), (0, 1)), (1, 1), (2, 2), True
+    )
+    (timed,) = gradient_screen.chooser()((depthwise,)).values()
+    assert [form for form, _ in timed.alone_ps] == list(conv_gradient_forms.DEPTHWISE_FORMS)
+    assert timed.form in conv_gradient_forms.DEPTHWISE_FORMS and not timed.why
 
 
 def test_a_gradient_the_screen_cannot_time_stays_patches_and_says_why(tmp_path):

@@ -21,10 +21,9 @@ patches: 3.0 ms instead of 34 (IREE's own `--iree-global-opt-use-im2col-for-conv
 without it, patches. Every new op carries the convolution's location, so its
 record rides on and the lower levels split its time over them.
 
-Only what these forms cover is rewritten: 2-D, one feature group and one batch
-group (a depthwise gradient has as many batch groups as channels), no input
-dilation, no window reversal; any other convolution is
-left as it is.
+Only what these forms cover is rewritten: 2-D, one feature group, one batch
+group or one a channel (depthwise, a depth multiplier of 1), no input
+dilation, no window reversal; any other convolution is left as it is.
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tfpgo.mlir.conv_gradient_forms import (
-    PATCHES,
     FilterGradient,
     FormChoice,
     gradient_function,
@@ -109,7 +107,7 @@ def rewrite_filter_gradients(text: str, choose: FormChooser | None = None) -> Co
             if isinstance(gradient, str):
                 forms.append(_form(convolution, CONVOLUTION, gradient))
                 continue
-            choice = choices.get(gradient, FormChoice(PATCHES))
+            choice = choices.get(gradient, FormChoice(gradient.forms()[0]))
             forms.append(_form(convolution, choice.form, choice.why, choice.alone_ps))
             replace_with_function(convolution, gradient_function(gradient, choice.form))
         rewrites = ConvRewrites(text, tuple(forms))
@@ -143,9 +141,12 @@ def _covered(op: Any) -> FilterGradient | str:
     from iree.compiler import ir
 
     attributes = {name: op.attributes[name] for name in op.attributes}
-    for name in ("feature_group_count", "batch_group_count"):
-        if name in attributes and ir.IntegerAttr(attributes[name]).value != 1:
-            return f"{name} {ir.IntegerAttr(attributes[name]).value} (grouped or depthwise)"
+    groups = {
+        name: ir.IntegerAttr(attributes[name]).value if name in attributes else 1
+        for name in ("feature_group_count", "batch_group_count")
+    }
+    if groups["feature_group_count"] != 1:
+        return f"feature_group_count {groups['feature_group_count']} (grouped)"
     if attribute_ints(attributes.get("lhs_dilation"), (1, 1)) != (1, 1):
         return "input dilation"
     if any(attribute_ints(attributes.get("window_reversal"), (0, 0))):
@@ -159,6 +160,10 @@ def _covered(op: Any) -> FilterGradient | str:
     result = ir.RankedTensorType(op.results[0].type)
     if not (lhs.has_static_shape and rhs.has_static_shape and result.has_static_shape):
         return "dynamic shapes"
+    batch_groups, channels = groups["batch_group_count"], lhs.shape[3]
+    depthwise = batch_groups == channels == rhs.shape[3] and result.shape[2] == 1
+    if batch_groups != 1 and not depthwise:
+        return f"batch_group_count {batch_groups} (grouped, or a depth multiplier above 1)"
     return FilterGradient(
         str(lhs.element_type),
         tuple(lhs.shape),
@@ -167,6 +172,7 @@ def _covered(op: Any) -> FilterGradient | str:
         ((padding[0], padding[1]), (padding[2], padding[3])),
         attribute_ints(attributes.get("window_strides"), (1, 1)),
         attribute_ints(attributes.get("rhs_dilation"), (1, 1)),
+        depthwise and channels > 1,
     )
 
 

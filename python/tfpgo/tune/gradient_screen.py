@@ -4,13 +4,15 @@ chooser for tfpgo.mlir.conv_gradients.
 The forms (tfpgo.mlir.conv_gradient_forms) trade the patches' traffic (as many
 times the input as the kernel has taps) against matmuls a tap with a small
 product each; which wins depends on the shapes (patches on 32x16x16x16 to 64
-channels, the taps by 1.7x on 8x64x64x16 to 16, both measured here), so each
-distinct gradient is compiled alone in every form that computes it, the
-programs timed in one process called in turn (tfpgo.tune.program_ab's
-`generation`: each form's paired ratio to the patches), and a form other than
-the patches is taken only when it is faster by more than the A/B's noise. The
-largest gradients go first; those the budget leaves untimed, or IREE cannot
-compile or run, stay patches, and say why.
+channels, the taps by 1.7x on 8x64x64x16 to 16, both measured here); a
+depthwise gradient's two sums likewise (per sample faster at stride 2, whole at
+stride 1). So each distinct gradient is compiled alone in every form that
+computes it, the programs timed in one process called in turn
+(tfpgo.tune.program_ab's `generation`: each form's paired ratio to the default,
+the patches or the per-sample sum), and another form is taken only when it is
+faster by more than the A/B's noise. The largest gradients go first; those the
+budget leaves untimed, or IREE cannot compile or run, keep the default, and say
+why.
 """
 
 from __future__ import annotations
@@ -42,12 +44,12 @@ def chooser(budget_s: float = SCREEN_BUDGET_S) -> FormChooser:
         choices = {}
         with tempfile.TemporaryDirectory(prefix="tfpgo_gradient_forms_") as scratch:
             for index, gradient in enumerate(sorted(gradients, key=_work, reverse=True)):
-                if len(gradient.forms()) == 1:
+                if gradient.forms() == (PATCHES,):
                     choices[gradient] = FormChoice(PATCHES, why=ONLY_PATCHES)
                     continue
                 if time.monotonic() >= deadline:
                     why = f"forms not timed: the {budget_s:.0f} s for timing them were spent"
-                    choices[gradient] = FormChoice(PATCHES, why=why)
+                    choices[gradient] = FormChoice(gradient.forms()[0], why=why)
                     continue
                 directory = Path(scratch) / f"gradient_{index}"
                 directory.mkdir()
@@ -61,13 +63,15 @@ def _work(gradient: FilterGradient) -> int:
     """Multiply-adds of the gradient: what orders them, largest first."""
     n, _, _, c = gradient.input_shape
     _, gh, gw, o = gradient.grad_shape
-    return n * gh * gw * o * c * gradient.taps[0] * gradient.taps[1]
+    products = o if gradient.depthwise else o * c
+    return n * gh * gw * products * gradient.taps[0] * gradient.taps[1]
 
 
 def time_forms(gradient: FilterGradient, directory: Path) -> FormChoice:
-    """`gradient` in each of its forms, compiled and timed alone against the
-    patches: the fastest, with every form's time an invocation."""
+    """`gradient` in each of its forms, compiled and timed alone against its
+    default (the first): the fastest, with every form's time an invocation."""
     forms = gradient.forms()
+    default = forms[0]
     try:
         if gradient.element not in _DTYPES:
             raise UserError(f"a {gradient.element} gradient cannot be timed alone here")
@@ -84,16 +88,16 @@ def time_forms(gradient: FilterGradient, directory: Path) -> FormChoice:
             arms.append(Arm(str(vmfb), "main", inputs))
         timed = program_ab.generation(arms[0], arms[1:], directory, "a filter gradient's forms")
     except UserError as error:
-        return FormChoice(PATCHES, why=f"forms not timed: {error}")
-    # Each form at its paired ratio to the patches, times the patches' median.
-    patches_ps = timed[0][1]
+        return FormChoice(default, why=f"forms not timed: {error}")
+    # Each form at its paired ratio to the default, times the default's median.
+    default_ps = timed[0][1]
     others = tuple(
-        (form, ps / default * patches_ps)
-        for form, (ps, default) in zip(forms[1:], timed, strict=True)
+        (form, ps / beside * default_ps)
+        for form, (ps, beside) in zip(forms[1:], timed, strict=True)
     )
     fastest_form, fastest = min(others, key=lambda pair: pair[1])
-    chosen = fastest_form if fastest < (1 - SCREEN_MARGIN) * patches_ps else PATCHES
-    return FormChoice(chosen, ((PATCHES, patches_ps), *others))
+    chosen = fastest_form if fastest < (1 - SCREEN_MARGIN) * default_ps else default
+    return FormChoice(chosen, ((default, default_ps), *others))
 
 
 def _filled(path: Path, shape: tuple[int, ...], element: str) -> str:
