@@ -84,6 +84,20 @@ class FilterGradient:
             return (PATCHES,)
         return FORMS
 
+    @property
+    def padded_type(self) -> str:
+        """The input's type padded as the window reads it (`_padded_input`)."""
+        n, h, w, c = self.input_shape
+        (top, bottom), (left, right) = self.padding
+        return _tensor(self.element, n, h + top + bottom, w + left + right, c)
+
+    @property
+    def window(self) -> str:
+        """Where the tap (i, j) at the output gradient's (y, x) reads the padded
+        input (sample n, channel ch), as an affine map's results."""
+        (sh, sw), (dh, dw) = self.strides, self.dilations
+        return f"n, i * {sh} + y * {dh}, j * {sw} + x * {dw}, ch"
+
     def text(self) -> str:
         """`input x output gradient -> kernel`, with its window."""
         shapes = " x ".join("x".join(map(str, s)) for s in (self.input_shape, self.grad_shape))
@@ -120,11 +134,9 @@ def _patches(gradient: FilterGradient) -> list[str]:
     """The input padded; its patches gathered by one `linalg.generic` whose
     input map is the window (`tap * stride + position * dilation`); a matmul a
     sample; the sum over samples; the kernel's layout (h, w, in, out)."""
-    n, h, w, c = gradient.input_shape
+    n, _, _, c = gradient.input_shape
     _, gh, gw, o = gradient.grad_shape
     kh, kw = gradient.taps
-    (top, bottom), (left, right) = gradient.padding
-    (sh, sw), (dh, dw) = gradient.strides, gradient.dilations
     t = gradient.element
     rows, grads = kh * kw * c, gh * gw
 
@@ -132,16 +144,15 @@ def _patches(gradient: FilterGradient) -> list[str]:
         return _tensor(t, *shape)
 
     patches = tensor(n, kh, kw, c, gh, gw)
-    window = f"(n, i, j, ch, y, x) -> (n, i * {sh} + y * {dh}, j * {sw} + x * {dw}, ch)"
+    window = f"(n, i, j, ch, y, x) -> ({gradient.window})"
     parallel = ", ".join(['"parallel"'] * 6)
-    padded = _padded_input(gradient, bottom, "%padded")
     return [
-        padded,
+        _padded_input(gradient, gradient.padding[0][1], "%padded"),
         f"  %empty = tensor.empty() : {patches}",
         f"  %patches = linalg.generic {{indexing_maps = [affine_map<{window}>, "
         "affine_map<(n, i, j, ch, y, x) -> (n, i, j, ch, y, x)>], "
-        f"iterator_types = [{parallel}]}} ins(%padded : "
-        f"{tensor(n, h + top + bottom, w + left + right, c)}) outs(%empty : {patches}) {{",
+        f"iterator_types = [{parallel}]}} ins(%padded : {gradient.padded_type}) "
+        f"outs(%empty : {patches}) {{",
         f"  ^bb0(%in: {t}, %out: {t}):",
         f"    linalg.yield %in : {t}",
         f"  }} -> {patches}",
@@ -276,13 +287,10 @@ def _depthwise(gradient: FilterGradient, per_sample: bool) -> list[str]:
     """The input padded; one `linalg.generic` multiplying each channel's input
     at the window's positions by its output gradient and summing over them
     (and the samples, unless `per_sample`: then a sum over samples follows)."""
-    n, h, w, c = gradient.input_shape
+    n, _, _, c = gradient.input_shape
     _, gh, gw, _ = gradient.grad_shape
     kh, kw = gradient.taps
-    (top, bottom), (left, right) = gradient.padding
-    (sh, sw), (dh, dw) = gradient.strides, gradient.dilations
     t = gradient.element
-    padded = _tensor(t, n, h + top + bottom, w + left + right, c)
     parallel, sums = ("n, i, j, ch", "y, x") if per_sample else ("i, j, ch", "n, y, x")
     dims = f"({parallel}, {sums})"
     kinds = ", ".join(
@@ -290,14 +298,14 @@ def _depthwise(gradient: FilterGradient, per_sample: bool) -> list[str]:
     )
     out = _tensor(t, n, kh, kw, c) if per_sample else _tensor(t, kh, kw, c)
     lines = [
-        _padded_input(gradient, bottom, "%padded"),
+        _padded_input(gradient, gradient.padding[0][1], "%padded"),
         f"  %zeros = tensor.empty() : {out}",
         f"  %zero_element = arith.constant 0.0 : {t}",
         f"  %start = linalg.fill ins(%zero_element : {t}) outs(%zeros : {out}) -> {out}",
         f"  %sums = linalg.generic {{indexing_maps = ["
-        f"affine_map<{dims} -> (n, i * {sh} + y * {dh}, j * {sw} + x * {dw}, ch)>, "
+        f"affine_map<{dims} -> ({gradient.window})>, "
         f"affine_map<{dims} -> (n, y, x, ch)>, affine_map<{dims} -> ({parallel})>], "
-        f"iterator_types = [{kinds}]}} ins(%padded, %grad : {padded}, "
+        f"iterator_types = [{kinds}]}} ins(%padded, %grad : {gradient.padded_type}, "
         f"{_tensor(t, n, gh, gw, c)}) outs(%start : {out}) {{",
         f"  ^bb0(%in: {t}, %g: {t}, %acc: {t}):",
         f"    %product = arith.mulf %in, %g : {t}",
