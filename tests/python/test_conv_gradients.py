@@ -73,8 +73,7 @@ def test_each_form_of_a_filter_gradient_has_tensorflows_values(case, form, tmp_p
     step = compiled_step.compile_step(function, inputs)
     rewritten = conv_gradients.rewrite_filter_gradients(step.stablehlo, _every_gradient_in(form))
     assert rewritten.filter_gradients == 1
-    strided = case[3] != 1
-    assert rewritten.forms[0].form == (PATCHES if strided else form)
+    assert rewritten.forms[0].form == form
     # Only the patches are gathered (one linalg.generic); the taps read slices.
     assert ("linalg.generic" in rewritten.text) == (rewritten.forms[0].form == PATCHES)
     assert "[f, 0, 1, b]x[i, 0, 1, o]" not in rewritten.text  # no filter gradient left
@@ -170,15 +169,11 @@ def _gradient(input_shape, grad_shape, element="f32", dilations=(1, 1)):
 
 def test_the_screen_times_every_form_of_a_gradient_and_takes_the_fastest():
     """Each form compiled and timed alone: a choice among them, with each one's
-    time; a strided gradient (patches only) is not timed; a budget spent leaves
-    the patches, saying so."""
+    time; a budget spent leaves the default, saying so."""
     from tfpgo.tune import gradient_screen
 
     unit = _gradient((2, 8, 8, 4), (2, 8, 8, 4))
-    strided = _gradient((2, 9, 9, 4), (2, 5, 5, 4), dilations=(2, 2))
-    choices = gradient_screen.chooser()((unit, strided))
-    assert choices[strided] == FormChoice(PATCHES, why=gradient_screen.ONLY_PATCHES)
-    choice = choices[unit]
+    choice = gradient_screen.chooser()((unit,))[unit]
     assert [form for form, _ in choice.alone_ps] == list(FORMS) and not choice.why
     assert all(ps > 0 for _, ps in choice.alone_ps)
     fastest = min(choice.alone_ps, key=lambda pair: pair[1])

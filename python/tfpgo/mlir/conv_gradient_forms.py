@@ -10,7 +10,9 @@ output gradient).
   shifted view of the input, no patches. With unit stride, the padded input
   flattened row by row reads the tap `(i, j)` of the output gradient's position
   `q` (its rows padded to the input's width with zeros) at `q + i*dh*width +
-  j*dw`: the tap is a contiguous slice, and its matmul reads it in place. The
+  j*dw`: the tap is a contiguous slice, and its matmul reads it in place. With a
+  stride `s`, the input is first split into its `s x s` phase planes (one
+  transpose, the input's size), each tap then a slice of one plane. The
   two differ in which operand is made channel-major (one transpose) so that the
   matmul's reduction runs along its rows: the input (`[c, positions]` by the
   gradient `[positions, o]`) or the output gradient (`[o, positions]` by the
@@ -76,13 +78,8 @@ class FilterGradient:
         return _tensor(self.element, *self.taps, self.input_shape[3], self.grad_shape[3])
 
     def forms(self) -> tuple[str, ...]:
-        """The forms that compute this gradient, the default first: the taps need
-        a unit stride."""
-        if self.depthwise:
-            return DEPTHWISE_FORMS
-        if self.dilations != (1, 1):
-            return (PATCHES,)
-        return FORMS
+        """The forms that compute this gradient, the default first."""
+        return DEPTHWISE_FORMS if self.depthwise else FORMS
 
     @property
     def padded_type(self) -> str:
@@ -147,7 +144,7 @@ def _patches(gradient: FilterGradient) -> list[str]:
     window = f"(n, i, j, ch, y, x) -> ({gradient.window})"
     parallel = ", ".join(['"parallel"'] * 6)
     return [
-        _padded_input(gradient, gradient.padding[0][1], "%padded"),
+        _padded_input(gradient),
         f"  %empty = tensor.empty() : {patches}",
         f"  %patches = linalg.generic {{indexing_maps = [affine_map<{window}>, "
         "affine_map<(n, i, j, ch, y, x) -> (n, i, j, ch, y, x)>], "
@@ -167,63 +164,106 @@ def _patches(gradient: FilterGradient) -> list[str]:
     ]
 
 
-def _padded_input(gradient: FilterGradient, bottom: int, name: str) -> str:
-    """`name` = the input padded as the window reads it, `bottom` rows below."""
+def _padded_input(gradient: FilterGradient) -> str:
+    """`%padded` = the input padded as the window reads it."""
     n, h, w, c = gradient.input_shape
-    (top, _), (left, right) = gradient.padding
+    (top, bottom), (left, right) = gradient.padding
     t = gradient.element
     return (
-        f"  {name} = stablehlo.pad %input, %zero, low = [0, {top}, {left}, 0], "
+        f"  %padded = stablehlo.pad %input, %zero, low = [0, {top}, {left}, 0], "
         f"high = [0, {bottom}, {right}, 0], interior = [0, 0, 0, 0] : "
-        f"({_tensor(t, n, h, w, c)}, tensor<{t}>) -> "
-        f"{_tensor(t, n, h + top + bottom, w + left + right, c)}"
+        f"({_tensor(t, n, h, w, c)}, tensor<{t}>) -> {gradient.padded_type}"
     )
 
 
 @dataclass(frozen=True)
 class _Flat:
-    """The unit-stride gradient's flat view: the padded input's row width, rows
-    (enough below for the last tap's slice), each tap's offset, and the output
-    gradient's positions (its rows at the input's width)."""
+    """The gradient's flat view of its input: the padded input split into one
+    plane a stride phase (`planes`, rows and columns; one plane at unit stride),
+    each plane flattened row by row and the planes laid end to end; each tap's
+    offset in it; the output gradient's positions (its rows at a plane's width)."""
 
-    width: int
+    planes: tuple[int, int]
     rows: int
+    width: int
     offsets: tuple[int, ...]
     positions: int
 
+    @property
+    def size(self) -> int:
+        return self.planes[0] * self.planes[1] * self.rows * self.width
+
 
 def _flat(gradient: FilterGradient) -> _Flat:
+    """The tap (i, j) reads row `i * sh + y * dh` = `dh * (y + a) + r`: the row
+    `y + a` of the plane of phase `r` (columns alike), so in the planes' flat
+    view it reads the output gradient's position `y * width + x` shifted by the
+    plane's start plus `a * width + b`, a contiguous slice."""
     _, h, w, _ = gradient.input_shape
     _, gh, _, _ = gradient.grad_shape
     (top, bottom), (left, right) = gradient.padding
-    sh, sw = gradient.strides
-    width = w + left + right
-    offsets = tuple(
-        i * sh * width + j * sw for i in range(gradient.taps[0]) for j in range(gradient.taps[1])
-    )
+    (sh, sw), (dh, dw) = gradient.strides, gradient.dilations
+    width = -(-(w + left + right) // dw)
+    shifts = [
+        (divmod(i * sh, dh), divmod(j * sw, dw))
+        for i in range(gradient.taps[0])
+        for j in range(gradient.taps[1])
+    ]
+    within = [a * width + b for (a, _), (b, _) in shifts]
     positions = gh * width
-    rows = max(h + top + bottom, math.ceil((max(offsets) + positions) / width))
-    return _Flat(width, rows, offsets, positions)
+    rows = max(-(-(h + top + bottom) // dh), math.ceil((max(within) + positions) / width))
+    offsets = tuple(
+        (r * dw + q) * rows * width + start
+        for ((_, r), (_, q)), start in zip(shifts, within, strict=True)
+    )
+    return _Flat((dh, dw), rows, width, offsets, positions)
+
+
+def _flat_input(gradient: FilterGradient, flat: _Flat) -> list[str]:
+    """`%flat` = the input padded to whole planes, split into them (at unit
+    stride, one: a reshape), flattened end to end: [n, flat.size, c]."""
+    n, h, w, c = gradient.input_shape
+    (top, _), (left, _) = gradient.padding
+    dh, dw = flat.planes
+    t = gradient.element
+    rows, cols = dh * flat.rows, dw * flat.width
+    padded = _tensor(t, n, rows, cols, c)
+    lines = [
+        f"  %padded = stablehlo.pad %input, %zero, low = [0, {top}, {left}, 0], "
+        f"high = [0, {rows - h - top}, {cols - w - left}, 0], interior = [0, 0, 0, 0] : "
+        f"({_tensor(t, n, h, w, c)}, tensor<{t}>) -> {padded}"
+    ]
+    if (dh, dw) == (1, 1):
+        return [
+            *lines,
+            f"  %flat = stablehlo.reshape %padded : ({padded}) -> {_tensor(t, n, flat.size, c)}",
+        ]
+    split = _tensor(t, n, flat.rows, dh, flat.width, dw, c)
+    planes = _tensor(t, n, dh, dw, flat.rows, flat.width, c)
+    return [
+        *lines,
+        f"  %split = stablehlo.reshape %padded : ({padded}) -> {split}",
+        f"  %planes = stablehlo.transpose %split, dims = [0, 2, 4, 1, 3, 5] : "
+        f"({split}) -> {planes}",
+        f"  %flat = stablehlo.reshape %planes : ({planes}) -> {_tensor(t, n, flat.size, c)}",
+    ]
 
 
 def _taps(gradient: FilterGradient, input_major: bool) -> list[str]:
     """The input padded and flattened, the output gradient padded to its width
     and flattened, one channel-major (`input_major`: the input); a batched
     matmul a tap over its slice; the taps stacked and summed over samples."""
-    n, h, _, c = gradient.input_shape
+    n, _, _, c = gradient.input_shape
     _, gh, gw, o = gradient.grad_shape
-    top = gradient.padding[0][0]
     t = gradient.element
     flat = _flat(gradient)
-    p, q, taps = flat.rows * flat.width, flat.positions, len(flat.offsets)
+    p, q, taps = flat.size, flat.positions, len(flat.offsets)
 
     def tensor(*shape: int) -> str:
         return _tensor(t, *shape)
 
     lines = [
-        _padded_input(gradient, flat.rows - h - top, "%padded"),
-        f"  %flat = stablehlo.reshape %padded : ({tensor(n, flat.rows, flat.width, c)}) -> "
-        f"{tensor(n, p, c)}",
+        *_flat_input(gradient, flat),
         f"  %gpad = stablehlo.pad %grad, %zero, low = [0, 0, 0, 0], "
         f"high = [0, 0, {flat.width - gw}, 0], interior = [0, 0, 0, 0] : "
         f"({tensor(n, gh, gw, o)}, tensor<{t}>) -> {tensor(n, gh, flat.width, o)}",
@@ -298,7 +338,7 @@ def _depthwise(gradient: FilterGradient, per_sample: bool) -> list[str]:
     )
     out = _tensor(t, n, kh, kw, c) if per_sample else _tensor(t, kh, kw, c)
     lines = [
-        _padded_input(gradient, gradient.padding[0][1], "%padded"),
+        _padded_input(gradient),
         f"  %zeros = tensor.empty() : {out}",
         f"  %zero_element = arith.constant 0.0 : {t}",
         f"  %start = linalg.fill ins(%zero_element : {t}) outs(%zeros : {out}) -> {out}",

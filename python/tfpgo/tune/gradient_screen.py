@@ -24,7 +24,7 @@ from pathlib import Path
 from tfpgo.errors import UserError
 from tfpgo.iree import run as iree_run
 from tfpgo.iree.alternation import Arm
-from tfpgo.mlir.conv_gradient_forms import PATCHES, FilterGradient, FormChoice, gradient_function
+from tfpgo.mlir.conv_gradient_forms import FilterGradient, FormChoice, gradient_function
 from tfpgo.mlir.conv_gradients import FormChooser
 from tfpgo.tune import program_ab
 from tfpgo.tune.program_ab import SCREEN_MARGIN
@@ -33,7 +33,6 @@ from tfpgo.tune.program_ab import SCREEN_MARGIN
 SCREEN_BUDGET_S = 120.0
 COMPILE_TIMEOUT_S = 120.0
 _DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16"}
-ONLY_PATCHES = "the only form of a strided gradient (a tap's positions are not one slice)"
 
 
 def chooser(budget_s: float = SCREEN_BUDGET_S) -> FormChooser:
@@ -44,9 +43,6 @@ def chooser(budget_s: float = SCREEN_BUDGET_S) -> FormChooser:
         choices = {}
         with tempfile.TemporaryDirectory(prefix="tfpgo_gradient_forms_") as scratch:
             for index, gradient in enumerate(sorted(gradients, key=_work, reverse=True)):
-                if gradient.forms() == (PATCHES,):
-                    choices[gradient] = FormChoice(PATCHES, why=ONLY_PATCHES)
-                    continue
                 if time.monotonic() >= deadline:
                     why = f"forms not timed: the {budget_s:.0f} s for timing them were spent"
                     choices[gradient] = FormChoice(gradient.forms()[0], why=why)
