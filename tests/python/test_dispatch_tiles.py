@@ -193,6 +193,21 @@ def test_targets_rank_by_headroom_over_the_measured_bound():
     ]
 
 
+def test_an_anchor_bounds_a_dispatch_whose_every_op_it_ran():
+    """The anchor's time for a dispatch's ops (per call, times the runs) is a
+    third bound: a dispatch TensorFlow ran slower than IREE still has headroom
+    against a faster engine, and comes first; one with an op the anchor never
+    ran gets no bound from it."""
+    behind = profile_document.Dispatch("f_dispatch_0_conv_8_f32", 2, 900_000, ("a", "b"), 1_000_000)
+    unknown = profile_document.Dispatch("f_dispatch_1_elementwise_8_f32", 2, 600_000, ("c",), 0)
+    profile = profile_document.IreeProfile("s", "main", 2, 0, 0.0, 1e-3, 1e-5, (behind, unknown))
+    assert dispatch_tiles.targets(profile) == []  # TensorFlow is slower: no headroom
+    anchor = {"a": 100_000, "b": 50_000, "d": 1}
+    found = dispatch_tiles.targets(profile, anchor_op_ps=anchor)
+    # 2 runs x (100,000 + 50,000): the engine's time for both ops over the runs.
+    assert [(t.name, t.bound_ps, t.headroom_ps) for t in found] == [(behind.name, 300_000, 600_000)]
+
+
 def test_the_report_says_what_holds_each_hot_dispatch_back(tmp_path):
     """The constructed limit (1 FLOP/ps f32, 1 byte/ps): the elementwise dispatch
     moves 2^20 bytes in 1,150,000 ps (91%: left out), the matmul computes 524,288

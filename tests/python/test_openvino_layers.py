@@ -6,6 +6,7 @@ and live on a small step."""
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -181,3 +182,28 @@ def test_a_training_step_is_refused_by_every_engine_in_one_line_each():
     for engine in anchors.OPENVINO_PRECISIONS:
         assert profile.refused[engine].startswith("the step writes variables (")
     assert profile.refused[anchors.TFLITE] == openvino_layers.TFLITE_NO_PER_OP_TIMES
+
+
+def test_the_tuner_bounds_its_targets_by_the_fastest_float32_anchor(tmp_path, monkeypatch):
+    """--tune on an inference step profiles the anchors first and hands the
+    fastest float32 engine's time per tf op to the loop (the tile search's
+    bound); a training step, which the anchors refuse, hands none."""
+    from tfpgo.flow import lower_stage, stages
+    from tfpgo.models import load_model
+    from tfpgo.runtime.anchor_profile import ANCHOR_PROFILE
+    from tfpgo.tune import loop
+
+    handed = []
+    monkeypatch.setattr(loop, "tune", lambda *args, **kwargs: handed.append(args[4]))
+    options = stages.FlowOptions(tune_budget_s=60)
+    case = load_model("cnn", "infer", 2)
+    program: tuple[Any, ...] = (Path("s.mlir"), None, None)  # the lowering's: unread here
+    lower_stage.tuner(tmp_path, options, lambda _: None, case)(*program)
+    profile = AnchorProfile.read(tmp_path / ANCHOR_PROFILE)
+    fastest = profile.fastest(anchors.FLOAT32_ENGINES)
+    assert fastest is not None and fastest.engine in anchors.FLOAT32_ENGINES
+    assert handed[0].anchor_op_ps == fastest.op_ps()
+    assert any(op.endswith("/convolution") for op in handed[0].anchor_op_ps)
+    train = load_model("mlp", "train", 2)
+    lower_stage.tuner(tmp_path / "train", options, lambda _: None, train)(*program)
+    assert handed[1].anchor_op_ps is None

@@ -27,7 +27,7 @@ from tfpgo.mlir.iree_loops import UNROLL_OPS
 from tfpgo.models import ModelCase
 from tfpgo.models.case import Mode
 from tfpgo.runtime import anchors, openvino_layers, wallclock
-from tfpgo.runtime.anchor_profile import ANCHOR_PROFILE
+from tfpgo.runtime.anchor_profile import ANCHOR_PROFILE, AnchorProfile
 from tfpgo.runtime.manifest import MANIFEST
 from tfpgo.tune import gradient_screen
 
@@ -70,7 +70,7 @@ def lower(
     if iree is not None:
         iree = dataclasses.replace(iree, choose_gradient_forms=gradient_screen.chooser())
     if iree is not None and options.tune_budget_s is not None:
-        iree = dataclasses.replace(iree, then=tuner(out, options, note))
+        iree = dataclasses.replace(iree, then=tuner(out, options, note, case))
     op_profile, asked, total = out / "op_profile.json", options.lower, profile_self_ps
     unroll = UNROLL_OPS if options.unroll_ops is None else options.unroll_ops
     tf_level = lowering.TfLevel(op_profile, out / "attribution.json", out / "op_graph.json")
@@ -104,8 +104,8 @@ def lower(
         note(_manifest_line(out, case, step, iree, profile.entry))
         if options.tune_budget_s is not None and case is not None:
             note(_wallclock_line(out, case))
-            if case.mode is not Mode.TRAIN:  # the anchors run inference only
-                note(_anchor_line(out, case))
+            if (out / ANCHOR_PROFILE).exists():  # profiled before tuning (tuner)
+                note(_anchor_line(AnchorProfile.read(out / ANCHOR_PROFILE)))
     if levels:
         note(f"stablehlo: lowered by {levels[0].coverage.route.text()}")
     for level in levels:
@@ -196,15 +196,20 @@ def _wallclock_line(out: Path, case: ModelCase) -> str:
     return line + (f"; {', '.join(engines)}" if engines else "")
 
 
-def _anchor_line(out: Path, case: ModelCase) -> str:
-    """Profiles the anchors' layers once (a few calls: tfpgo.runtime.openvino_layers),
-    writes anchor_profile.json, and says what each engine's layers hold."""
+def _anchor_profile(out: Path, case: ModelCase) -> AnchorProfile:
+    """Profiles the anchors' layers once (a few calls: tfpgo.runtime.openvino_layers)
+    and writes anchor_profile.json."""
     import numpy as np
     import tensorflow as tf
 
     inputs = tuple(tf.nest.map_structure(np.asarray, list(case.inputs)))
     profile = openvino_layers.profile_anchors(case.function, inputs, case.name)
     profile.write(out / ANCHOR_PROFILE)
+    return profile
+
+
+def _anchor_line(profile: AnchorProfile) -> str:
+    """What each anchor engine's layers hold."""
     engines = [
         f"{engine.engine} {engine.total_ps / 1e9:.3f} ms a call over {len(engine.layers)} layers, "
         f"{engine.attributed_ps / max(engine.total_ps, 1):.2%} on tf ops"
@@ -228,11 +233,12 @@ def _as_xla_compiles(neither: routes.NoStableHlo, case: ModelCase) -> CompiledSt
 
 
 def tuner(
-    out: Path, options: FlowOptions, note: Callable[[str], None]
+    out: Path, options: FlowOptions, note: Callable[[str], None], case: ModelCase | None = None
 ) -> Callable[[Path, Workload, ProfiledProgram], None]:
     """--tune: the loop run on the profiled program inside the lowering, with the
     tuning database's records of it; with --scheduler its candidates compile on
-    that Dask cluster."""
+    that Dask cluster. An inference `case` has its anchors profiled first: the
+    fastest float32 one's time for each dispatch's ops bounds the tile search."""
     from tfpgo.tune import loop
     from tfpgo.tune.records import Records
 
@@ -241,6 +247,10 @@ def tuner(
 
     def tune(stablehlo: Path, workload: Workload, program: ProfiledProgram) -> None:
         tuning = loop.Tuning(budget_s)
+        if case is not None and case.mode is not Mode.TRAIN:  # the anchors run inference only
+            anchor = _anchor_profile(out, case).fastest(anchors.FLOAT32_ENGINES)
+            if anchor is not None:
+                tuning = dataclasses.replace(tuning, anchor_op_ps=anchor.op_ps())
         records = None
         if options.tuning_db is not None:
             model = Path(options.model).name if options.model else ""

@@ -10,6 +10,7 @@ sum to the engine's whole profiled time.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,9 +74,11 @@ class AnchorProfile:
     # per anchor engine without per-layer times: why
     refused: dict[str, str] = field(default_factory=dict)
 
-    def fastest(self) -> EngineLayers | None:
-        """The engine whose profiled layers take the least time a call."""
-        return min(self.engines, key=lambda engine: engine.total_ps, default=None)
+    def fastest(self, among: Collection[str] | None = None) -> EngineLayers | None:
+        """The engine (of those named `among`, if given) whose profiled layers
+        take the least time a call."""
+        engines = [e for e in self.engines if among is None or e.engine in among]
+        return min(engines, key=lambda engine: engine.total_ps, default=None)
 
     def to_json(self) -> dict[str, Any]:
         return {

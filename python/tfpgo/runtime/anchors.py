@@ -24,6 +24,9 @@ TFLITE = "TFLite (XNNPACK)"
 OPENVINO_F32 = "OpenVINO f32"
 OPENVINO_DEFAULT = "OpenVINO default"
 ENGINES = (TFLITE, OPENVINO_F32, OPENVINO_DEFAULT)
+# Those that compute in float32 whatever the CPU (OpenVINO's default picks
+# bfloat16 where the CPU has the units).
+FLOAT32_ENGINES = (TFLITE, OPENVINO_F32)
 # OpenVINO's precision hint per engine (None: the CPU plugin's default).
 OPENVINO_PRECISIONS: dict[str, str | None] = {OPENVINO_F32: "f32", OPENVINO_DEFAULT: None}
 _NO_TFLITE_OP = re.compile(r"'tf\.(\w+)' op is neither a custom op nor a flex op")

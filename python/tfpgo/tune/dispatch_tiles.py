@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -134,6 +134,7 @@ def targets(
     skip: Collection[str] = frozenset(),
     later: bool = False,
     limit: MachineLimit | None = None,
+    anchor_op_ps: Mapping[str, int] | None = None,
 ) -> list[HotDispatch]:
     """The dispatches worth tuning, most headroom first: each at least MIN_SHARE
     of the dispatch time, with a bound it runs above, at most MAX_DISPATCHES,
@@ -144,6 +145,10 @@ def targets(
     of the ops it runs (TensorFlow ran them that fast on this machine), and for a
     contraction its FLOPs at the best rate a hot contraction of this program reached
     (the program's own roofline: what IREE already achieves on this CPU). With
+    `anchor_op_ps` (an engine a CPU user would pick instead, per tf op and call:
+    tfpgo.runtime.anchor_profile) adds a third where it ran every op of the
+    dispatch: its time for them, so the dispatches furthest behind that engine
+    come first. With
     this machine's `limit`, no bound is below the dispatch's roofline (its FLOPs
     at peak, its bytes at the bandwidth: `tfpgo.tune.roofline`), and a dispatch
     within 15% of its roofline is left out: nothing is left to gain there. A
@@ -166,6 +171,8 @@ def targets(
         bounds = [dispatch.tf_self_ps] if dispatch.tf_self_ps > 0 else []
         if flops[dispatch.name] and best_rate:
             bounds.append(round(flops[dispatch.name] * dispatch.count / best_rate))
+        if (anchor := _anchor_bound(dispatch, anchor_op_ps, profile.runs)) is not None:
+            bounds.append(anchor)
         roof = None if limit is None else dispatch_bound_ps(dispatch.name, dispatch.count, limit)
         if roof is not None and at_limit(roof, dispatch.total_ps):
             continue
@@ -174,6 +181,17 @@ def targets(
     found = [t for t in found if t.headroom_ps > 0]
     found.sort(key=lambda t: (-t.headroom_ps, t.name))
     return found[: LATER_MAX_DISPATCHES if later else MAX_DISPATCHES]
+
+
+def _anchor_bound(
+    dispatch: profile_document.Dispatch, anchor_op_ps: Mapping[str, int] | None, runs: int
+) -> int | None:
+    """The anchor's time for the dispatch's tf ops over the profiled runs, where
+    it ran each of them (one it did not run would leave the bound too low)."""
+    ops = set(dispatch.sources)
+    if not anchor_op_ps or not ops or not ops <= anchor_op_ps.keys():
+        return None
+    return runs * sum(anchor_op_ps[op] for op in ops)
 
 
 def search(
