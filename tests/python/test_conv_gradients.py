@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from iree_main import compiled_main
 
+from tfpgo.errors import UserError
 from tfpgo.iree.sites import location_names
 from tfpgo.mlir import compiled_step, conv_gradient_forms, conv_gradients
 from tfpgo.mlir.conv_gradient_forms import FORMS, PATCHES, FormChoice
@@ -264,3 +265,31 @@ def test_an_input_gradient_not_a_whole_number_of_phases_is_left_alone():
     assert [(form.form, form.why) for form in forms] == [
         (conv_gradients.CONVOLUTION, "an output of 9 is not a whole number of 2 phases")
     ]
+
+
+def test_a_timed_choice_is_kept_so_the_next_run_builds_the_same_program(tmp_path, monkeypatch):
+    """The cache: the second choice of the same gradient on this target is the
+    first's, timed nothing; an untimed one is not kept; a broken file is one line."""
+    from tfpgo.tune import gradient_screen
+    from tfpgo.tune.form_cache import FormCache
+
+    cache = FormCache(tmp_path / "cache" / "gradient_forms.db")
+    unit = _gradient((2, 8, 8, 4), (2, 8, 8, 4))
+    (first,) = gradient_screen.chooser(cache=cache)((unit,)).values()
+    assert not first.why
+
+    def untimed(*args):
+        raise AssertionError("timed again")
+
+    monkeypatch.setattr(gradient_screen, "time_forms", untimed)
+    (again,) = gradient_screen.chooser(cache=cache)((unit,)).values()
+    assert again == first
+    other = _gradient((1, 6, 6, 2), (1, 6, 6, 2))
+    (spent,) = gradient_screen.chooser(budget_s=0, cache=cache)((other,)).values()
+    assert spent.why and cache.get(other) is None
+    broken = tmp_path / "broken.db"
+    broken.write_text("not sqlite")
+    with pytest.raises(UserError) as error:
+        FormCache(broken).get(unit)
+    assert str(error.value).startswith(f"{broken}: not a usable cache of gradient forms (")
+    assert str(error.value).endswith("delete it, and the next run times the forms again")

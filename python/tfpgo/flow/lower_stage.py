@@ -30,6 +30,7 @@ from tfpgo.runtime import anchors, openvino_layers, wallclock
 from tfpgo.runtime.anchor_profile import ANCHOR_PROFILE, AnchorProfile
 from tfpgo.runtime.manifest import MANIFEST
 from tfpgo.tune import gradient_screen
+from tfpgo.tune.form_cache import FormCache, default_cache
 
 # How long --tune's last line times the step as a user's loop calls it.
 WALLCLOCK_S = 5.0
@@ -68,7 +69,9 @@ def lower(
     elif "iree" in options.lower and case:
         iree = _iree_run(case, options.steps, options.warmup)
     if iree is not None:
-        iree = dataclasses.replace(iree, choose_gradient_forms=gradient_screen.chooser())
+        # Forms timed once per gradient and target, kept: runs build the same bytes.
+        choose = gradient_screen.chooser(cache=FormCache(default_cache()))
+        iree = dataclasses.replace(iree, choose_gradient_forms=choose)
     if iree is not None and options.tune_budget_s is not None:
         iree = dataclasses.replace(iree, then=tuner(out, options, note, case))
     op_profile, asked, total = out / "op_profile.json", options.lower, profile_self_ps

@@ -27,6 +27,7 @@ from tfpgo.iree.alternation import Arm
 from tfpgo.mlir.conv_gradient_forms import FilterGradient, FormChoice, gradient_function
 from tfpgo.mlir.conv_gradients import FormChooser
 from tfpgo.tune import program_ab
+from tfpgo.tune.form_cache import FormCache
 from tfpgo.tune.program_ab import SCREEN_MARGIN
 
 # How long the lowering may spend timing forms, and one form's compile.
@@ -35,14 +36,19 @@ COMPILE_TIMEOUT_S = 120.0
 _DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16"}
 
 
-def chooser(budget_s: float = SCREEN_BUDGET_S) -> FormChooser:
-    """A `FormChooser` timing forms for at most `budget_s` seconds a call."""
+def chooser(budget_s: float = SCREEN_BUDGET_S, cache: FormCache | None = None) -> FormChooser:
+    """A `FormChooser` timing forms for at most `budget_s` seconds a call; with
+    a `cache`, a gradient timed before on this target takes the form kept there,
+    and each newly timed choice is kept."""
 
     def choose(gradients: tuple[FilterGradient, ...]) -> dict[FilterGradient, FormChoice]:
         deadline = time.monotonic() + budget_s
         choices = {}
         with tempfile.TemporaryDirectory(prefix="tfpgo_gradient_forms_") as scratch:
             for index, gradient in enumerate(sorted(gradients, key=_work, reverse=True)):
+                if cache is not None and (kept := cache.get(gradient)) is not None:
+                    choices[gradient] = kept
+                    continue
                 if time.monotonic() >= deadline:
                     why = f"forms not timed: the {budget_s:.0f} s for timing them were spent"
                     choices[gradient] = FormChoice(gradient.forms()[0], why=why)
@@ -50,6 +56,8 @@ def chooser(budget_s: float = SCREEN_BUDGET_S) -> FormChooser:
                 directory = Path(scratch) / f"gradient_{index}"
                 directory.mkdir()
                 choices[gradient] = time_forms(gradient, directory)
+                if cache is not None and not choices[gradient].why:
+                    cache.put(gradient, choices[gradient])
         return choices
 
     return choose
