@@ -164,15 +164,19 @@ def _patches(gradient: FilterGradient) -> list[str]:
     ]
 
 
-def _padded_input(gradient: FilterGradient) -> str:
-    """`%padded` = the input padded as the window reads it."""
+def _padded_input(gradient: FilterGradient, size: tuple[int, int] | None = None) -> str:
+    """`%padded` = the input padded as the window reads it, or above and left so
+    and below and right to `size` (rows, columns)."""
     n, h, w, c = gradient.input_shape
     (top, bottom), (left, right) = gradient.padding
+    if size is not None:
+        bottom, right = size[0] - h - top, size[1] - w - left
     t = gradient.element
     return (
         f"  %padded = stablehlo.pad %input, %zero, low = [0, {top}, {left}, 0], "
         f"high = [0, {bottom}, {right}, 0], interior = [0, 0, 0, 0] : "
-        f"({_tensor(t, n, h, w, c)}, tensor<{t}>) -> {gradient.padded_type}"
+        f"({_tensor(t, n, h, w, c)}, tensor<{t}>) -> "
+        f"{_tensor(t, n, h + top + bottom, w + left + right, c)}"
     )
 
 
@@ -222,17 +226,12 @@ def _flat(gradient: FilterGradient) -> _Flat:
 def _flat_input(gradient: FilterGradient, flat: _Flat) -> list[str]:
     """`%flat` = the input padded to whole planes, split into them (at unit
     stride, one: a reshape), flattened end to end: [n, flat.size, c]."""
-    n, h, w, c = gradient.input_shape
-    (top, _), (left, _) = gradient.padding
+    n, _, _, c = gradient.input_shape
     dh, dw = flat.planes
     t = gradient.element
     rows, cols = dh * flat.rows, dw * flat.width
     padded = _tensor(t, n, rows, cols, c)
-    lines = [
-        f"  %padded = stablehlo.pad %input, %zero, low = [0, {top}, {left}, 0], "
-        f"high = [0, {rows - h - top}, {cols - w - left}, 0], interior = [0, 0, 0, 0] : "
-        f"({_tensor(t, n, h, w, c)}, tensor<{t}>) -> {padded}"
-    ]
+    lines = [_padded_input(gradient, (rows, cols))]
     if (dh, dw) == (1, 1):
         return [
             *lines,

@@ -105,10 +105,10 @@ def rewrite_filter_gradients(text: str, choose: FormChooser | None = None) -> Co
         forms = []
         for convolution, gradient in found:
             if isinstance(gradient, str):
-                forms.append(_form(convolution, CONVOLUTION, gradient))
+                forms.append(gradient_form(convolution, CONVOLUTION, gradient))
                 continue
             choice = choices.get(gradient, FormChoice(gradient.forms()[0]))
-            forms.append(_form(convolution, choice.form, choice.why, choice.alone_ps))
+            forms.append(gradient_form(convolution, choice.form, choice.why, choice.alone_ps))
             replace_with_function(convolution, gradient_function(gradient, choice.form))
         rewrites = ConvRewrites(text, tuple(forms))
         if not rewrites.filter_gradients:
@@ -124,9 +124,11 @@ def _is_filter_gradient(op: Any) -> bool:
     return numbers is not None and numbers[1] == _FILTER_GRADIENT
 
 
-def _form(
+def gradient_form(
     convolution: Any, form: str, why: str = "", alone_ps: tuple[tuple[str, float], ...] = ()
 ) -> GradientForm:
+    """The record of a convolution gradient (its tf node from its location, its
+    operand and result types) that took `form`."""
     from tfpgo.iree.sites import location_names
 
     name = next(iter(location_names(convolution.location)), str(convolution.location))

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tfpgo.mlir.conv_gradients import CONVOLUTION, GradientForm, attribute_ints
+from tfpgo.mlir.conv_gradients import CONVOLUTION, GradientForm, attribute_ints, gradient_form
 from tfpgo.mlir.ir_edit import replace_with_function
 
 PHASES = "one convolution, the phases as channels"
@@ -86,9 +86,11 @@ def rewrite_input_gradients(text: str) -> tuple[str, tuple[GradientForm, ...]]:
         module.operation.walk(collect)
         forms = []
         for convolution, dilated in found:
-            forms.append(_form(convolution, dilated))
-            if isinstance(dilated, _Dilated):
-                replace_with_function(convolution, _phases_function(dilated))
+            if isinstance(dilated, str):
+                forms.append(gradient_form(convolution, CONVOLUTION, dilated))
+                continue
+            forms.append(gradient_form(convolution, PHASES))
+            replace_with_function(convolution, _phases_function(dilated))
         if not any(form.form == PHASES for form in forms):
             return text, tuple(forms)
         return module.operation.get_asm(enable_debug_info=True), tuple(forms)
@@ -98,17 +100,6 @@ def _dilation(op: Any) -> tuple[int, ...]:
     if "lhs_dilation" not in op.attributes:
         return (1, 1)
     return attribute_ints(op.attributes["lhs_dilation"], (1, 1))
-
-
-def _form(convolution: Any, dilated: _Dilated | str) -> GradientForm:
-    from tfpgo.iree.sites import location_names
-
-    name = next(iter(location_names(convolution.location)), str(convolution.location))
-    types = [str(value.type) for value in (*convolution.operands, convolution.results[0])]
-    shapes = f"{types[0]} x {types[1]} -> {types[2]}".replace("tensor<", "<")
-    if isinstance(dilated, str):
-        return GradientForm(name, shapes, CONVOLUTION, dilated)
-    return GradientForm(name, shapes, PHASES)
 
 
 def _covered(op: Any) -> _Dilated | str:
@@ -176,19 +167,19 @@ def _phases_function(dilated: _Dilated) -> str:
         f"%kernel: {_tensor(t, *kernel_shape)}) -> {_tensor(t, n, oh, ow, o)} {{",
         f"  %zero = stablehlo.constant dense<0.0> : tensor<{t}>",
     ]
+    kernel = "%kernel"
     if dilated.kernel_out_first:
         lines.append(
             f"  %hwio = stablehlo.transpose %kernel, dims = [0, 1, 3, 2] : "
             f"({_tensor(t, *kernel_shape)}) -> {hwio}"
         )
-    else:
-        lines.append(f"  %hwio = stablehlo.reshape %kernel : ({hwio}) -> {hwio}")
+        kernel = "%hwio"
     window = _tensor(t, y.window, x.window, i, o)
     names = []
     for ry in range(y.stride):
         for rx in range(x.stride):
             name = f"%phase{ry}_{rx}"
-            lines += _phase_kernel(name, t, (kh, kw, i, o), y, x, ry, rx, window)
+            lines += _phase_kernel(name, kernel, t, (kh, kw, i, o), (y, x), (ry, rx), window)
             names.append(name)
     stacked = _tensor(t, y.window, x.window, i, phases * o)
     a, b = oh // y.stride, ow // x.stride
@@ -220,17 +211,18 @@ def _phases_function(dilated: _Dilated) -> str:
 
 def _phase_kernel(
     name: str,
+    kernel: str,
     t: str,
     shape: tuple[int, int, int, int],
-    y: _Axis,
-    x: _Axis,
-    ry: int,
-    rx: int,
+    axes: tuple[_Axis, _Axis],
+    phase: tuple[int, int],
     window: str,
 ) -> list[str]:
     """`name` = the phase's kernel in the shared window: its taps (a strided
-    slice of the kernel), zeros around them; all zeros where it has none."""
+    slice of `kernel`, in (h, w, in, out) layout), zeros around them; all zeros
+    where it has none."""
     kh, kw, i, o = shape
+    (y, x), (ry, rx) = axes, phase
     if y.taps[ry] == 0 or x.taps[rx] == 0:
         return [
             f"  {name} = stablehlo.broadcast_in_dim %zero, dims = [] : (tensor<{t}>) -> {window}"
@@ -241,7 +233,8 @@ def _phase_kernel(
     low_y, low_x = y.offsets[ry], x.offsets[rx]
     high_y, high_x = y.window - ty - low_y, x.window - tx - low_x
     return [
-        f"  {name}_taps = stablehlo.slice %hwio [{fy}:{fy + y.stride * (ty - 1) + 1}:{y.stride}, "
+        f"  {name}_taps = stablehlo.slice {kernel} "
+        f"[{fy}:{fy + y.stride * (ty - 1) + 1}:{y.stride}, "
         f"{fx}:{fx + x.stride * (tx - 1) + 1}:{x.stride}, 0:{i}, 0:{o}] : "
         f"({_tensor(t, kh, kw, i, o)}) -> {taps}",
         f"  {name} = stablehlo.pad {name}_taps, %zero, low = [{low_y}, {low_x}, 0, 0], "
