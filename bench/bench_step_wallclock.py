@@ -44,7 +44,12 @@ RECURRENT = ("rnn", "rnn-train", "gru-tagger-train", "lstm-stack", "conv-lstm-at
 CONVOLUTIONAL = (
     "cnn-train", "resnet-train", "resnet64-train", "vgg-train", "mobilenetv2-train",
 )  # fmt: skip
-GROUPS = {"recurrent": RECURRENT, "convolutional": CONVOLUTIONAL}
+# Issue 61's inference steps, each at batch 1 and 8, where TFLite and OpenVINO take turns too.
+INFERENCE = (
+    "mlp", "cnn", "transformer", "rnn", "mobilenetv2", "mobilenetv2-b1", "vit", "vit-b1",
+    "resnet50", "resnet50-b1",
+)  # fmt: skip
+GROUPS = {"recurrent": RECURRENT, "convolutional": CONVOLUTIONAL, "inference": INFERENCE}
 ARMS = (
     "tf.function", "jit_compile=True", "IREE default", "IREE tuned", "IREE local-sync",
     *anchors.ENGINES,
@@ -140,7 +145,7 @@ def main() -> int:
     parser.add_argument(
         "--only",
         help="comma-separated labels; `recurrent` for issue 60's six, `convolutional` for "
-        "issue 65's five (default: all)",
+        "issue 65's five, `inference` for issue 61's ten (default: all)",
     )
     parser.add_argument("--seconds", type=float, default=20.0, help="interleaved seconds a model")
     parser.add_argument("--tune-budget", type=float, default=3.0, help="--tune-budget (minutes)")
