@@ -193,17 +193,31 @@ def test_targets_rank_by_headroom_over_the_measured_bound():
     ]
 
 
-def test_an_anchor_bounds_a_dispatch_whose_every_op_it_ran():
-    """The anchor's time for a dispatch's ops (per call, times the runs) is a
-    third bound: a dispatch TensorFlow ran slower than IREE still has headroom
-    against a faster engine, and comes first; one with an op the anchor never
-    ran gets no bound from it."""
-    behind = profile_document.Dispatch("f_dispatch_0_conv_8_f32", 2, 900_000, ("a", "b"), 1_000_000)
-    unknown = profile_document.Dispatch("f_dispatch_1_elementwise_8_f32", 2, 600_000, ("c",), 0)
-    profile = profile_document.IreeProfile("s", "main", 2, 0, 0.0, 1e-3, 1e-5, (behind, unknown))
+def test_an_anchor_bounds_a_dispatch_whose_ops_it_ran():
+    """The anchor's time for a dispatch's share of its ops (per call, times the
+    runs) is a third bound: a dispatch TensorFlow ran slower than IREE still has
+    headroom against a faster engine, and comes first; one whose ops the anchor
+    never ran gets no bound from it. The anchor's layer on two ops is split by
+    TensorFlow's time for each (2:1)."""
+    from tfpgo.runtime.anchor_profile import EngineLayers, Layer
+
+    site = profile_document.Site(("a", "b"), 900_000, 1_000_000)
+    behind = profile_document.Dispatch(
+        "f_dispatch_0_conv_8_f32", 2, 900_000, ("a", "b"), 1_000_000, "compute", (site,)
+    )
+    other = profile_document.Site(("c",), 600_000, 0)
+    unknown = profile_document.Dispatch(
+        "f_dispatch_1_elementwise_8_f32", 2, 600_000, ("c",), 0, "compute", (other,)
+    )
+    profile = profile_document.IreeProfile(
+        "s", "main", 2, 0, 0.0, 1e-3, 1e-5, (behind, unknown), op_tf_ps={"a": 2, "b": 1}
+    )
     assert dispatch_tiles.targets(profile) == []  # TensorFlow is slower: no headroom
-    anchor = {"a": 100_000, "b": 50_000, "d": 1}
-    found = dispatch_tiles.targets(profile, anchor_op_ps=anchor)
+    layers = (
+        Layer("conv", "Convolution", "brgconv", 150_000, ("a", "b")),
+        Layer("elsewhere", "Add", "jit", 1, ("d",)),
+    )
+    found = dispatch_tiles.targets(profile, anchor=EngineLayers("OpenVINO f32", 3, layers))
     # 2 runs x (100,000 + 50,000): the engine's time for both ops over the runs.
     assert [(t.name, t.bound_ps, t.headroom_ps) for t in found] == [(behind.name, 300_000, 600_000)]
 

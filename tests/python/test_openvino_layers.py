@@ -92,7 +92,33 @@ def test_nodes_the_plugin_derived_keep_their_tf_ops():
     assert by_name["transformer_1/attention_1/Mul"].tf_ops == ("transformer_1/attention_1/Mul",)
 
 
-@pytest.mark.parametrize("model", ["cnn", "transformer"])
+def test_inverted_residual_blocks_pair_layer_by_layer():
+    """MobileNetV2's blocks (tests/data/anchor_layers/blocks.py): the converter
+    erases every name between the input and the pooling, so the whole network
+    is one stretch at first. Its convolutions and depthwise convolutions pair
+    there by type; the batch norms' adds and the residual adds between them
+    pair in the smaller stretches this leaves. So each layer of the plugin
+    carries its own convolution, batch norm and ReLU6 (or residual add), never
+    a neighbour's: grouped by type, a depthwise layer carried every 1x1
+    convolution of the network too."""
+    origins, runtime = _origins("blocks")
+    layers = openvino_layers.layers_on_tf_ops(runtime[anchors.OPENVINO_F32], origins)
+    convolutions = {layer.name: layer.tf_ops for layer in layers if layer.kind == "Convolution"}
+    assert len(convolutions) == 7
+    for block in range(2):
+        depthwise = f"functional_1/depthwise{block}_1/depthwise"
+        (ops,) = [ops for ops in convolutions.values() if depthwise in ops]
+        relu = f"functional_1/re_lu_{2 * block + 2}_1/Relu6"
+        assert ops == (depthwise, f"functional_1/depthwise_bn{block}_1/batchnorm/add_1", relu)
+        project = f"functional_1/project{block}_1/convolution"
+        (ops,) = [ops for ops in convolutions.values() if project in ops]
+        residual = "functional_1/Add" + ("_1" if block else "")
+        assert ops == (project, f"functional_1/project_bn{block}_1/batchnorm/add_1", residual)
+    # what the converter folds (variance + epsilon) is on no layer
+    assert not any(op.endswith("batchnorm/add") for layer in layers for op in layer.tf_ops)
+
+
+@pytest.mark.parametrize("model", ["cnn", "transformer", "blocks"])
 def test_every_profiled_picosecond_on_tf_ops_or_listed(model):
     origins, runtime = _origins(model)
     for engine, nodes in runtime.items():
@@ -129,7 +155,9 @@ def test_document_round_trip_and_a_malformed_layer(tmp_path):
     profile.write(path)
     assert AnchorProfile.read(path) == profile
     engine = AnchorProfile.read(path).engines[0]
-    assert engine.op_ps() == {"a/conv": 150, "a/Relu": 150}
+    assert engine.op_ps({}) == {"a/conv": 150, "a/Relu": 150}  # no weights: equal parts
+    # TensorFlow's time for each op weighs the layer's parts: 300 in 29:1, exactly
+    assert engine.op_ps({"a/conv": 29, "a/Relu": 1}) == {"a/conv": 290, "a/Relu": 10}
     assert (engine.total_ps, engine.attributed_ps) == (307, 300)
     document = json.loads(path.read_text())
     document["engines"][0]["layers"][1]["tf_ops"] = ["a/conv"]  # ops and a reason
@@ -186,7 +214,7 @@ def test_a_training_step_is_refused_by_every_engine_in_one_line_each():
 
 def test_the_tuner_bounds_its_targets_by_the_fastest_float32_anchor(tmp_path, monkeypatch):
     """--tune on an inference step profiles the anchors first and hands the
-    fastest float32 engine's time per tf op to the loop (the tile search's
+    fastest float32 engine's layers to the loop (the tile search's
     bound); a training step, which the anchors refuse, hands none."""
     from tfpgo.flow import lower_stage, stages
     from tfpgo.models import load_model
@@ -202,8 +230,8 @@ def test_the_tuner_bounds_its_targets_by_the_fastest_float32_anchor(tmp_path, mo
     profile = AnchorProfile.read(tmp_path / ANCHOR_PROFILE)
     fastest = profile.fastest(anchors.FLOAT32_ENGINES)
     assert fastest is not None and fastest.engine in anchors.FLOAT32_ENGINES
-    assert handed[0].anchor_op_ps == fastest.op_ps()
-    assert any(op.endswith("/convolution") for op in handed[0].anchor_op_ps)
+    assert handed[0].anchor == fastest
+    assert any(op.endswith("/convolution") for op in handed[0].anchor.op_ps({}))
     train = load_model("mlp", "train", 2)
     lower_stage.tuner(tmp_path / "train", options, lambda _: None, train)(*program)
-    assert handed[1].anchor_op_ps is None
+    assert handed[1].anchor is None

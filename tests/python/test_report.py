@@ -102,18 +102,17 @@ def test_the_report_puts_the_hot_dispatches_beside_the_fastest_anchor():
     """--tune on an inference step: the section's rows are anchor_tables' rows of
     a real cnn run's profiles (tests/data/anchor_layers), in both pages."""
     from tfpgo.iree.profile_document import IreeProfile
-    from tfpgo.report.anchor_tables import ANCHOR_TITLE, AnchorComparison, anchor_rows
+    from tfpgo.report.anchor_tables import ANCHOR_TITLE, AnchorComparison, anchor_section
     from tfpgo.runtime.anchor_profile import AnchorProfile
 
     data = Path(__file__).resolve().parents[1] / "data" / "anchor_layers"
     iree = IreeProfile.read(data / "cnn.iree_profile.json")
     anchors = AnchorProfile.read(data / "cnn.anchor_profile.json")
-    inputs = dataclasses.replace(
-        _inputs((1, 2)), anchors=AnchorComparison(anchors, iree, "default")
-    )
+    comparison = AnchorComparison(anchors, iree, "default")
+    inputs = dataclasses.replace(_inputs((1, 2)), anchors=comparison)
     markdown, page = compose.to_markdown(inputs), compose.to_html(inputs)
     assert f"## {ANCHOR_TITLE}" in markdown and f"<h2>{ANCHOR_TITLE}</h2>" in page
-    rows = anchor_rows(iree, anchors, inputs.top_n)
+    _, _, rows = anchor_section(comparison)
     assert rows
     for row in rows:
         assert "| " + " | ".join(row) + " |" in markdown

@@ -252,8 +252,7 @@ def tuner(
         tuning = loop.Tuning(budget_s)
         if case is not None and case.mode is not Mode.TRAIN:  # the anchors run inference only
             anchor = _anchor_profile(out, case).fastest(anchors.FLOAT32_ENGINES)
-            if anchor is not None:
-                tuning = dataclasses.replace(tuning, anchor_op_ps=anchor.op_ps())
+            tuning = dataclasses.replace(tuning, anchor=anchor)
         records = None
         if options.tuning_db is not None:
             model = Path(options.model).name if options.model else ""

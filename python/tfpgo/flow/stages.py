@@ -57,6 +57,7 @@ from tfpgo.runtime.anchor_profile import ANCHOR_PROFILE, AnchorProfile
 from tfpgo.runtime.manifest import MANIFEST, ProgramManifest
 from tfpgo.trace.hosts import HostReading
 from tfpgo.tune.document import TUNE_DOCUMENT, TuneDocument
+from tfpgo.tune.headroom import dispatch_tries, whole_program_tries
 from tfpgo.tune.tuned_output import TUNED_PROFILE
 
 T = TypeVar("T")
@@ -638,18 +639,23 @@ def _dataflow(graph: RenderGraph) -> OpDataflow:
     )
 
 
-def _anchor_comparison(out: Path) -> AnchorComparison | None:
+def _anchor_comparison(
+    out: Path, iree: IreeProfile | None, tune: TuneDocument | None
+) -> AnchorComparison | None:
     """The anchors' layers against the program `--tune` leaves (the tuned one
-    where it kept one, as tfpgo.runtime.load picks), when they were profiled."""
-    if not (out / ANCHOR_PROFILE).is_file():
+    where it kept one, as tfpgo.runtime.load picks; `iree` is the default's
+    profile), with what `tune` tried, when they were profiled."""
+    if not (out / ANCHOR_PROFILE).is_file() or iree is None:
         return None
     tuned = out / TUNED_PROFILE
-    program, profile = (
-        ("tuned", tuned) if tuned.is_file() else ("default", out / "iree_profile.json")
-    )
-    return AnchorComparison(
-        AnchorProfile.read(out / ANCHOR_PROFILE), IreeProfile.read(profile), program
-    )
+    program, profile = ("tuned", IreeProfile.read(tuned)) if tuned.is_file() else ("default", iree)
+    tried: dict[str, list[str]] = {}
+    whole: list[str] = []
+    if tune is not None:
+        tried = dispatch_tries(out, tune.decisions)
+        whole = whole_program_tries(tune.decisions, tune.trials)
+    anchors = AnchorProfile.read(out / ANCHOR_PROFILE)
+    return AnchorComparison(anchors, profile, program, tried, whole)
 
 
 def _report(
@@ -678,6 +684,9 @@ def _report(
             files += [(made, what) for made in pictures_made if (out / made).exists()]
         elif (out / name).exists() or name.startswith("report."):
             files.append((name, what))
+    iree_path, tune_path = out / "iree_profile.json", out / TUNE_DOCUMENT
+    iree = IreeProfile.read(iree_path) if iree_path.is_file() else None
+    tune = TuneDocument.read(tune_path) if tune_path.is_file() else None
     compose.write_reports(
         compose.ReportInputs(
             run=run_info,
@@ -691,14 +700,10 @@ def _report(
             analysis=analysis,
             analysis_chart="scope_chart.svg",
             optimize=optimized,
-            iree=IreeProfile.read(out / "iree_profile.json")
-            if (out / "iree_profile.json").is_file()
-            else None,
-            tune=TuneDocument.read(out / TUNE_DOCUMENT)
-            if (out / TUNE_DOCUMENT).is_file()
-            else None,
+            iree=iree,
+            tune=tune,
             program=ProgramManifest.read(out) if (out / MANIFEST).is_file() else None,
-            anchors=_anchor_comparison(out),
+            anchors=_anchor_comparison(out, iree, tune),
             output_dir=final_dir or out,
         ),
         out,

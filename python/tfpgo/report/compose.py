@@ -487,7 +487,7 @@ def to_markdown(inputs: ReportInputs) -> str:
             parts += ["", f"### {HELD_BACK_TITLE}", ""]
             parts += [markdown_table(HELD_BACK_HEADER, held_back_rows(inputs.tune))]
     if inputs.anchors is not None:
-        summary, header, rows = anchor_section(inputs.anchors, inputs.top_n)
+        summary, header, rows = anchor_section(inputs.anchors)
         parts += ["", f"## {ANCHOR_TITLE}", "", summary, ""]
         parts += [markdown_table(header, rows)] if rows else []
     if inputs.program is not None:
@@ -619,7 +619,7 @@ def to_html(inputs: ReportInputs, svgs: dict[str, str] | None = None) -> str:
             parts.append(f"<h3>{esc(HELD_BACK_TITLE)}</h3>")
             parts.append(html_table(HELD_BACK_HEADER, held_back_rows(inputs.tune)))
     if inputs.anchors is not None:
-        summary, header, rows = anchor_section(inputs.anchors, inputs.top_n)
+        summary, header, rows = anchor_section(inputs.anchors)
         parts.append(f"<h2>{esc(ANCHOR_TITLE)}</h2><p>{esc(summary)}</p>")
         parts += [html_table(header, rows)] if rows else []
     if inputs.program is not None:

@@ -10,12 +10,12 @@ sum to the engine's whole profiled time.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfpgo.attribution.parts import split_equally
+from tfpgo.attribution.parts import split_in_proportion
 from tfpgo.documents import new_header, read_versioned, write_compact_json
 
 FORMAT = "tfpgo.anchor_profile"
@@ -34,12 +34,13 @@ class Layer:
     tf_ops: tuple[str, ...]  # the tf node names it ran (fused ones too)
     unattributed: str = ""  # why it ran no tf op (set exactly when tf_ops is empty)
 
-    def parts(self) -> dict[str, int]:
-        """Its time per tf op: equal integer parts summing exactly (the rule
-        iree_profile.json's sites follow)."""
+    def parts(self, weights: Mapping[str, int]) -> dict[str, int]:
+        """Its time per tf op, in integer parts proportional to `weights` that sum
+        exactly; equal parts where none of its ops has a weight."""
         if not self.tf_ops:
             return {}
-        return dict(zip(self.tf_ops, split_equally(self.ps, len(self.tf_ops)), strict=True))
+        shares = [weights.get(op, 0) for op in self.tf_ops]
+        return dict(zip(self.tf_ops, split_in_proportion(self.ps, shares), strict=True))
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,14 @@ class EngineLayers:
     def attributed_ps(self) -> int:
         return sum(layer.ps for layer in self.layers if layer.tf_ops)
 
-    def op_ps(self) -> dict[str, int]:
-        """Per tf op, its share of the layers' time a call."""
+    def op_ps(self, weights: Mapping[str, int]) -> dict[str, int]:
+        """Per tf op, its part of the layers' time a call: each layer's time split
+        over the tf ops it fused in proportion to `weights`, TensorFlow's own time
+        for each op (so a convolution's layer is charged mostly to the
+        convolution, little to the bias and ReLU fused into it)."""
         found: dict[str, int] = {}
         for layer in self.layers:
-            for name, ps in layer.parts().items():
+            for name, ps in layer.parts(weights).items():
                 found[name] = found.get(name, 0) + ps
         return found
 

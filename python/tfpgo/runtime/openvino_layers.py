@@ -18,10 +18,17 @@ to the nodes it derives), and read back from the runtime model's
   tensor names, is those tf nodes;
 - the other nodes, in the stretch between the named tensors around them, are
   paired in graph order with the tf ops of corresponding types in the same
-  stretch of TensorFlow's graph (a Convolution with a Conv2D, a ReLU with a
-  Relu) where their numbers agree; where they do not, the stretch's nodes of
-  that type are on all those tf ops together; a node with no tf op of its type
-  in its stretch (a transpose to OpenVINO's layout) has none, and says why;
+  stretch of TensorFlow's graph (a Convolution with a Conv2D, a
+  GroupConvolution with a DepthwiseConv2dNative, a ReLU with a Relu) where
+  their numbers agree, type by type; the nodes so paired bound smaller
+  stretches, paired again, until no stretch pairs more (MobileNetV2's whole
+  network is one stretch at first: its convolutions pair there, and the batch
+  norms' adds and multiplies between each two of them after). Where the numbers
+  still do not agree, the stretch's nodes of that type are on all those tf ops
+  together. A tf op computed from constants and variables alone (a batch
+  norm's `variance + epsilon`) is folded by the converter, never paired. A
+  node with no tf op of its type in its stretch (a transpose to OpenVINO's
+  layout) has none, and says why;
 - a node the plugin made itself (a reorder between its kernels' layouts, a
   precision conversion) ran no tf op, and says so.
 """
@@ -126,9 +133,32 @@ def tf_origins(tf_graph: Sequence[GraphNode], converted: Sequence[GraphNode]) ->
         if named:
             origins.ops[node.name] = named
     claimed = {op for ops in origins.ops.values() for op in ops}
+    claimed |= _folded(tf_graph)
+    while any(
+        _pair_stretch(stretch, converted, tf_graph, origins, claimed, exact=True)
+        for stretch in _unnamed_stretches(converted, origins)
+    ):
+        pass
     for stretch in _unnamed_stretches(converted, origins):
-        _pair_stretch(stretch, converted, tf_graph, origins, claimed)
+        _pair_stretch(stretch, converted, tf_graph, origins, claimed, exact=False)
     return origins
+
+
+def _folded(tf_graph: Sequence[GraphNode]) -> set[str]:
+    """The tf ops computed from constants and variables alone (a variable's
+    handle is a placeholder only ReadVariableOp reads), which a converter folds."""
+    readers: dict[str, set[str]] = {}
+    for node in tf_graph:
+        for source in node.inputs:
+            readers.setdefault(source, set()).add(node.kind)
+    folded: set[str] = set()
+    for node in tf_graph:
+        if node.kind == "Placeholder":
+            if readers.get(node.name, set()) <= {"ReadVariableOp"} and node.name in readers:
+                folded.add(node.name)
+        elif node.kind in _TF_NOT_WORK or (node.inputs and set(node.inputs) <= folded):
+            folded.add(node.name)
+    return folded
 
 
 def _unique(names: Iterable[str]) -> tuple[str, ...]:
@@ -165,10 +195,13 @@ def _pair_stretch(
     tf_graph: Sequence[GraphNode],
     origins: Origins,
     claimed: set[str],
-) -> None:
+    exact: bool,
+) -> bool:
     """Puts the stretch's nodes on the unclaimed tf ops between the named
-    tensors around it, by type (see the module's docstring)."""
+    tensors around it, by type where their numbers agree (see the module's
+    docstring); not `exact`, the rest too. Whether it put any."""
     by_name = {node.name: node for node in converted}
+    kinds = {node.name: node.kind for node in converted}
     members = set(stretch)
     before = {op for name in stretch for source in by_name[name].inputs
               for op in origins.ops.get(source, ())}  # fmt: skip
@@ -176,33 +209,76 @@ def _pair_stretch(
              for source in node.inputs if source in members
              for op in origins.ops.get(node.name, ())}  # fmt: skip
     between = _between(tf_graph, before, after, claimed)
+    paired = False
     for kind in _unique(by_name[name].kind for name in stretch):
         nodes = [name for name in stretch if by_name[name].kind == kind]
-        ops = [node.name for node in between if node.kind in TF_TYPES.get(kind, ())]
-        if not ops:
+        types = TF_TYPES.get(kind, ())
+        ops = [node.name for node in between if node.kind in types]
+        alike = (
+            [[node.name for node in between if node.kind == tf_type] for tf_type in types] + [ops]
+        )  # fmt: skip
+        pairs = next((found for found in alike if len(found) == len(nodes)), None)
+        if pairs is not None:
+            origins.ops.update((name, (op,)) for name, op in zip(nodes, pairs, strict=True))
+            claimed.update(pairs)
+            paired = True
+        elif exact:
+            for name in nodes:
+                paired |= _pair_by_inputs(by_name[name], types, kinds, tf_graph, origins, claimed)
+        elif not ops:
             origins.unnamed.update(
                 (name, f"an OpenVINO {kind} with no tf op of its type between the named tensors "
                  "around it (the converter's, for its layout)")
                 for name in nodes
             )  # fmt: skip
-        elif len(ops) == len(nodes):
-            origins.ops.update((name, (op,)) for name, op in zip(nodes, ops, strict=True))
         else:  # no pairing: the stretch's nodes of this type on all its tf ops of it
             origins.ops.update((name, tuple(ops)) for name in nodes)
+    return paired
+
+
+def _pair_by_inputs(
+    node: GraphNode,
+    types: tuple[str, ...],
+    kinds: dict[str, str],
+    tf_graph: Sequence[GraphNode],
+    origins: Origins,
+    claimed: set[str],
+) -> bool:
+    """Puts a node whose every computed input is paired on the first tf op of
+    its types that each input's tf ops reach (through unclaimed ops): where
+    TensorFlow computed the same thing from the same values. Whether it did."""
+    computed = [
+        origins.ops.get(source) or ((source,) if kinds[source] == "Parameter" else ())
+        for source in node.inputs
+        if kinds[source] != "Constant"
+    ]
+    if not computed or not all(computed):
+        return False
+    reach = [{found.name for found in _between(tf_graph, set(ops), set(), claimed)}
+             for ops in computed]  # fmt: skip
+    common = set.intersection(*reach)
+    first = next((n.name for n in tf_graph if n.name in common and n.kind in types), None)
+    if first is None:
+        return False
+    origins.ops[node.name] = (first,)
+    claimed.add(first)
+    return True
 
 
 def _between(
     tf_graph: Sequence[GraphNode], before: set[str], after: set[str], claimed: set[str]
 ) -> list[GraphNode]:
     """TensorFlow's unclaimed work ops reached from `before` (from anywhere when
-    empty) that reach `after` (anything when empty), in graph order."""
+    empty) that reach `after` (anything when empty), through unclaimed ops
+    only, in graph order."""
+    bounds = before | after | claimed
     reached = set(before)
     for node in tf_graph:
-        if not before or reached & set(node.inputs):
+        if node.name not in bounds and (not before or reached & set(node.inputs)):
             reached.add(node.name)
     reaching = set(after)
     for node in reversed(tf_graph):
-        if node.name in reaching or not after:
+        if node.name in after or (node.name in reaching and node.name not in bounds) or not after:
             reaching.update(node.inputs)
     return [
         node

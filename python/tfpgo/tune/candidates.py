@@ -49,7 +49,7 @@ IREE's driver) into another, or says why it has nothing to try:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -59,6 +59,7 @@ from tfpgo.iree import run as iree_run
 from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.iree.program import Workload
 from tfpgo.mlir import annotate
+from tfpgo.runtime.anchor_profile import EngineLayers
 from tfpgo.tune import dispatch_tiles, program_ab, rewrite_screen, tile_climb, tile_configs
 from tfpgo.tune.dispatch_names import loop_ranges
 from tfpgo.tune.document import Decision
@@ -141,9 +142,9 @@ class CandidateContext:
     # The original program's mean call (s) as the runtime runs it, measured when
     # first asked for (tfpgo.tune.program_ab); None where nothing times it.
     call_s: Callable[[], float] | None = None
-    # The fastest float32 anchor's time per tf op and call (an inference step's
+    # The fastest float32 anchor's layers (an inference step's
     # anchor_profile.json): a bound for the tile search's targets.
-    anchor_op_ps: Mapping[str, int] | None = None
+    anchor: EngineLayers | None = None
 
 
 @dataclass(frozen=True)
@@ -317,9 +318,7 @@ def _tile_targets(
         d.name for d in context.profile.dispatches if loop_ranges(d.name) in tuned
     }
     later = bool(current.tiles)
-    wanted = dispatch_tiles.targets(
-        context.profile, skip, later, context.limit, context.anchor_op_ps
-    )
+    wanted = dispatch_tiles.targets(context.profile, skip, later, context.limit, context.anchor)
     if wanted:
         return wanted
     share = dispatch_tiles.LATER_MIN_SHARE if later else dispatch_tiles.MIN_SHARE
@@ -327,7 +326,7 @@ def _tile_targets(
         f"no dispatch with {share:.0%} of the dispatch time"
         f"{' and not searched before' if skip else ''} runs above its bound (its ops' "
         "TensorFlow time, the program's best contraction rate"
-        f"{', the anchor engine' + chr(39) + 's time for them' if context.anchor_op_ps else ''}"
+        f"{', the anchor engine' + chr(39) + 's time for them' if context.anchor else ''}"
         f"{', or within 15% of this machine' + chr(39) + 's limit' if context.limit else ''})"
     )
 

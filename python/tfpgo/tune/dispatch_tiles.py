@@ -41,13 +41,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfpgo.errors import UserError
 from tfpgo.iree import dispatch_benchmark, profile_document
 from tfpgo.iree import run as iree_run
+from tfpgo.runtime.anchor_dispatches import anchor_shares
+from tfpgo.runtime.anchor_profile import EngineLayers
 from tfpgo.tune.dispatch_names import dispatch_flops
 from tfpgo.tune.program_ab import SCREEN_MARGIN
 from tfpgo.tune.roofline import MachineLimit, at_limit, dispatch_bound_ps
@@ -134,7 +136,7 @@ def targets(
     skip: Collection[str] = frozenset(),
     later: bool = False,
     limit: MachineLimit | None = None,
-    anchor_op_ps: Mapping[str, int] | None = None,
+    anchor: EngineLayers | None = None,
 ) -> list[HotDispatch]:
     """The dispatches worth tuning, most headroom first: each at least MIN_SHARE
     of the dispatch time, with a bound it runs above, at most MAX_DISPATCHES,
@@ -144,11 +146,12 @@ def targets(
     A dispatch's bound is the lower of two measured figures: the TensorFlow time
     of the ops it runs (TensorFlow ran them that fast on this machine), and for a
     contraction its FLOPs at the best rate a hot contraction of this program reached
-    (the program's own roofline: what IREE already achieves on this CPU). With
-    `anchor_op_ps` (an engine a CPU user would pick instead, per tf op and call:
-    tfpgo.runtime.anchor_profile) adds a third where it ran every op of the
-    dispatch: its time for them, so the dispatches furthest behind that engine
-    come first. With
+    (the program's own roofline: what IREE already achieves on this CPU). An
+    `anchor` (the layers of an engine a CPU user would pick instead:
+    tfpgo.runtime.anchor_profile) adds a third where it ran any of the
+    dispatch's ops: its time for the dispatch's share of them
+    (tfpgo.runtime.anchor_dispatches), so the dispatches furthest behind that
+    engine come first. With
     this machine's `limit`, no bound is below the dispatch's roofline (its FLOPs
     at peak, its bytes at the bandwidth: `tfpgo.tune.roofline`), and a dispatch
     within 15% of its roofline is left out: nothing is left to gain there. A
@@ -156,6 +159,7 @@ def targets(
     total = max(profile.dispatch_ps, 1)
     hot = [d for d in profile.dispatches if d.total_ps >= MIN_SHARE * total and d.count]
     flops = {d.name: dispatch_flops(d.name) for d in profile.dispatches}
+    anchored = {} if anchor is None else _anchor_bounds(profile, anchor)
     # The rate of hot contractions only: a dispatch of a few microseconds is
     # timed too coarsely to set a bound for the others.
     rates = [flops[d.name] * d.count / d.total_ps for d in hot if flops[d.name]]
@@ -171,8 +175,8 @@ def targets(
         bounds = [dispatch.tf_self_ps] if dispatch.tf_self_ps > 0 else []
         if flops[dispatch.name] and best_rate:
             bounds.append(round(flops[dispatch.name] * dispatch.count / best_rate))
-        if (anchor := _anchor_bound(dispatch, anchor_op_ps, profile.runs)) is not None:
-            bounds.append(anchor)
+        if dispatch.name in anchored:
+            bounds.append(anchored[dispatch.name])
         roof = None if limit is None else dispatch_bound_ps(dispatch.name, dispatch.count, limit)
         if roof is not None and at_limit(roof, dispatch.total_ps):
             continue
@@ -183,15 +187,12 @@ def targets(
     return found[: LATER_MAX_DISPATCHES if later else MAX_DISPATCHES]
 
 
-def _anchor_bound(
-    dispatch: profile_document.Dispatch, anchor_op_ps: Mapping[str, int] | None, runs: int
-) -> int | None:
-    """The anchor's time for the dispatch's tf ops over the profiled runs, where
-    it ran each of them (one it did not run would leave the bound too low)."""
-    ops = set(dispatch.sources)
-    if not anchor_op_ps or not ops or not ops <= anchor_op_ps.keys():
-        return None
-    return runs * sum(anchor_op_ps[op] for op in ops)
+def _anchor_bounds(profile: profile_document.IreeProfile, anchor: EngineLayers) -> dict[str, int]:
+    """Per dispatch the anchor ran any op of, its time for the dispatch's share
+    of them over the profiled runs."""
+    runs = max(profile.runs, 1)
+    shares = anchor_shares(profile, anchor).dispatches
+    return {share.dispatch: runs * share.anchor_ps for share in shares if share.comparable}
 
 
 def search(

@@ -46,12 +46,8 @@ def held_back(
     """The module docstring's rows for `profile`, hottest first; the tile
     searches' documents are read from `out` (tiles.json, tiles.2.json, ...)."""
     total = max(profile.dispatch_ps, 1)
-    searched = _searched(out)
-    whole = [
-        f"{t.name} {t.result.ratio:.3f} ({t.result.verdict.value})"
-        for t in trials
-        if t.result is not None and not any(d.candidate == t.name and d.dispatch for d in decisions)
-    ]
+    tried = dispatch_tries(out, decisions)
+    whole = whole_program_tries(decisions, trials)
     found = []
     for dispatch in sorted(profile.dispatches, key=lambda d: -d.total_ps):
         work = dispatch_work(dispatch.name)
@@ -61,18 +57,37 @@ def held_back(
         fraction = achieved_fraction(bound_s, dispatch.total_ps / 1e12)
         if fraction >= AT_LIMIT:
             continue
-        key = dispatch_key(dispatch.name)
-        tries = list(searched.get(key, ()))
-        tries += [
-            f"{d.candidate}: {d.change}, {d.after_ps / d.before_ps:.2f} "
-            f"({'kept' if d.kept else 'not kept'})"
-            for d in decisions
-            if d.dispatch and dispatch_key(d.dispatch) == key and d.after_ps and d.before_ps
-        ]
+        tries = list(tried.get(dispatch_key(dispatch.name), ()))
         if whole:
             tries.append("whole program: " + ", ".join(whole))
         found.append(HeldBack(dispatch.name, fraction, bound_by(work, limit), tuple(tries)))
     return tuple(found)
+
+
+def dispatch_tries(out: Path, decisions: Sequence[Decision]) -> dict[str, list[str]]:
+    """Per dispatch key, what was tried on that dispatch alone, one line each
+    with its measured ratio: the tile searches (read from `out`), then the
+    decisions made on it."""
+    tried = _searched(out)
+    for d in decisions:
+        if d.dispatch and d.after_ps and d.before_ps:
+            tried.setdefault(dispatch_key(d.dispatch), []).append(
+                f"{d.candidate}: {d.change}, {d.after_ps / d.before_ps:.2f} "
+                f"({'kept' if d.kept else 'not kept'})"
+            )
+    return tried
+
+
+def whole_program_tries(
+    decisions: Sequence[Decision], trials: Sequence[CandidateTrial]
+) -> list[str]:
+    """The candidates measured on the whole program, not on one dispatch: each
+    with its A/B ratio and verdict."""
+    return [
+        f"{t.name} {t.result.ratio:.3f} ({t.result.verdict.value})"
+        for t in trials
+        if t.result is not None and not any(d.candidate == t.name and d.dispatch for d in decisions)
+    ]
 
 
 def _searched(out: Path) -> dict[str, list[str]]:

@@ -34,7 +34,7 @@ root ops it meets and this machine's limit, and records what it measured.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -51,6 +51,7 @@ from tfpgo.iree.program import (
     profile_program,
 )
 from tfpgo.iree.tools import ToolTimeout, tool_timeout_s, tools_deadline
+from tfpgo.runtime.anchor_profile import EngineLayers
 from tfpgo.tune import program_ab, resume, tuned_output
 from tfpgo.tune.candidates import (
     CANDIDATES,
@@ -94,8 +95,8 @@ class Tuning:
     ab_s: float = program_ab.AB_S
     # The run's A/Bs, planned from the original program (tune).
     ab: program_ab.ProgramAB | None = None
-    # The fastest float32 anchor's time per tf op and call (CandidateContext).
-    anchor_op_ps: Mapping[str, int] | None = None
+    # The fastest float32 anchor's layers (CandidateContext).
+    anchor: EngineLayers | None = None
 
 
 def tune(
@@ -286,7 +287,7 @@ def _start(run: _Run, limit: MachineLimit | None) -> _Loop:
     context = CandidateContext(
         run.out / "iree_profile.json", run.baseline.profile, run.workload, run.deadline,
         run.timeout_s, limit, run.records, None if tuning.ab is None else tuning.ab.call_s,
-        tuning.anchor_op_ps,
+        tuning.anchor,
     )  # fmt: skip
     loop = _Loop(Variant(run.stablehlo), run.baseline, context)
     last = run.records.last_run() if run.records is not None else None

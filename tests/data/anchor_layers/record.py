@@ -1,10 +1,12 @@
 """Records what tests/python/test_openvino_layers.py maps: for a built-in model
-(inference, batch 2), TensorFlow's graph of the traced step, OpenVINO's
+or a hook (inference, batch 2), TensorFlow's graph of the traced step, OpenVINO's
 converted model, and the CPU plugin's runtime nodes with their times in each of 5
 profiled calls, in each precision (the converted model tagged as
 tfpgo.runtime.openvino_layers tags it).
 
     PYTHONPATH=python python3 tests/data/anchor_layers/record.py cnn transformer
+    PYTHONPATH=python python3 tests/data/anchor_layers/record.py \
+        tests/data/anchor_layers/blocks.py
 """
 
 import dataclasses
@@ -40,7 +42,7 @@ def record(model: str) -> dict:
 
 
 if __name__ == "__main__":
-    for name in sys.argv[1:]:
-        path = Path(__file__).parent / f"{name}.openvino.json"
+    for name in sys.argv[1:]:  # a zoo model, or a hook file
+        path = Path(__file__).parent / f"{Path(name).stem}.openvino.json"
         path.write_text(json.dumps(record(name), separators=(",", ":")) + "\n")
         print(path)
