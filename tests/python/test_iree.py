@@ -251,7 +251,7 @@ def test_a_program_that_may_differ_from_tensorflow_is_profiled_and_says_why(tmp_
     assert program.profile.outputs_max_abs == 1.0
     np.testing.assert_array_equal(program.outputs[0], x * x)
     held = lenient.held_to(program.outputs)
-    assert check_outputs(program.vmfb, held, tmp_path) == 0.0
+    assert check_outputs(program.vmfb, held, tmp_path, ()) == 0.0
     # Held to the original program, a variant's mismatch is no longer tolerated.
     off = dataclasses.replace(held, expected=(x * x + 1,))
     with pytest.raises(UserError, match="differs from the original program's"):

@@ -477,7 +477,7 @@ def test_each_rewrite_computes_what_tensorflow_computes(
     assert rewritten.count('"stablehlo.convolution"') == 1  # the other kind is left
     vmfb = tmp_path / "rewritten.vmfb"
     iree_run.compile_vmfb(proposal.variant.stablehlo, vmfb)
-    assert check_outputs(vmfb, workload, tmp_path) < 1e-3
+    assert check_outputs(vmfb, workload, tmp_path, ()) < 1e-3
 
 
 # A ViT's 4x4 patch embedding (stride 4) and its filter gradient as TensorFlow's
@@ -545,7 +545,7 @@ def test_window_tiling_convolutions_compute_what_tensorflow_computes(tmp_path):
     assert '"stablehlo.convolution"' not in rewritten and "#loc" in rewritten
     vmfb = tmp_path / "rewritten.vmfb"
     iree_run.compile_vmfb(proposal.variant.stablehlo, vmfb)
-    assert check_outputs(vmfb, workload, tmp_path) < 1e-3
+    assert check_outputs(vmfb, workload, tmp_path, ()) < 1e-3
     # conv-to-shifted-dots leaves both to it: neither is a kxk rewrite.
     (tmp_path / "kxk").mkdir()
     left = BY_NAME["conv-to-shifted-dots"].propose(Variant(stablehlo), context, tmp_path / "kxk")
@@ -687,7 +687,8 @@ def test_the_report_section_states_what_was_kept_and_what_it_sped_up():
     )
     assert tune_summary(unconfirmed).endswith(
         "conv-to-dot won their own A/B, but together they were not confirmed against the "
-        "original (no measurable effect, ratio 0.970); the program --lower iree compiled stays."
+        "original (no measurable effect, ratio 0.970); the program --lower iree compiled stays. "
+        "It computes in float32: without --precision bf16 no candidate changes that."
     )
     assert decision_rows(document) == [
         ["conv-to-dot", "d_48", "a/conv, a/bn, +1 more", "slice + dot_general", "300 µs",

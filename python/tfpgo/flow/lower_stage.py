@@ -250,13 +250,18 @@ def tuner(
 
     def tune(stablehlo: Path, workload: Workload, program: ProfiledProgram) -> None:
         tuning = loop.Tuning(budget_s)
+        # --precision bf16: a program in bfloat16 is held to the user's budget.
+        workload = dataclasses.replace(workload, output_budget=options.max_output_error)
         if case is not None and case.mode is not Mode.TRAIN:  # the anchors run inference only
             anchor = _anchor_profile(out, case).fastest(anchors.FLOAT32_ENGINES)
             tuning = dataclasses.replace(tuning, anchor=anchor)
         records = None
         if options.tuning_db is not None:
             model = Path(options.model).name if options.model else ""
-            records = Records.open(options.tuning_db, stablehlo, options.retune, note, model)
+            records = Records.open(
+                options.tuning_db, stablehlo, options.retune, note, model,
+                lower_precision=options.max_output_error is not None,
+            )  # fmt: skip
         try:
             if reading.scheduler is None:
                 loop.tune(stablehlo, workload, program, out, tuning, note, records=records)

@@ -47,6 +47,10 @@ class FlowOptions:
     # whether to measure again what it recorded.
     tuning_db: Path | None = None
     retune: bool = False
+    # --precision bf16: --tune may demote contractions' inputs, keeping the
+    # outputs within max_output_error of their largest magnitude (None: float32
+    # only; tfpgo.tune.precision).
+    max_output_error: float | None = None
     # Measure the proposer's advice (tfpgo.proposer): A/B blocks an arm, steps a block.
     optimize: bool = False
     ab_repetitions: int = 10

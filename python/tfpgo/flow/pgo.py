@@ -34,6 +34,7 @@ from tfpgo.models import BUILTIN_MODELS, DEFAULT_MODEL
 from tfpgo.models.profiling import ProfilerLevels
 from tfpgo.trace.hosts import add_host_reading_arguments, host_reading_from_args
 from tfpgo.tune.db import default_path
+from tfpgo.tune.precision import DEFAULT_MAX_OUTPUT_ERROR, FLOAT32, PRECISIONS
 
 
 def _level(top: int) -> Callable[[str], int]:
@@ -218,6 +219,23 @@ def _add_lowering_flags(parser: argparse.ArgumentParser) -> None:
         "(and record the new measurements)",
     )
     add(
+        "--precision",
+        choices=PRECISIONS,
+        default=FLOAT32,
+        help="--tune: the lowest precision its programs may compute in (default float32: "
+        "none changes it); bf16 lets it try bfloat16 inputs to matmuls and convolutions on a "
+        "CPU with bfloat16 units (float32 sums), each held to --max-output-error and kept "
+        "only when it is faster",
+    )
+    add(
+        "--max-output-error",
+        type=fraction,
+        metavar="FRACTION",
+        help="--precision bf16: the largest difference its programs' outputs may have from "
+        f"TensorFlow's float32 ones, as a share of their largest magnitude (default "
+        f"{DEFAULT_MAX_OUTPUT_ERROR:g})",
+    )
+    add(
         "--min-coverage",
         type=fraction,
         default=0.9,
@@ -292,6 +310,7 @@ def options_from_args(args: argparse.Namespace) -> FlowOptions:
         tune_budget_s=_tune_budget(args),
         tuning_db=_tuning_db(args),
         retune=args.retune,
+        max_output_error=_max_output_error(args),
         optimize=args.optimize,
         ab_repetitions=args.ab_repetitions,
         ab_steps=args.ab_steps,
@@ -311,6 +330,27 @@ def _tune_budget(args: argparse.Namespace) -> float | None:
             raise UserError("--tune-budget bounds --tune: add --tune (and --lower iree)")
         return None
     return args.tune_budget if args.tune_budget is not None else DEFAULT_TUNE_BUDGET_S
+
+
+def _max_output_error(args: argparse.Namespace) -> float | None:
+    """The output error --precision bf16 allows (None: float32 only); either flag
+    where it means nothing is one line."""
+    if args.precision == FLOAT32:
+        if args.max_output_error is not None:
+            raise UserError(
+                "--max-output-error bounds what --precision bf16 may cost: add --precision bf16"
+            )
+        return None
+    if not args.tune:
+        raise UserError(
+            f"--precision {args.precision} lets --tune try it: add --tune (and --lower iree)"
+        )
+    if args.max_output_error == 0:
+        raise UserError(
+            "--max-output-error 0 allows no difference, which no bfloat16 program keeps: give "
+            "a share above 0 (0.01 = 1%) or drop --precision bf16"
+        )
+    return DEFAULT_MAX_OUTPUT_ERROR if args.max_output_error is None else args.max_output_error
 
 
 def _tuning_db(args: argparse.Namespace) -> Path | None:

@@ -20,6 +20,23 @@ REASSOCIATION_FACTOR = 10.0
 # Whose outputs a program's are compared with: TensorFlow's step, or (a step that
 # draws random numbers, which IREE draws with other bits) the original program's.
 TENSORFLOW, ORIGINAL_PROGRAM = "TensorFlow's", "the original program's"
+# What a program computes in: float32, unless its iree-compile flags demote the
+# inputs of contractions (--precision bf16, tfpgo.tune.precision).
+FLOAT32 = "float32"
+DEMOTE_TYPE = "--iree-global-opt-demote-contraction-inputs-type"
+DEMOTE_OPERATIONS = "--iree-global-opt-demote-contraction-inputs-operations"
+_FAMILIES = {"all": "contractions", "matmul": "matmuls", "conv": "convolutions"}
+
+
+def program_precision(flags: Sequence[str]) -> str:
+    """What a program of these iree-compile flags computes in."""
+    narrow = next((f.partition("=")[2] for f in flags if f.startswith(DEMOTE_TYPE + "=")), "")
+    operations = next(
+        (f.partition("=")[2] for f in flags if f.startswith(DEMOTE_OPERATIONS + "=")), ""
+    )
+    if not narrow or operations not in _FAMILIES:
+        return FLOAT32
+    return f"{narrow} inputs to {_FAMILIES[operations]}"
 
 
 def compare_outputs(
@@ -52,6 +69,37 @@ def compare_outputs(
             f"{RTOL:g} relative + {ATOL:g}"
             + (f" or {REASSOCIATION_FACTOR:g}x jit_compile's" if oracle else "")
             + ")"
+        )
+    return largest_difference(outputs, expected)
+
+
+def relative_error(outputs: Sequence[Any], expected: Sequence[Any]) -> float:
+    """max |got - want| over all outputs, over the largest |want| (inf where
+    shapes differ)."""
+    scale = largest_magnitude(expected)
+    difference = largest_difference(outputs, expected)
+    return difference / scale if scale else difference
+
+
+def largest_magnitude(values: Sequence[Any]) -> float:
+    """max |value| over all elements of `values` (0 when there are none)."""
+    import numpy as np
+
+    return max((float(np.abs(np.asarray(v)).max()) for v in values if np.size(v)), default=0.0)
+
+
+def within_budget(
+    entry: str, outputs: Sequence[Any], expected: Sequence[Any], budget: float
+) -> float:
+    """max |got - want| of a program computing in a lower precision, whose
+    outputs may differ from the expected float32 ones by `budget` of their
+    largest magnitude (--max-output-error); beyond it, one line saying so."""
+    error = relative_error(outputs, expected)
+    if error > budget:
+        raise OutputsDiffer(
+            f"iree level: the outputs of {entry} in a lower precision differ from the "
+            f"float32 ones by {error:.3g} of their largest magnitude, beyond --max-output-error "
+            f"{budget:g}: the program is not kept (a larger budget would let it be timed)"
         )
     return largest_difference(outputs, expected)
 

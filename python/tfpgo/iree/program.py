@@ -49,6 +49,26 @@ class Workload:
     # Per output, how far XLA's own float32 sums land from TensorFlow's (jit_compile
     # of a training step; output_check.compare_outputs); () where not measured.
     reassociation: tuple[float, ...] = ()
+    # --max-output-error where --precision allows a lower one: the largest error
+    # the outputs of a program computing in it may have, relative to the
+    # expected ones' largest magnitude; None: every program computes in float32.
+    output_budget: float | None = None
+
+    def checked(self, outputs: Sequence[Any], flags: Sequence[str]) -> float:
+        """max |outputs - expected|, once the outputs of a program of `flags` are
+        held to their tolerance: float32's, or for a program in a lower precision
+        the user's budget (one UserError line where they are not, or where no
+        lower precision is allowed)."""
+        precision = output_check.program_precision(flags)
+        if precision == output_check.FLOAT32:
+            return output_check.compare_outputs(
+                self.entry, outputs, self.expected, self.expected_from, self.reassociation
+            )
+        if self.output_budget is None:
+            raise output_check.OutputsDiffer(
+                f"iree level: the program computes with {precision}, which only --precision allows"
+            )
+        return output_check.within_budget(self.entry, outputs, self.expected, self.output_budget)
 
     def held_to(self, outputs: tuple[Any, ...]) -> Workload:
         """This workload expecting `outputs`, the original program's (which draw
@@ -96,13 +116,7 @@ def profile_program(
     )
     unchecked = ""
     try:
-        max_abs = output_check.compare_outputs(
-            workload.entry,
-            outputs,
-            workload.expected,
-            workload.expected_from,
-            workload.reassociation,
-        )
+        max_abs = workload.checked(outputs, flags)
     except output_check.OutputsDiffer:
         if not workload.may_differ:
             raise
@@ -129,12 +143,11 @@ def profile_program(
     return ProfiledProgram(profile, parsed, sites, vmfb, bytecode, compile_s, outputs)
 
 
-def check_outputs(vmfb: Path, workload: Workload, scratch: Path) -> float:
-    """The largest |IREE - expected| over the outputs of one run; outputs beyond
-    the tolerance are one UserError line."""
+def check_outputs(vmfb: Path, workload: Workload, scratch: Path, flags: Sequence[str]) -> float:
+    """The largest |IREE - expected| over the outputs of one run of the program
+    `vmfb` compiled with `flags`; outputs beyond their tolerance
+    (`Workload.checked`) are one UserError line."""
     outputs = iree_run.run_outputs(
         vmfb, workload.entry, workload.inputs, len(workload.expected), scratch
     )
-    return output_check.compare_outputs(
-        workload.entry, outputs, workload.expected, workload.expected_from, workload.reassociation
-    )
+    return workload.checked(outputs, flags)

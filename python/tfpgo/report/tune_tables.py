@@ -52,7 +52,30 @@ def stale_text(document: TuneDocument) -> str:
 
 
 def tune_summary(document: TuneDocument) -> str:
-    """One paragraph: the kept changes and the tuned program against the original."""
+    """One paragraph: the kept changes and the tuned program against the original,
+    and what it computes in."""
+    return f"{_outcome(document)} {precision_text(document)}"
+
+
+def precision_text(document: TuneDocument) -> str:
+    """What precision the program --tune leaves computes in, and what it costs."""
+    budget = document.max_output_error
+    if budget is None:
+        return "It computes in float32: without --precision bf16 no candidate changes that."
+    if document.output_error is None:
+        return (
+            f"It computes in float32: --precision bf16 let --tune try bfloat16 contractions "
+            f"within {budget:g} of the outputs' largest magnitude, and none was kept (the "
+            "bf16-* rows say why)."
+        )
+    return (
+        f"It computes with {document.precision}: its outputs differ from TensorFlow's float32 "
+        f"ones by {document.output_error:.3g} of their largest magnitude (--max-output-error "
+        f"{budget:g})."
+    )
+
+
+def _outcome(document: TuneDocument) -> str:
     tuned, whole = document.tuned, document.end_to_end
     tried = sum(1 for trial in document.trials if trial.result is not None)
     minutes = document.budget_s / 60

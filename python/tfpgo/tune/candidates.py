@@ -44,6 +44,12 @@ IREE's driver) into another, or says why it has nothing to try:
   whole-program switches, each of which helps some models here and hurts
   others (O2: the built-in cnn 1.29x faster, ResNet50 2.2x slower), so each is
   measured, never assumed.
+- `bf16-contractions`, `bf16-matmuls`, `bf16-convolutions`: only where the user
+  allows it (`--precision bf16`, tfpgo.tune.precision) and the CPU has bfloat16
+  units, the inputs of those contractions demoted to bfloat16 (with data tiling
+  and the ukernels, IREE 3.13's only way to its bfloat16 instructions); held to
+  the user's `--max-output-error` instead of float32's tolerance, then timed like
+  any other.
 """
 
 from __future__ import annotations
@@ -56,13 +62,16 @@ from typing import Protocol
 
 from tfpgo.documents import read_document
 from tfpgo.iree import run as iree_run
+from tfpgo.iree.output_check import FLOAT32, program_precision
 from tfpgo.iree.profile_document import IreeProfile
 from tfpgo.iree.program import Workload
+from tfpgo.iree.target import host_features
 from tfpgo.mlir import annotate
 from tfpgo.runtime.anchor_profile import EngineLayers
 from tfpgo.tune import dispatch_tiles, program_ab, rewrite_screen, tile_climb, tile_configs
 from tfpgo.tune.dispatch_names import loop_ranges
 from tfpgo.tune.document import Decision
+from tfpgo.tune.precision import BF16_UNITS, demotion_flags
 from tfpgo.tune.program_ab import SCREEN_MARGIN
 from tfpgo.tune.rewrite_screen import CONV_TO_DOT, FormTiming
 from tfpgo.tune.roofline import MachineLimit
@@ -456,6 +465,38 @@ def _compiler_flags(
     return propose
 
 
+def _demoted(
+    operations: str,
+) -> Callable[[Variant, CandidateContext, Path], ProposedVariant | str]:
+    """The inputs of the program's `operations` (all, matmul, conv) in bfloat16,
+    where the user allows it and the CPU has the units."""
+
+    def propose(
+        current: Variant, context: CandidateContext, scratch: Path
+    ) -> ProposedVariant | str:
+        budget = context.workload.output_budget
+        if budget is None:
+            return "computes in float32 only: --precision bf16 allows bfloat16 contractions"
+        if program_precision(current.flags) != FLOAT32:
+            return f"the current program has {program_precision(current.flags)} already"
+        features = host_features()
+        if not any(features.get(unit) for unit in BF16_UNITS):
+            return (
+                f"this CPU has no bfloat16 units ({' or '.join(BF16_UNITS)}): bfloat16 "
+                "would be computed in float32 code"
+            )
+        kept = tile_configs.without_spec(current.flags)
+        flags = (*kept, *(f for f in demotion_flags(operations) if f not in kept))
+        change = (
+            f"{program_precision(flags)}: iree-compile {' '.join(demotion_flags(operations))}, "
+            f"held to --max-output-error {budget:g}"
+        )
+        demoted = replace(current, flags=flags, tiles=(), searched=frozenset())
+        return ProposedVariant(change, demoted)
+
+    return propose
+
+
 # In the order they are tried: the driver first, so that every later candidate
 # is measured as the program will run; then the profile-guided rewrites, whose
 # effect the whole-program switches then have to beat.
@@ -487,4 +528,7 @@ CANDIDATES = (
         "iree-aggressive-fusion",
         _compiler_flags("--iree-dispatch-creation-enable-aggressive-fusion"),
     ),
+    Candidate("bf16-contractions", _demoted("all")),
+    Candidate("bf16-matmuls", _demoted("matmul")),
+    Candidate("bf16-convolutions", _demoted("conv")),
 )

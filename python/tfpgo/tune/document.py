@@ -9,6 +9,7 @@ from typing import Any
 
 from tfpgo.ab.result import ABResult
 from tfpgo.documents import new_header, read_versioned, write_compact_json
+from tfpgo.iree.output_check import FLOAT32
 from tfpgo.iree.program import PROGRAM_VMFB
 from tfpgo.iree.run import DEVICE
 
@@ -160,6 +161,13 @@ class TuneDocument:
     # The hot dispatches of the program --tune leaves still below 85% of their
     # bound, and why (empty when the limit is not known, or none is).
     held_back: tuple[HeldBack, ...] = ()
+    # What the kept program computes in (output_check.program_precision); the
+    # budget --precision bf16 allowed (None: float32 only), and where the kept
+    # program computes in less, its outputs' error against TensorFlow's
+    # relative to their largest magnitude.
+    precision: str = FLOAT32
+    max_output_error: float | None = None
+    output_error: float | None = None
 
     @property
     def kept(self) -> tuple[str, ...]:
@@ -190,6 +198,9 @@ class TuneDocument:
             "stale": list(self.stale),
             "limit_fraction": self.limit_fraction,
             "held_back": [vars(held) for held in self.held_back],
+            "precision": self.precision,
+            "max_output_error": self.max_output_error,
+            "output_error": self.output_error,
         }
 
     def write(self, path: Path) -> None:
@@ -223,9 +234,16 @@ class TuneDocument:
             ),
             float(document.get("tune_s", 0.0)),
             tuple(document.get("stale", ())),
-            None if document.get("limit_fraction") is None else float(document["limit_fraction"]),
+            _optional_float(document.get("limit_fraction")),
             tuple(
                 HeldBack(h["dispatch"], float(h["fraction"]), h["bound_by"], tuple(h["tries"]))
                 for h in document.get("held_back", ())
             ),
+            str(document.get("precision", FLOAT32)),
+            _optional_float(document.get("max_output_error")),
+            _optional_float(document.get("output_error")),
         )
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)

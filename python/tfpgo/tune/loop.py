@@ -43,6 +43,7 @@ from tfpgo.dask_cluster import ClusterError
 from tfpgo.errors import UserError
 from tfpgo.iree import profile_document
 from tfpgo.iree import run as iree_run
+from tfpgo.iree.output_check import FLOAT32, largest_magnitude, program_precision
 from tfpgo.iree.program import (
     PROGRAM_VMFB,
     ProfiledProgram,
@@ -214,6 +215,7 @@ def _tune(run: _Run, candidates: tuple[Candidate, ...]) -> TuneDocument:
         f"{SPEC_FLAG}{SPEC}" if flag.startswith(SPEC_FLAG) else flag for flag in loop.current.flags
     )
     kept_profile = (loop.program if outcome.tuned is not None else run.baseline).profile
+    precision = program_precision(flags if outcome.tuned is not None else ())
     document = TuneDocument(
         run.tuning.budget_s,
         run.baseline.profile.runs,
@@ -228,10 +230,24 @@ def _tune(run: _Run, candidates: tuple[Candidate, ...]) -> TuneDocument:
         held_back=()
         if limit is None
         else held_back(kept_profile, limit, final, loop.trials, run.out),
+        precision=precision,
+        max_output_error=run.workload.output_budget,
+        output_error=_output_error(run.workload, precision, kept_profile),
     )
     if run.records is not None:
         _record(run, run.records, loop, outcome, time.monotonic() - started_s)
     return document
+
+
+def _output_error(
+    workload: Workload, precision: str, kept: profile_document.IreeProfile
+) -> float | None:
+    """A program in a lower precision: its outputs' error against the expected
+    ones relative to their largest magnitude (None in float32)."""
+    if precision == FLOAT32:
+        return None
+    scale = largest_magnitude(workload.expected)
+    return kept.outputs_max_abs / scale if scale else kept.outputs_max_abs
 
 
 def _from_records(run: _Run) -> TuneDocument | None:
@@ -569,7 +585,7 @@ def _measure(
     variant = proposal.variant
     try:  # a program IREE cannot compile (or hangs on), or one that computes otherwise
         compile_vmfb(variant.stablehlo, vmfb, variant.flags, compile_timeout_s)
-        max_abs = check_outputs(vmfb, workload, directory)
+        max_abs = check_outputs(vmfb, workload, directory, variant.flags)
     except ClusterError:
         raise  # not the candidate's fault, and no other can be compiled either
     except UserError as error:

@@ -51,6 +51,8 @@ from tfpgo.tune.tile_climb import Prior, TileTrial
 from tfpgo.tune.tile_configs import SPEC, SPEC_FLAG, without_spec
 
 PROGRAMS = ".programs"  # suffix of the directory beside the database: the programs kept
+# What a run's key adds when it allowed a lower precision (Records.open).
+LOWER_PRECISION = "--precision=bf16"
 SEEDS = 2  # records of the same op at other sizes a climb starts from
 
 
@@ -83,13 +85,17 @@ class Records:
         retune: bool,
         note: Callable[[str], None],
         model: str = "",
+        lower_precision: bool = False,
     ) -> Records | None:
         """The records of `path` (one note line and None when the file cannot be a
-        tuning database: the run goes on without one)."""
+        tuning database: the run goes on without one). Runs that allowed a
+        `lower_precision` (--precision bf16) are recorded apart, so that a run
+        that does not never builds what they kept."""
         db = open_or_none(path, note)
         if db is None:
             return None
-        key, values = program_key(original, ()), program_values(original)
+        allowed = (LOWER_PRECISION,) if lower_precision else ()
+        key, values = program_key(original, allowed), program_values(original)
         return cls(db, Target.host(), key, values, retune, model)
 
     def last_run(self) -> ProgramRun | None:

@@ -145,7 +145,7 @@ def rebuilt(
         vmfb = directory / PROGRAM_VMFB
         try:
             compile_vmfb(variant.stablehlo, vmfb, variant.flags, timeout_s)
-            max_abs = check_outputs(vmfb, workload, directory)
+            max_abs = check_outputs(vmfb, workload, directory, variant.flags)
         except UserError as error:
             trial = CandidateTrial("tuning record", change, "rejected", str(error))
             document = TuneDocument(0, runs, (trial,), (), (), None, None, str(error))
