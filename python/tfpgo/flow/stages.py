@@ -54,6 +54,7 @@ from tfpgo.render.scope_chart import write_scope_chart
 from tfpgo.report import compose
 from tfpgo.report.anchor_tables import AnchorComparison
 from tfpgo.runtime.anchor_profile import ANCHOR_PROFILE, AnchorProfile
+from tfpgo.runtime.anchors import ENGINES, FLOAT32_ENGINES
 from tfpgo.runtime.manifest import MANIFEST, ProgramManifest
 from tfpgo.trace.hosts import HostReading
 from tfpgo.tune.document import TUNE_DOCUMENT, TuneDocument
@@ -655,7 +656,9 @@ def _anchor_comparison(
         tried = dispatch_tries(out, tune.decisions)
         whole = whole_program_tries(tune.decisions, tune.trials)
     anchors = AnchorProfile.read(out / ANCHOR_PROFILE)
-    return AnchorComparison(anchors, profile, program, tried, whole)
+    # --precision bf16 holds the program to every engine, bfloat16 ones too.
+    among = ENGINES if tune is not None and tune.max_output_error is not None else FLOAT32_ENGINES
+    return AnchorComparison(anchors, profile, program, tried, whole, among)
 
 
 def _report(
