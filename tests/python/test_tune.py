@@ -1116,3 +1116,47 @@ def test_convolution_data_tiling_flags_compile_a_convolution(tmp_path):
     )
     iree_run.compile_vmfb(program, tmp_path / "conv.vmfb", proposal.variant.flags, 300)
     assert (tmp_path / "conv.vmfb").stat().st_size > 0
+
+
+def test_im2col_with_data_tiling_is_proposed_for_convolutions_and_compiles_them(tmp_path):
+    """Proposed for a program with a convolution (and dropping a tuning spec, as
+    data tiling does), not for one without; its flags compile the convolution,
+    which then computes what the convolution computes."""
+    context = _context(_iree_profile(tmp_path / "p.json", 1, 1))
+    plain = tmp_path / "plain.mlir"
+    plain.write_text(LEAN)
+    assert BY_NAME["iree-im2col-data-tiling"].propose(Variant(plain), context, tmp_path) == (
+        "the program has no convolution"
+    )
+    program = tmp_path / "conv.mlir"
+    write_generic_stablehlo(
+        "func.func @main(%x: tensor<2x8x8x4xf32>, %w: tensor<3x3x4x8xf32>) -> "
+        "tensor<2x8x8x8xf32> {\n"
+        "  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->"
+        "[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} "
+        "{batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
+        "(tensor<2x8x8x4xf32>, tensor<3x3x4x8xf32>) -> tensor<2x8x8x8xf32>\n"
+        "  return %0 : tensor<2x8x8x8xf32>\n}\n",
+        program,
+    )
+    spec = "--iree-codegen-tuning-spec-path=/s/tuning_spec.mlir"
+    proposal = BY_NAME["iree-im2col-data-tiling"].propose(
+        Variant(program, (spec,), (TILE,)), context, tmp_path
+    )
+    assert isinstance(proposal, ProposedVariant) and spec not in proposal.variant.flags
+    assert "--iree-global-opt-use-im2col-for-convs" in proposal.variant.flags
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 8, 8, 4)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 4, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    want = sum(
+        np.einsum("bhwi,io->bhwo", padded[:, i : i + 8, j : j + 8], w[i, j])
+        for i in range(3)
+        for j in range(3)
+    )
+    workload = Workload("main", (tmp_path / "x.npy", tmp_path / "w.npy"), (want,), 1, 0, {}, {})
+    vmfb = tmp_path / "conv.vmfb"
+    iree_run.compile_vmfb(program, vmfb, proposal.variant.flags, 300)
+    assert check_outputs(vmfb, workload, tmp_path, proposal.variant.flags) < 1e-4
