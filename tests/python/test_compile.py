@@ -123,6 +123,8 @@ def _refusal(*args, **kwargs) -> str:
         ({"mode": "serve"}, "unknown mode 'serve'; use 'infer' or 'train'"),
         ({"driver": "cuda"}, "driver: 'cuda' is no CPU driver of IREE's"),
         ({"lower": "linalg", "driver": "local-sync"}, "driver= runs the program IREE compiles"),
+        ({"max_output_error": 0.01}, "max_output_error bounds what tune=True may try"),
+        ({"tune": True, "max_output_error": 0.0}, "max_output_error=0.0: give a share above 0"),
     ],
 )
 def test_a_bad_keyword_is_one_line_naming_it(kwargs, cause, tmp_path):

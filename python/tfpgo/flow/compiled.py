@@ -60,6 +60,7 @@ def compile(  # tfpgo.compile, as torch.compile: "optimize" is --optimize's meas
     steps: int = 5,
     warmup: int = 2,
     driver: str | None = None,
+    max_output_error: float | None = None,
 ) -> Compiled:
     """Profiles `step(*example_args)`, annotates its MLIR, lowers it to `lower`
     ("stablehlo", "linalg" or "iree"; None: annotate only) and, with `tune`,
@@ -70,10 +71,21 @@ def compile(  # tfpgo.compile, as torch.compile: "optimize" is --optimize's meas
     on its squared output with SGD, as `pgo --mode train`). `tuning_db`: the
     tuning database's path, True for the default one, False for none.
     `output_dir` is replaced as a whole, as `pgo --output-dir`. `driver`: IREE's
-    CPU driver for the returned step (tfpgo.runtime.load). Every problem is one
-    UserError line."""
+    CPU driver for the returned step (tfpgo.runtime.load). `max_output_error`
+    (with `tune`), as `pgo --precision bf16 --max-output-error`: lets the tuning
+    try bfloat16 contractions whose outputs stay within that share of their
+    largest magnitude (None: float32 only). Every problem is one UserError line."""
     require("flow", "tfpgo.compile")
     options = _options(lower, tune, tune_minutes, tuning_db, output_dir, steps, warmup)
+    if max_output_error is not None:
+        if not tune:
+            raise UserError("max_output_error bounds what tune=True may try: add tune=True")
+        if not 0 < max_output_error <= 1:
+            raise UserError(
+                f"max_output_error={max_output_error}: give a share above 0 and at most 1 "
+                "(0.01 = 1% of the outputs' largest magnitude)"
+            )
+        options = dataclasses.replace(options, max_output_error=max_output_error)
     check_driver(driver)
     if driver is not None and lower != "iree":
         raise UserError(f"driver= runs the program IREE compiles: lower='iree', not {lower!r}")
