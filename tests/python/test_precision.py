@@ -135,6 +135,17 @@ def test_no_bfloat16_without_the_units(program, tmp_path, monkeypatch):
     assert "none was kept" in tune_summary(document)
 
 
+def test_convolutions_are_demoted_only_where_there_are_some(program, tmp_path, monkeypatch):
+    stablehlo, workload, baseline = program
+    _with_units(monkeypatch)
+    baseline.profile.write(tmp_path / "iree_profile.json")
+    allowed = replace(workload, output_budget=0.05)
+    document = tune(_copy(stablehlo, tmp_path), allowed, baseline, tmp_path, Tuning(600, 3),
+                    candidates=(BY_NAME["bf16-convolutions"],))  # fmt: skip
+    (trial,) = document.trials
+    assert (trial.outcome, trial.reason) == ("skipped", "the program has no convolution")
+
+
 def test_the_precision_flags(tmp_path):
     def options(*args: str) -> FlowOptions:
         return pgo.options_from_args(pgo.build_parser().parse_args(list(args)))

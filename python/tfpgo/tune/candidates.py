@@ -484,10 +484,14 @@ def _convolutions_as_matmuls(
     """im2col, data tiling and the ukernels (IM2COL_DATA_TILING) for a program
     with convolutions (IREE names a strided 1x1 one's dispatch a `reduction`, so
     the program is read, not the dispatch names)."""
-    with current.stablehlo.open("rb") as program:
-        if not any(b'"stablehlo.convolution"' in line for line in program):
-            return "the program has no convolution"
+    if not _has_convolution(current.stablehlo):
+        return "the program has no convolution"
     return _compiler_flags(*IM2COL_DATA_TILING, drops_spec=True)(current, context, scratch)
+
+
+def _has_convolution(stablehlo: Path) -> bool:
+    with stablehlo.open("rb") as program:
+        return any(b'"stablehlo.convolution"' in line for line in program)
 
 
 def _demoted(
@@ -504,6 +508,8 @@ def _demoted(
             return "computes in float32 only: --precision bf16 allows bfloat16 contractions"
         if program_precision(current.flags) != FLOAT32:
             return f"the current program has {program_precision(current.flags)} already"
+        if operations == "conv" and not _has_convolution(current.stablehlo):
+            return "the program has no convolution"
         features = host_features()
         if not any(features.get(unit) for unit in BF16_UNITS):
             return (
