@@ -159,8 +159,11 @@ PGO = [
     ("--max-output-error", "without --precision", "--tune --lower iree --max-output-error 0.1"),
     ("--max-output-error", "zero", "--tune --lower iree --precision bf16 --max-output-error 0"),
     ("--max-output-error", "above 1", "--tune --lower iree --precision bf16 --max-output-error 2"),
-    ("--max-output-error", "not a number",
-     "--tune --lower iree --precision bf16 --max-output-error no"),
+    (
+        "--max-output-error",
+        "not a number",
+        "--tune --lower iree --precision bf16 --max-output-error no",
+    ),
     ("--explore", "with a value", "--explore=1"),
     ("--explore-port", "above 65535", "--explore --explore-port 70000"),
     ("--explore-port", "zero", "--explore --explore-port 0"),
