@@ -3,6 +3,7 @@ per-layer times on the tf ops they came from, on recorded graphs and runtime
 models of the zoo's cnn and transformer (tests/data/anchor_layers/record.py),
 and live on a small step."""
 
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -215,23 +216,34 @@ def test_a_training_step_is_refused_by_every_engine_in_one_line_each():
 def test_the_tuner_bounds_its_targets_by_the_fastest_float32_anchor(tmp_path, monkeypatch):
     """--tune on an inference step profiles the anchors first and hands the
     fastest float32 engine's layers to the loop (the tile search's
-    bound); a training step, which the anchors refuse, hands none."""
+    bound); a training step, which the anchors refuse, hands none. The
+    workload carries --max-output-error where --precision bf16 gave one."""
     from tfpgo.flow import lower_stage, stages
+    from tfpgo.iree.program import Workload
     from tfpgo.models import load_model
     from tfpgo.runtime.anchor_profile import ANCHOR_PROFILE
     from tfpgo.tune import loop
 
     handed = []
-    monkeypatch.setattr(loop, "tune", lambda *args, **kwargs: handed.append(args[4]))
+    workloads = []
+
+    def tune(*args, **kwargs):
+        handed.append(args[4])
+        workloads.append(args[1])
+
+    monkeypatch.setattr(loop, "tune", tune)
     options = stages.FlowOptions(tune_budget_s=60)
     case = load_model("cnn", "infer", 2)
-    program: tuple[Any, ...] = (Path("s.mlir"), None, None)  # the lowering's: unread here
+    workload = Workload("main", (), (), 1, 0, {}, {})
+    program: tuple[Any, ...] = (Path("s.mlir"), workload, None)  # the lowering's
     lower_stage.tuner(tmp_path, options, lambda _: None, case)(*program)
+    assert workloads[0].output_budget is None
     profile = AnchorProfile.read(tmp_path / ANCHOR_PROFILE)
     fastest = profile.fastest(anchors.FLOAT32_ENGINES)
     assert fastest is not None and fastest.engine in anchors.FLOAT32_ENGINES
     assert handed[0].anchor == fastest
     assert any(op.endswith("/convolution") for op in handed[0].anchor.op_ps({}))
     train = load_model("mlp", "train", 2)
-    lower_stage.tuner(tmp_path / "train", options, lambda _: None, train)(*program)
-    assert handed[1].anchor is None
+    allowed = dataclasses.replace(options, max_output_error=0.02)
+    lower_stage.tuner(tmp_path / "train", allowed, lambda _: None, train)(*program)
+    assert handed[1].anchor is None and workloads[1].output_budget == 0.02
