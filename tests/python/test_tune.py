@@ -89,6 +89,17 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 """
 
+# A 3x3 convolution, same padding, 2x8x8x4 to 8 channels.
+CONVOLUTION_3X3 = """
+func.func @main(%x: tensor<2x8x8x4xf32>, %w: tensor<3x3x4x8xf32>) -> tensor<2x8x8x8xf32> {
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+      window = {stride = [1, 1], pad = [[1, 1], [1, 1]]}
+      {batch_group_count = 1 : i64, feature_group_count = 1 : i64}
+      : (tensor<2x8x8x4xf32>, tensor<3x3x4x8xf32>) -> tensor<2x8x8x8xf32>
+  return %0 : tensor<2x8x8x8xf32>
+}
+"""
+
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
@@ -1105,15 +1116,7 @@ def test_convolution_data_tiling_flags_compile_a_convolution(tmp_path):
         proposal.variant.flags
     )
     program = tmp_path / "conv.mlir"
-    program.write_text(
-        "func.func @main(%x: tensor<2x8x8x4xf32>, %w: tensor<3x3x4x8xf32>) -> "
-        "tensor<2x8x8x8xf32> {\n"
-        "  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->"
-        "[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} "
-        "{batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
-        "(tensor<2x8x8x4xf32>, tensor<3x3x4x8xf32>) -> tensor<2x8x8x8xf32>\n"
-        "  return %0 : tensor<2x8x8x8xf32>\n}\n"
-    )
+    program.write_text(CONVOLUTION_3X3)
     iree_run.compile_vmfb(program, tmp_path / "conv.vmfb", proposal.variant.flags, 300)
     assert (tmp_path / "conv.vmfb").stat().st_size > 0
 
@@ -1129,16 +1132,7 @@ def test_im2col_with_data_tiling_is_proposed_for_convolutions_and_compiles_them(
         "the program has no convolution"
     )
     program = tmp_path / "conv.mlir"
-    write_generic_stablehlo(
-        "func.func @main(%x: tensor<2x8x8x4xf32>, %w: tensor<3x3x4x8xf32>) -> "
-        "tensor<2x8x8x8xf32> {\n"
-        "  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->"
-        "[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} "
-        "{batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
-        "(tensor<2x8x8x4xf32>, tensor<3x3x4x8xf32>) -> tensor<2x8x8x8xf32>\n"
-        "  return %0 : tensor<2x8x8x8xf32>\n}\n",
-        program,
-    )
+    write_generic_stablehlo(CONVOLUTION_3X3, program)
     spec = "--iree-codegen-tuning-spec-path=/s/tuning_spec.mlir"
     proposal = BY_NAME["iree-im2col-data-tiling"].propose(
         Variant(program, (spec,), (TILE,)), context, tmp_path

@@ -76,16 +76,16 @@ def compare_outputs(
 def relative_error(outputs: Sequence[Any], expected: Sequence[Any]) -> float:
     """max |got - want| over all outputs, over the largest |want| (inf where
     shapes differ)."""
-    scale = largest_magnitude(expected)
-    difference = largest_difference(outputs, expected)
-    return difference / scale if scale else difference
+    return relative_to(largest_difference(outputs, expected), expected)
 
 
-def largest_magnitude(values: Sequence[Any]) -> float:
-    """max |value| over all elements of `values` (0 when there are none)."""
+def relative_to(difference: float, expected: Sequence[Any]) -> float:
+    """`difference` as a share of the largest |value| of `expected` (itself
+    where every value is 0)."""
     import numpy as np
 
-    return max((float(np.abs(np.asarray(v)).max()) for v in values if np.size(v)), default=0.0)
+    scale = max((float(np.abs(np.asarray(v)).max()) for v in expected if np.size(v)), default=0.0)
+    return difference / scale if scale else difference
 
 
 def within_budget(

@@ -78,7 +78,7 @@ def anchor_shares(iree: IreeProfile, anchor: EngineLayers) -> AnchorShares:
             shares[name] += part
     found = []
     for dispatch in iree.dispatches:
-        ops = tuple(dict.fromkeys(op for site in dispatch.sites for op in site.sources))
+        ops = dispatch.sources  # each once, in site order
         layers = dict.fromkeys(layer for op in ops for layer in layers_of.get(op, ()))
         found.append(
             DispatchAnchor(

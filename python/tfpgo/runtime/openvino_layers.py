@@ -201,7 +201,6 @@ def _pair_stretch(
     tensors around it, by type where their numbers agree (see the module's
     docstring); not `exact`, the rest too. Whether it put any."""
     by_name = {node.name: node for node in converted}
-    kinds = {node.name: node.kind for node in converted}
     members = set(stretch)
     before = {op for name in stretch for source in by_name[name].inputs
               for op in origins.ops.get(source, ())}  # fmt: skip
@@ -224,7 +223,7 @@ def _pair_stretch(
             paired = True
         elif exact:
             for name in nodes:
-                paired |= _pair_by_inputs(by_name[name], types, kinds, tf_graph, origins, claimed)
+                paired |= _pair_by_inputs(by_name[name], types, by_name, tf_graph, origins, claimed)
         elif not ops:
             origins.unnamed.update(
                 (name, f"an OpenVINO {kind} with no tf op of its type between the named tensors "
@@ -239,7 +238,7 @@ def _pair_stretch(
 def _pair_by_inputs(
     node: GraphNode,
     types: tuple[str, ...],
-    kinds: dict[str, str],
+    by_name: dict[str, GraphNode],
     tf_graph: Sequence[GraphNode],
     origins: Origins,
     claimed: set[str],
@@ -248,9 +247,9 @@ def _pair_by_inputs(
     its types that each input's tf ops reach (through unclaimed ops): where
     TensorFlow computed the same thing from the same values. Whether it did."""
     computed = [
-        origins.ops.get(source) or ((source,) if kinds[source] == "Parameter" else ())
+        origins.ops.get(source) or ((source,) if by_name[source].kind == "Parameter" else ())
         for source in node.inputs
-        if kinds[source] != "Constant"
+        if by_name[source].kind != "Constant"
     ]
     if not computed or not all(computed):
         return False

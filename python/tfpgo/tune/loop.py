@@ -43,7 +43,7 @@ from tfpgo.dask_cluster import ClusterError
 from tfpgo.errors import UserError
 from tfpgo.iree import profile_document
 from tfpgo.iree import run as iree_run
-from tfpgo.iree.output_check import FLOAT32, largest_magnitude, program_precision
+from tfpgo.iree.output_check import FLOAT32, program_precision, relative_to
 from tfpgo.iree.program import (
     PROGRAM_VMFB,
     ProfiledProgram,
@@ -246,8 +246,7 @@ def _output_error(
     ones relative to their largest magnitude (None in float32)."""
     if precision == FLOAT32:
         return None
-    scale = largest_magnitude(workload.expected)
-    return kept.outputs_max_abs / scale if scale else kept.outputs_max_abs
+    return relative_to(kept.outputs_max_abs, workload.expected)
 
 
 def _from_records(run: _Run) -> TuneDocument | None:

@@ -14,9 +14,9 @@ then decides whether it is faster.
 
 from __future__ import annotations
 
-from tfpgo.iree.output_check import DEMOTE_OPERATIONS, DEMOTE_TYPE
+from tfpgo.iree.output_check import DEMOTE_OPERATIONS, DEMOTE_TYPE, FLOAT32
 
-FLOAT32, BF16 = "float32", "bf16"
+BF16 = "bf16"
 PRECISIONS = (FLOAT32, BF16)
 DEFAULT_MAX_OUTPUT_ERROR = 0.01
 # LLVM's names of the CPU features that compute bfloat16 dot products.
